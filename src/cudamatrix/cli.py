@@ -1,0 +1,158 @@
+"""Command line: parses arguments into options and hands them to the runner and reports."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+from .errors import UserError
+from .providers import PROVIDERS
+from .reports import write_reports
+from .results import CellResult, load_results, summary
+from .runner import Progress as PlainProgress
+from .runner import RunOptions, execute, exit_status, make_plan
+
+
+class RichProgress(PlainProgress):
+    """A live bar (cells done/total, ETA) for terminals; CI logs get plain lines instead."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                            TimeRemainingColumn(), console=console)
+        self.task: TaskID | None = None
+
+    def note(self, text: str) -> None:
+        self.console.print(text)
+
+    def start(self, total: int) -> None:
+        self.bar.start()
+        self.task = self.bar.add_task("cells", total=total)
+
+    def cell_done(self, result: CellResult) -> None:
+        if result.outcome not in ("pass", "xfail", "skip"):
+            self.bar.console.print(f"{result.outcome:>5}  {result.cell.id}: "
+                                   f"{(result.message or result.reason)[:120]}")
+        if self.task is not None:
+            self.bar.advance(self.task)
+
+    def finish(self) -> None:
+        self.bar.stop()
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(p) for p in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected i/n, got {text!r}") from None
+    return index, count
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"),
+                        help="the matrix file (default: %(default)s)")
+    parser.add_argument("--corpus", type=Path, action="append", default=[],
+                        help="an extra folder of cases (repeatable); corpus/ is always read")
+    parser.add_argument("--tier", help="pr or nightly (default: the matrix's default_tier)")
+    parser.add_argument("--toolkit", action="append", default=[],
+                        help="run only these toolkits (repeatable), e.g. 12.4")
+    parser.add_argument("--arch", action="append", default=[],
+                        help="run only these archs (repeatable), e.g. sm_90a")
+    parser.add_argument("--case", action="append", default=[], help="run only these cases")
+    parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cudamatrix",
+        description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
+                    "and GPU architectures, and report what works where.")
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", help="run the matrix and write the reports")
+    _add_selection(run)
+    run.add_argument("--out", type=Path, default=Path("reports/latest"),
+                     help="report folder (default: %(default)s)")
+    run.add_argument("--provider", choices=("auto", *PROVIDERS), default="auto")
+    run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                     help="cells run in parallel (default: the number of cores)")
+    run.add_argument("--cache", type=Path, help="where environments are kept "
+                     "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
+    run.add_argument("--cell-timeout", type=float, default=300.0,
+                     help="seconds one cell may take (default: %(default)s)")
+    run.add_argument("--resume", action="store_true",
+                     help="keep the cells an interrupted run in --out finished")
+    run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
+    run.add_argument("--runner-label", default=os.environ.get("CUDAMATRIX_RUNNER_LABEL", ""),
+                     help="the driver/runner label this machine was promised")
+    validate = commands.add_parser("validate", help="check the matrix and the corpus")
+    _add_selection(validate)
+    listing = commands.add_parser("list", help="print the cells a run would have")
+    _add_selection(listing)
+    report = commands.add_parser("report", help="rewrite the reports from a results.json")
+    report.add_argument("results", type=Path)
+    report.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
+    corpus = (Path("corpus"), *args.corpus)
+    values: dict[str, object] = dict(
+        matrix=args.matrix, corpus=corpus, tier=args.tier, toolkits=tuple(args.toolkit),
+        archs=tuple(args.arch), cases=tuple(args.case), shard=args.shard)
+    values.update(extra)
+    return RunOptions(**values)  # type: ignore[arg-type]
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    extra: dict[str, object] = dict(
+        out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
+        resume=args.resume, gpu=not args.no_gpu, runner_label=args.runner_label)
+    if args.cache:
+        extra["cache"] = args.cache
+    options = _options(args, **extra)
+    interactive = console.is_terminal and not os.environ.get("CI")
+    progress = RichProgress(console) if interactive else PlainProgress()
+    try:
+        info, results = execute(options, progress)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
+                      "continue with --resume")
+        return 130
+    written = write_reports(options.out, info, results)
+    counts = summary(results)
+    console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
+                  f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
+    console.print("reports: " + ", ".join(str(p) for p in written))
+    return exit_status(results)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    console = Console(stderr=False, highlight=False)
+    try:
+        if args.command in (None, "run"):
+            if args.command is None:
+                args = build_parser().parse_args(["run", *(argv or sys.argv[1:])])
+            sys.exit(_run(args, console))
+        if args.command == "validate":
+            plan = make_plan(_options(args))
+            console.print(f"{args.matrix}: ok; {len(plan.cases)} cases, {len(plan.cells)} cells "
+                          f"in tier {plan.tier.name}")
+        elif args.command == "list":
+            for cell in make_plan(_options(args)).cells:
+                console.print(cell.id)
+        elif args.command == "report":
+            info, results = load_results(args.results)
+            for path in write_reports(args.out, info, results):
+                console.print(str(path))
+    except UserError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,279 @@
+"""The reproducer corpus: ``<dir>/<case-id>/case.toml`` plus sources.
+
+A case holds variants (usually the buggy form and the fixed form); each
+variant says how it is compiled and what the matrix should find, per cell,
+through ordered expectations whose ``when`` tables select cells by axis.
+The field names are a user-facing format: change them only with a migration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .tomlfile import load_toml
+from .versions import WHEN_KEYS, axis_matches, check_specifier
+
+FRONTENDS = ("nvrtc", "nvcc", "cupy", "cutlass", "cute-dsl")
+# The library whose version axis a frontend multiplies its cells by.
+FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl"}
+# Frontends that bring their own compiler, so the toolkit axis does not apply.
+TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl"})
+STAGES = ("compile", "inspect", "load", "run")
+ARTIFACT_KINDS = ("ptx", "cubin")
+
+Spec = str | tuple[str, ...]
+
+
+def _selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:
+    return all(axis_matches(key, spec, axes.get(key)) for key, spec in when.items())
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a cell selected by `when` should do; the first matching expectation decides."""
+
+    outcome: str
+    when: Mapping[str, Spec] = field(default_factory=dict)
+    stage: str | None = None
+    match: str | None = None
+    note: str = ""
+
+    def applies(self, axes: Mapping[str, str | None]) -> bool:
+        return _selects(self.when, axes)
+
+    def describe(self) -> str:
+        text = self.outcome
+        if self.stage:
+            text += f" at {self.stage}"
+        if self.match:
+            text += f" matching /{self.match}/"
+        return text
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """A build passes only if its PTX or cubin contains (or lacks) a pattern.
+
+    Exists because some toolchains succeed while emitting the wrong code:
+    CUTLASS built for plain sm_90 drops every WGMMA instruction and compiles.
+    """
+
+    kind: str
+    pattern: str
+    present: bool
+    why: str = ""
+
+    def describe(self) -> str:
+        verb = "contains" if self.present else "lacks"
+        return f"{self.kind} {verb} /{self.pattern}/"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    source: Path
+    frontend: str
+    flags: tuple[str, ...] = ()
+    kernel: str | None = None
+    arch_flag: bool = True
+    only: Mapping[str, Spec] = field(default_factory=dict)
+    expect: tuple[Expectation, ...] = ()
+    artifacts: tuple[ArtifactCheck, ...] = ()
+    timeout: float | None = None
+    run: Mapping[str, Any] = field(default_factory=dict)
+
+    def selects(self, axes: Mapping[str, str | None]) -> bool:
+        """Whether a cell with these axis values belongs to this variant at all."""
+        return _selects(self.only, axes)
+
+    def expectation_for(self, axes: Mapping[str, str | None]) -> Expectation:
+        for expectation in self.expect:
+            if expectation.applies(axes):
+                return expectation
+        return Expectation(outcome="pass")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    directory: Path
+    variants: tuple[Variant, ...]
+    upstream: tuple[str, ...] = ()
+    description: str = ""
+
+
+class _Reader:
+    """Validates one case.toml, prefixing every error with the file and entry."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, where: str, message: str) -> UserError:
+        return UserError(f"{self.path}: {where}: {message}")
+
+    def strings(self, where: str, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
+
+    def when(self, where: str, table: Any) -> dict[str, Spec]:
+        if not isinstance(table, dict):
+            raise self.fail(where, f"expected a table like {{ arch = \"<sm_80\" }}, got {table!r}")
+        result: dict[str, Spec] = {}
+        for key, spec in table.items():
+            if key not in WHEN_KEYS:
+                raise self.fail(where, f"unknown key {key!r} (known: {', '.join(WHEN_KEYS)})")
+            specs = self.strings(f"{where}.{key}", spec)
+            try:
+                check_specifier(key, specs)
+            except ValueError as exc:
+                raise self.fail(f"{where}.{key}", str(exc)) from None
+            result[key] = specs[0] if len(specs) == 1 else specs
+        return result
+
+    def expectation(self, where: str, raw: Any) -> Expectation:
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table")
+        unknown = set(raw) - {"when", "outcome", "stage", "match", "note"}
+        if unknown:
+            raise self.fail(where, f"unknown field(s) {sorted(unknown)}")
+        outcome = raw.get("outcome")
+        if outcome not in ("pass", "fail"):
+            raise self.fail(where, f"outcome must be 'pass' or 'fail', got {outcome!r}")
+        stage = raw.get("stage")
+        if stage is not None and stage not in STAGES:
+            raise self.fail(where, f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+        match = raw.get("match")
+        if match is not None:
+            try:
+                re.compile(match)
+            except re.error as exc:
+                raise self.fail(f"{where}.match", f"bad regular expression: {exc}") from None
+        return Expectation(
+            outcome=outcome,
+            when=self.when(f"{where}.when", raw.get("when", {})),
+            stage=stage,
+            match=match,
+            note=str(raw.get("note", "")),
+        )
+
+    def artifact(self, where: str, raw: Any) -> ArtifactCheck:
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table")
+        kind = raw.get("in", "ptx")
+        if kind not in ARTIFACT_KINDS:
+            raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}")
+        if ("contains" in raw) == ("lacks" in raw):
+            raise self.fail(where, "give exactly one of 'contains' or 'lacks'")
+        pattern = raw.get("contains", raw.get("lacks"))
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise self.fail(where, f"bad regular expression: {exc}") from None
+        return ArtifactCheck(kind, pattern, "contains" in raw, str(raw.get("why", "")))
+
+    def variant(self, index: int, raw: Any, directory: Path) -> Variant:
+        where = f"variant[{index}]"
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table")
+        name = raw.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            raise self.fail(where, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        where = f"variant {name!r}"
+        known = {"name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
+                 "artifact", "timeout", "run"}
+        unknown = set(raw) - known
+        if unknown:
+            raise self.fail(where, f"unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
+        frontend = raw.get("frontend")
+        if frontend not in FRONTENDS:
+            raise self.fail(where, f"frontend must be one of {', '.join(FRONTENDS)}, "
+                            f"got {frontend!r}")
+        source_name = raw.get("source")
+        if not isinstance(source_name, str):
+            raise self.fail(where, "source is required (a file next to case.toml)")
+        source = directory / source_name
+        if not source.is_file():
+            raise self.fail(where, f"source file {source} does not exist")
+        timeout = raw.get("timeout")
+        if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+            raise self.fail(where, f"timeout must be a positive number of seconds, got {timeout!r}")
+        run = raw.get("run", {})
+        if not isinstance(run, dict):
+            raise self.fail(f"{where}.run", "expected a table")
+        return Variant(
+            name=name,
+            source=source,
+            frontend=frontend,
+            flags=self.strings(f"{where}.flags", raw.get("flags", [])),
+            kernel=raw.get("kernel"),
+            arch_flag=bool(raw.get("arch_flag", True)),
+            only=self.when(f"{where}.only", raw.get("only", {})),
+            expect=tuple(self.expectation(f"{where}.expect[{i}]", e)
+                         for i, e in enumerate(raw.get("expect", []))),
+            artifacts=tuple(self.artifact(f"{where}.artifact[{i}]", a)
+                            for i, a in enumerate(raw.get("artifact", []))),
+            timeout=float(timeout) if timeout is not None else None,
+            run=run,
+        )
+
+
+def load_case(directory: Path) -> Case:
+    path = directory / "case.toml"
+    raw = load_toml(path)
+    reader = _Reader(path)
+    title = raw.get("title")
+    if not isinstance(title, str) or not title:
+        raise reader.fail("title", "a case needs a title")
+    variants = raw.get("variant")
+    if not isinstance(variants, list) or not variants:
+        raise reader.fail("variant", "a case needs at least one [[variant]]")
+    parsed = tuple(reader.variant(i, v, directory) for i, v in enumerate(variants))
+    names = [v.name for v in parsed]
+    duplicate = {n for n in names if names.count(n) > 1}
+    if duplicate:
+        raise reader.fail("variant", f"duplicate variant name(s) {sorted(duplicate)}")
+    return Case(
+        id=directory.name,
+        title=title,
+        directory=directory,
+        variants=parsed,
+        upstream=reader.strings("upstream", raw.get("upstream", [])),
+        description=str(raw.get("description", "")),
+    )
+
+
+def load_corpus(directories: Iterable[Path]) -> list[Case]:
+    """Every case under the given folders; a case id may appear only once."""
+    cases: dict[str, Case] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise UserError(f"{directory}: corpus folder not found")
+        found = sorted(p.parent for p in directory.glob("*/case.toml"))
+        if not found:
+            raise UserError(f"{directory}: no cases (expected <case-id>/case.toml folders)")
+        for case_dir in found:
+            case = load_case(case_dir)
+            if case.id in cases:
+                raise UserError(f"{case_dir}: case id {case.id!r} already defined in "
+                                f"{cases[case.id].directory}")
+            cases[case.id] = case
+    return sorted(cases.values(), key=lambda c: c.id)
+
+
+def select_cases(cases: Sequence[Case], wanted: Sequence[str]) -> list[Case]:
+    if not wanted:
+        return list(cases)
+    known = {c.id for c in cases}
+    missing = [w for w in wanted if w not in known]
+    if missing:
+        raise UserError(f"unknown case(s) {', '.join(missing)} (known: {', '.join(sorted(known))})")
+    return [c for c in cases if c.id in wanted]

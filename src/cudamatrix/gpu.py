@@ -1,0 +1,77 @@
+"""Is there a GPU here, and which one? Asked once per run, through the driver API."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The GPU and driver a run saw; `name` is empty when there is none, with `reason`."""
+
+    name: str = ""
+    arch: str = ""
+    driver: str = ""
+    driver_cuda: str = ""
+    memory_mib: int = 0
+    reason: str = ""
+
+    @property
+    def present(self) -> bool:
+        return bool(self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _driver_version_string() -> str:
+    """The kernel-module version (e.g. 580.159.04), which cuDriverGetVersion does not give."""
+    try:
+        with open("/proc/driver/nvidia/version") as handle:
+            for word in handle.read().split():
+                parts = word.split(".")
+                if len(parts) >= 2 and all(p.isdigit() for p in parts):
+                    return word
+    except OSError:
+        pass
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if nvml.nvmlInit_v2() == 0:
+            buffer = ctypes.create_string_buffer(96)
+            if nvml.nvmlSystemGetDriverVersion(buffer, 96) == 0:
+                return buffer.value.decode()
+    except OSError:
+        pass
+    return ""
+
+
+def probe() -> DeviceInfo:
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        try:
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return DeviceInfo(reason="no NVIDIA driver on this machine (libcuda.so.1 not found)")
+        return DeviceInfo(reason="cuda-bindings is not installed (pip install 'cudamatrix[gpu]')")
+    (status,) = driver.cuInit(0)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        return DeviceInfo(reason=f"no usable CUDA driver: cuInit returned {status.name}")
+    status, count = driver.cuDeviceGetCount()
+    if status != driver.CUresult.CUDA_SUCCESS or count == 0:
+        return DeviceInfo(reason="the CUDA driver sees no GPU")
+    _, device = driver.cuDeviceGet(0)
+    _, raw_name = driver.cuDeviceGetName(96, device)
+    attribute = driver.CUdevice_attribute
+    _, major = driver.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
+    _, minor = driver.cuDeviceGetAttribute(
+        attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device)
+    _, memory = driver.cuDeviceTotalMem(device)
+    _, version = driver.cuDriverGetVersion()
+    name = raw_name.split(b"\0")[0].decode()
+    return DeviceInfo(name=name, arch=f"sm_{major}{minor}", driver=_driver_version_string(),
+                      driver_cuda=f"{version // 1000}.{(version % 1000) // 10}",
+                      memory_mib=int(memory) // (1 << 20))

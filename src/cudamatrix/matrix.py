@@ -1,0 +1,279 @@
+"""The declared matrix (``matrix/matrix.toml``): axes, constraints and tiers, validated."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from .errors import UserError
+from .tomlfile import load_toml
+from .versions import Arch, axis_matches, check_specifier, parse_version
+
+LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl")
+ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", *LIBRARY_AXES)
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    version: str
+    ptx_isa: str
+    min_driver: str | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def major(self) -> int:
+        return Version(self.version).major
+
+
+@dataclass(frozen=True)
+class ArchSupport:
+    arch: Arch
+    first: Version
+    last: Version | None = None
+
+    def known_to(self, toolkit: str) -> bool:
+        version = Version(toolkit)
+        return self.first <= version and (self.last is None or version <= self.last)
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    package: str
+    versions: tuple[str, ...]
+
+    def package_for(self, cuda_major: int) -> str:
+        return self.package.format(major=cuda_major)
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    toolkits: tuple[str, ...]
+    archs: tuple[str, ...]
+    libraries: Mapping[str, tuple[str, ...]]
+    include: tuple[Mapping[str, str], ...] = ()
+    exclude: tuple[Mapping[str, str], ...] = ()
+    cases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: Path
+    toolkits: Mapping[str, Toolkit]
+    archs: Mapping[str, ArchSupport]
+    wheels: Mapping[int, tuple[str, ...]]
+    drivers: Mapping[str, str]
+    driver_cuda: Mapping[str, str]
+    libraries: Mapping[str, Library]
+    tiers: Mapping[str, Tier]
+    default_tier: str
+
+    def arch_known(self, toolkit: str, arch: str) -> bool:
+        return self.archs[arch].known_to(toolkit)
+
+    def wheel_requirements(self, toolkit: str) -> list[str]:
+        """The pinned requirement strings that make up one toolkit's wheel environment."""
+        info = self.toolkits[toolkit]
+        packages = self.wheels.get(info.major)
+        if packages is None:
+            raise UserError(f"{self.path}: no [wheels.{info.major}] entry for toolkit {toolkit}")
+        return [f"{name}{info.pins.get(name, f'=={toolkit}.*')}" for name in packages]
+
+    def driver_supports(self, driver_version: str) -> str | None:
+        """The CUDA version a driver supports, from its branch (``580.95`` -> ``13.0``)."""
+        return self.driver_cuda.get(driver_version.split(".")[0])
+
+    def tier(self, name: str | None) -> Tier:
+        chosen = name or self.default_tier
+        if chosen not in self.tiers:
+            raise UserError(f"{self.path}: unknown tier {chosen!r} "
+                            f"(declared: {', '.join(self.tiers)})")
+        return self.tiers[chosen]
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, where: str, message: str) -> UserError:
+        return UserError(f"{self.path}: {where}: {message}")
+
+    def table(self, raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+        value = raw.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(key, "expected a table")
+        return value
+
+    def version(self, where: str, text: Any) -> Version:
+        try:
+            return parse_version(str(text), what="version")
+        except ValueError as exc:
+            raise self.fail(where, str(exc)) from None
+
+    def toolkits(self, raw: Mapping[str, Any]) -> dict[str, Toolkit]:
+        result = {}
+        for version, entry in self.table(raw, "toolkits").items():
+            where = f"toolkits.{version!r}"
+            self.version(where, version)
+            if not isinstance(entry, dict) or "ptx_isa" not in entry:
+                raise self.fail(where, "needs ptx_isa")
+            pins = entry.get("pins", {})
+            for package, spec in pins.items():
+                try:
+                    check_specifier("toolkit", spec)
+                except ValueError as exc:
+                    raise self.fail(f"{where}.pins.{package}", str(exc)) from None
+            result[version] = Toolkit(version, str(entry["ptx_isa"]), entry.get("min_driver"),
+                                      dict(pins))
+        if not result:
+            raise self.fail("toolkits", "declares no toolkit")
+        return dict(sorted(result.items(), key=lambda kv: Version(kv[0])))
+
+    def archs(self, raw: Mapping[str, Any]) -> dict[str, ArchSupport]:
+        result = {}
+        for name, entry in self.table(raw, "archs").items():
+            where = f"archs.{name}"
+            try:
+                arch = Arch.parse(name)
+            except ValueError as exc:
+                raise self.fail(where, str(exc)) from None
+            if not isinstance(entry, dict) or "first" not in entry:
+                raise self.fail(where, "needs first = \"<toolkit>\"")
+            last = entry.get("last")
+            result[name] = ArchSupport(arch, self.version(f"{where}.first", entry["first"]),
+                                       self.version(f"{where}.last", last) if last else None)
+        return dict(sorted(result.items(), key=lambda kv: kv[1].arch))
+
+    def libraries(self, raw: Mapping[str, Any]) -> dict[str, Library]:
+        result = {}
+        for name, entry in self.table(raw, "libraries").items():
+            if name not in LIBRARY_AXES:
+                raise self.fail(f"libraries.{name}",
+                                f"unknown library axis (known: {', '.join(LIBRARY_AXES)})")
+            versions = tuple(str(v) for v in entry.get("versions", []))
+            for v in versions:
+                self.version(f"libraries.{name}.versions", v)
+            result[name] = Library(name, str(entry.get("package", name)), versions)
+        return result
+
+    def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:
+        if value == "*":
+            return tuple(known)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(where, f"expected a list of {what}s or \"*\", got {value!r}")
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise self.fail(where, f"unknown {what}(s) {', '.join(unknown)} "
+                            f"(declared: {', '.join(known)})")
+        return tuple(value)
+
+    def rows(self, where: str, value: Any) -> tuple[dict[str, str], ...]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected a list of tables")
+        rows = []
+        for i, row in enumerate(value):
+            if not isinstance(row, dict) or not row:
+                raise self.fail(f"{where}[{i}]", "expected a non-empty table")
+            unknown = set(row) - set(ROW_KEYS)
+            if unknown:
+                raise self.fail(f"{where}[{i}]", f"unknown key(s) {sorted(unknown)} "
+                                f"(known: {', '.join(ROW_KEYS)})")
+            rows.append({k: str(v) for k, v in row.items()})
+        return tuple(rows)
+
+    def tiers(self, raw: Mapping[str, Any], toolkits: list[str], archs: list[str],
+              libraries: Mapping[str, Library]) -> dict[str, Tier]:
+        result = {}
+        for name, entry in self.table(raw, "tiers").items():
+            where = f"tiers.{name}"
+            unknown = set(entry) - {"toolkit", "arch", "include", "exclude", "case",
+                                    *LIBRARY_AXES}
+            if unknown:
+                raise self.fail(where, f"unknown key(s) {sorted(unknown)}")
+            libs = {lib: self.axis(f"{where}.{lib}", entry.get(lib, "*"),
+                                   list(libraries[lib].versions), f"{lib} version")
+                    for lib in libraries}
+            tier = Tier(
+                name=name,
+                toolkits=self.axis(f"{where}.toolkit", entry.get("toolkit", "*"), toolkits,
+                                   "toolkit"),
+                archs=self.axis(f"{where}.arch", entry.get("arch", "*"), archs, "arch"),
+                libraries=libs,
+                include=self.rows(f"{where}.include", entry.get("include", [])),
+                exclude=self.rows(f"{where}.exclude", entry.get("exclude", [])),
+                cases=tuple(entry.get("case", [])),
+            )
+            result[name] = tier
+        if not result:
+            raise self.fail("tiers", "declares no tier")
+        return result
+
+
+def load_matrix(path: Path) -> Matrix:
+    raw = load_toml(path)
+    reader = _Reader(path)
+    if raw.get("schema") != 1:
+        raise reader.fail("schema", f"unsupported schema {raw.get('schema')!r} (this tool reads 1)")
+    toolkits = reader.toolkits(raw)
+    archs = reader.archs(raw)
+    libraries = reader.libraries(raw)
+    wheels: dict[int, tuple[str, ...]] = {}
+    for major, entry in reader.table(raw, "wheels").items():
+        if not major.isdigit() or not isinstance(entry.get("packages"), list):
+            raise reader.fail(f"wheels.{major}", "expected [wheels.<major>] packages = [...]")
+        wheels[int(major)] = tuple(entry["packages"])
+    drivers = {k: str(v) for k, v in reader.table(raw, "drivers").items()}
+    for label, version in drivers.items():
+        reader.version(f"drivers.{label}", version)
+    driver_cuda = {k: str(v) for k, v in reader.table(raw, "driver_cuda").items()}
+    tiers = reader.tiers(raw, list(toolkits), list(archs), libraries)
+    default = raw.get("default_tier", next(iter(tiers)))
+    if default not in tiers:
+        raise reader.fail("default_tier", f"{default!r} is not a declared tier")
+    matrix = Matrix(path, toolkits, archs, wheels, drivers, driver_cuda, libraries, tiers,
+                    default)
+    for tier in tiers.values():
+        _check_includes(reader, matrix, tier)
+    return matrix
+
+
+def _check_includes(reader: _Reader, matrix: Matrix, tier: Tier) -> None:
+    """An include row must name a real toolkit x arch cell that the toolkit can build."""
+    for i, row in enumerate(tier.include):
+        where = f"tiers.{tier.name}.include[{i}]"
+        toolkit, arch = row.get("toolkit"), row.get("arch")
+        if toolkit is None or arch is None:
+            raise reader.fail(where, "an include row needs both toolkit and arch")
+        if toolkit not in matrix.toolkits:
+            raise reader.fail(where, f"unknown toolkit {toolkit!r}")
+        if arch not in matrix.archs:
+            raise reader.fail(where, f"unknown arch {arch!r}")
+        if not matrix.arch_known(toolkit, arch):
+            support = matrix.archs[arch]
+            raise reader.fail(where, f"impossible cell: toolkit {toolkit} cannot build {arch} "
+                              f"(first toolkit {support.first}"
+                              + (f", last {support.last}" if support.last else "") + ")")
+    for i, row in enumerate(tier.exclude):
+        for key, value in row.items():
+            if key in ("toolkit", "arch") or key in LIBRARY_AXES:
+                try:
+                    check_specifier(key, value)
+                except ValueError as exc:
+                    raise reader.fail(f"tiers.{tier.name}.exclude[{i}].{key}", str(exc)) from None
+
+
+def row_matches(row: Mapping[str, str], values: Mapping[str, str | None]) -> bool:
+    """GitHub-style include/exclude matching; version and arch axes accept specifiers."""
+    for key, wanted in row.items():
+        actual = values.get(key)
+        if key in ("case", "variant", "frontend"):
+            if actual != wanted:
+                return False
+        elif not axis_matches(key, wanted, actual):
+            return False
+    return True

@@ -1,0 +1,120 @@
+"""Expanding a tier of the matrix and the corpus into cells, then narrowing the selection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .corpus import FRONTEND_LIBRARY, TOOLKIT_FREE_FRONTENDS, Case, Variant
+from .errors import UserError
+from .matrix import Matrix, Tier, row_matches
+from .versions import Arch
+
+# What a cell's toolkit column shows when its frontend brings its own compiler.
+BUNDLED = "bundled"
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One (case, variant) x toolkit x arch x library-version point of the matrix."""
+
+    case: str
+    variant: str
+    toolkit: str
+    arch: str
+    frontend: str
+    library: str | None = None
+    library_version: str | None = None
+
+    @property
+    def id(self) -> str:
+        parts = [self.case, self.variant, self.toolkit, self.arch]
+        if self.library:
+            parts.append(f"{self.library}-{self.library_version}")
+        return "/".join(parts)
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form of the id, for per-cell files."""
+        return self.id.replace("/", "__")
+
+    def axes(self) -> dict[str, str | None]:
+        """Values for `when`/`only`/exclude matching; the driver is added once one is seen."""
+        values: dict[str, str | None] = {
+            "case": self.case,
+            "variant": self.variant,
+            "frontend": self.frontend,
+            "toolkit": None if self.toolkit == BUNDLED else self.toolkit,
+            "arch": self.arch,
+        }
+        if self.library:
+            values[self.library] = self.library_version
+        return values
+
+    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str]:
+        toolkit = () if self.toolkit == BUNDLED else tuple(int(p) for p in self.toolkit.split("."))
+        return (self.case, self.variant, toolkit, Arch.parse(self.arch),
+                self.library_version or "")
+
+
+def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
+                   tier: Tier) -> list[Cell]:
+    library = FRONTEND_LIBRARY.get(variant.frontend)
+    versions: Sequence[str | None] = tier.libraries.get(library, ()) if library else (None,)
+    chosen_toolkits = (BUNDLED,) if variant.frontend in TOOLKIT_FREE_FRONTENDS else toolkits
+    cells = []
+    for toolkit in chosen_toolkits:
+        for arch in archs:
+            for version in versions:
+                cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
+                            library if version else None, version)
+                if variant.selects(cell.axes()):
+                    cells.append(cell)
+    return cells
+
+
+def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
+           toolkits: Sequence[str] = (), archs: Sequence[str] = ()) -> list[Cell]:
+    """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given."""
+    for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
+                               (archs, matrix.archs, "arch")):
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise UserError(f"unknown {what}(s) {', '.join(unknown)} "
+                            f"(available in {matrix.path}: {', '.join(known)})")
+    axis_toolkits = list(toolkits) or list(tier.toolkits)
+    axis_archs = list(archs) or list(tier.archs)
+    in_tier = [c for c in cases if not tier.cases or c.id in tier.cases]
+    cells: set[Cell] = set()
+    for case in in_tier:
+        for variant in case.variants:
+            cells.update(_variant_cells(case, variant, axis_toolkits, axis_archs, tier))
+    for row in tier.include:
+        for case in in_tier:
+            if "case" in row and row["case"] != case.id:
+                continue
+            for variant in case.variants:
+                if "variant" in row and row["variant"] != variant.name:
+                    continue
+                cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier))
+    kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
+    return sorted(kept, key=Cell.sort_key)
+
+
+def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
+    """Every exclude row of a tier must remove at least one cell of the full tier."""
+    unfiltered = Tier(tier.name, tier.toolkits, tier.archs, tier.libraries, tier.include, (),
+                      tier.cases)
+    cells = expand(matrix, unfiltered, cases)
+    for i, row in enumerate(tier.exclude):
+        if not any(row_matches(row, c.axes()) for c in cells):
+            raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}] {dict(row)} "
+                            "matches no cell")
+
+
+def shard(cells: Sequence[Cell], index: int, count: int) -> list[Cell]:
+    """Deterministic round-robin slice ``index`` (1-based) of ``count`` shards."""
+    if not 1 <= index <= count:
+        raise UserError(f"--shard {index}/{count}: expected 1 <= i <= n")
+    ordered = sorted(cells, key=Cell.sort_key)
+    return [c for i, c in enumerate(ordered) if i % count == index - 1]

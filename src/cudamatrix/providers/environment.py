@@ -1,0 +1,89 @@
+"""What a prepared toolkit offers, as plain data that crosses into cell workers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# What each frontend needs from a toolkit environment.
+FRONTEND_NEEDS = {
+    "nvrtc": ("nvrtc", "ptxas"),
+    "nvcc": ("nvcc",),
+    "cutlass": ("nvcc",),
+    "cupy": ("nvrtc",),
+    "cute-dsl": (),
+}
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One toolkit, ready to compile: tool paths, include folders and exact versions."""
+
+    toolkit: str
+    provider: str
+    root: str
+    nvrtc: str | None = None
+    ptxas: str | None = None
+    nvcc: str | None = None
+    include_dirs: tuple[str, ...] = ()
+    library_dirs: tuple[str, ...] = ()
+    packages: dict[str, str] = field(default_factory=dict)
+    tool_versions: dict[str, str] = field(default_factory=dict)
+
+    def missing_for(self, frontend: str) -> str | None:
+        """Why this environment cannot run `frontend`, or None when it can."""
+        for tool in FRONTEND_NEEDS.get(frontend, ()):
+            if getattr(self, tool) is None:
+                return (f"toolkit {self.toolkit} ({self.provider}) has no {tool}; "
+                        f"the {frontend} frontend needs it")
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Environment:
+        data = dict(data)
+        data["include_dirs"] = tuple(data.get("include_dirs", ()))
+        data["library_dirs"] = tuple(data.get("library_dirs", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class LibraryEnvironment:
+    """A library version installed for cells: headers to include, or a Python path."""
+
+    name: str
+    version: str
+    root: str
+    include_dirs: tuple[str, ...] = ()
+    python_path: tuple[str, ...] = ()
+    packages: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LibraryEnvironment:
+        data = dict(data)
+        data["include_dirs"] = tuple(data.get("include_dirs", ()))
+        data["python_path"] = tuple(data.get("python_path", ()))
+        return cls(**data)
+
+
+def installed_packages(root: Path) -> dict[str, str]:
+    """Exact distribution versions from the dist-info folders pip left in `root`."""
+    found = {}
+    for meta in sorted(root.glob("*.dist-info/METADATA")):
+        name = version = None
+        for line in meta.read_text(errors="replace").splitlines():
+            if line.startswith("Name: "):
+                name = line[6:].strip()
+            elif line.startswith("Version: "):
+                version = line[9:].strip()
+            if name and version:
+                break
+        if name and version:
+            found[name] = version
+    return found

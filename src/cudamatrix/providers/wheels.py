@@ -1,0 +1,147 @@
+"""The wheels provider: CUDA toolkits and libraries from PyPI, cached per version.
+
+Each environment is a ``pip install --target`` folder, built under a temporary
+name and renamed into place only when complete, so an interrupted install never
+leaves a half environment behind. A lock file keeps concurrent runs (shards on
+one machine) from installing the same toolkit twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import EnvironmentUnavailable
+from ..matrix import Matrix
+from .environment import Environment, LibraryEnvironment, installed_packages
+
+MARKER = "cudamatrix-environment.json"
+PIP_TIMEOUT_S = 900
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def install(target: Path, requirements: Sequence[str], *, with_deps: bool = False) -> Path:
+    """Install `requirements` into `target` once; later calls reuse it."""
+    marker = target / MARKER
+    wanted = {"requirements": list(requirements), "with_deps": with_deps}
+    with _locked(target.with_name(target.name + ".lock")):
+        if marker.is_file() and json.loads(marker.read_text()) == wanted:
+            return target
+        staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                   "--no-compile", "--target", str(staging), *requirements]
+        if not with_deps:
+            command.insert(4, "--no-deps")
+        try:
+            done = subprocess.run(command, capture_output=True, text=True,
+                                  timeout=PIP_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise EnvironmentUnavailable(
+                f"pip install {' '.join(requirements)} took over {PIP_TIMEOUT_S} s") from None
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            lines = [ln for ln in done.stderr.splitlines() if ln.strip()
+                     and not ln.startswith("WARNING")]
+            raise EnvironmentUnavailable(
+                f"pip could not install {' '.join(requirements)}: "
+                + " | ".join(lines[-3:] or ["(no message)"]))
+        (staging / MARKER).write_text(json.dumps(wanted))
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return target
+
+
+def _tool_version(tool: Path) -> str:
+    try:
+        text = subprocess.run([str(tool), "--version"], capture_output=True, text=True,
+                              timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    match = re.search(r"V(\d+\.\d+\.\d+)", text)
+    return match.group(1) if match else "unknown"
+
+
+def _first(paths: Iterator[Path]) -> Path | None:
+    found = sorted(paths)
+    return found[0] if found else None
+
+
+def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dict[str, str],
+                          search: Path) -> Environment:
+    """Find the compilers and headers in a toolkit tree (wheel layout or a classic install)."""
+    nvrtc = _first(p for p in search.glob("**/libnvrtc.so*")
+                   if re.fullmatch(r"libnvrtc\.so\.\d+(\.\d+)*", p.name) and p.is_file())
+    ptxas = _first(search.glob("**/bin/ptxas"))
+    nvcc = _first(search.glob("**/bin/nvcc"))
+    includes = []
+    for folder in sorted(search.glob("**/include")):
+        headers = {p.name for p in folder.glob("*.h")} if folder.is_dir() else set()
+        # The nvrtc wheel's include folder holds nvrtc.h alone: nothing a kernel includes.
+        if headers - {"nvrtc.h"}:
+            includes.append(folder)
+            if (folder / "cccl").is_dir():
+                includes.append(folder / "cccl")
+    # cuda_runtime first: its mma.h / cuda_fp16.h are the public entry points.
+    includes.sort(key=lambda p: (0 if "runtime" in str(p) else 1, str(p)))
+    tool_versions = {}
+    for name, tool in (("ptxas", ptxas), ("nvcc", nvcc)):
+        if tool is not None:
+            tool_versions[name] = _tool_version(tool)
+    return Environment(
+        toolkit=toolkit,
+        provider=provider,
+        root=str(root),
+        nvrtc=str(nvrtc) if nvrtc else None,
+        ptxas=str(ptxas) if ptxas else None,
+        nvcc=str(nvcc) if nvcc else None,
+        include_dirs=tuple(str(p) for p in includes),
+        # NVRTC loads its builtins library by name: the folder must be on the search path.
+        library_dirs=(str(nvrtc.parent),) if nvrtc else (),
+        packages=packages,
+        tool_versions=tool_versions,
+    )
+
+
+def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
+    root = install(cache / "toolkits" / f"wheels-{toolkit}", matrix.wheel_requirements(toolkit))
+    return describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
+
+
+def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | None,
+                    cache: Path) -> LibraryEnvironment:
+    """Install one library version: CUTLASS's headers, or a Python package with its needs."""
+    library = matrix.libraries[name]
+    package = library.package_for(cuda_major or 12)
+    suffix = f"-cu{cuda_major}" if "{major}" in library.package else ""
+    target = cache / "libraries" / f"{name}-{version}{suffix}"
+    if name == "cutlass":
+        # The C++ headers are all a CUDA build needs; the Python side pulls in far more.
+        root = install(target, [f"{package}=={version}.*"])
+        source = root / "cutlass_library" / "source"
+        includes = (source / "include", source / "tools" / "util" / "include")
+        return LibraryEnvironment(name, version, str(root),
+                                  include_dirs=tuple(str(p) for p in includes if p.is_dir()),
+                                  packages=installed_packages(root))
+    root = install(target, [f"{package}=={version}"], with_deps=True)
+    return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
+                              packages=installed_packages(root))

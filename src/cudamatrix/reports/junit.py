@@ -1,0 +1,55 @@
+"""junit.xml: one testsuite per case, one testcase per cell, axes as properties."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
+
+from ..results import CellResult, RunInfo
+
+
+def _testcase(result: CellResult) -> TestCase:
+    cell = result.cell
+    name = "/".join(p for p in (cell.variant, cell.toolkit, cell.arch,
+                                f"{cell.library}-{cell.library_version}" if cell.library else "")
+                    if p)
+    case = TestCase(name, classname=f"{cell.case}.{cell.variant}", time=round(result.seconds, 3))
+    detail = result.message or result.reason
+    if result.outcome in ("fail", "xpass"):
+        failure = Failure(f"{result.outcome} at {result.stage}: {detail}",
+                          type_=result.outcome)
+        failure.text = result.log
+        case.result = [failure]
+    elif result.outcome == "error":
+        error = Error(f"error at {result.stage}: {detail}", type_="error")
+        error.text = result.log
+        case.result = [error]
+    elif result.outcome == "skip":
+        case.result = [Skipped(f"{result.reason}: {result.message}".strip(": "))]
+    case.system_out = (f"outcome: {result.outcome} ({result.reason})\n" + result.log)[:100_000]
+    return case
+
+
+def junit_xml(info: RunInfo, results: Sequence[CellResult]) -> str:
+    suites: dict[str, list[CellResult]] = defaultdict(list)
+    for result in results:
+        suites[result.cell.case].append(result)
+    document = JUnitXml("cudamatrix")
+    for case, cells in suites.items():
+        suite = TestSuite(case)
+        properties = Properties()
+        for key, value in (("tier", info.tier), ("provider", info.provider),
+                           ("toolkits", ",".join(info.toolkits)),
+                           ("gpu", (info.device or {}).get("name", "none")),
+                           ("driver", (info.device or {}).get("driver", "none"))):
+            properties.add_property(Property(key, str(value)))
+        suite.append(properties)
+        for result in cells:
+            testcase = _testcase(result)
+            suite.add_testcase(testcase)
+        document.add_testsuite(suite)
+    document.update_statistics()
+    return document.tostring().decode() if isinstance(document.tostring(), bytes) \
+        else str(document.tostring())

@@ -1,0 +1,112 @@
+"""COMPATIBILITY.md: per case, a table of toolkit x arch for each variant, then the details.
+
+Plain GitHub-flavoured Markdown (tabulate's "github" format), so the same text
+renders in a repository and in a GitHub Actions step summary.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from ..plan import Cell
+from ..results import CellResult, RunInfo, summary
+from ..versions import Arch
+
+SYMBOLS = {
+    "pass": "✅ pass",
+    "xfail": "🔶 xfail",
+    "xpass": "❗ xpass",
+    "fail": "❌ fail",
+    "error": "💥 error",
+    "skip": "⏭️ skip",
+}
+LEGEND = (
+    "✅ pass: behaved as expected and worked · 🔶 xfail: the known bug reproduced as expected · "
+    "❗ xpass: expected to fail but worked (possibly fixed upstream) · ❌ fail: not what the "
+    "case expects · 💥 error: the tool or environment broke · ⏭️ skip: cannot be decided here. "
+    "A suffix names the stage that decided the cell (compile, inspect, load, run)."
+)
+
+
+def cell_text(result: CellResult) -> str:
+    text = SYMBOLS[result.outcome]
+    if result.outcome in ("pass", "xpass"):
+        return f"{text} ({result.reached or result.stage})"
+    return f"{text} @{result.stage}"
+
+
+def _row_label(cell: Cell) -> str:
+    label = cell.toolkit
+    if cell.library:
+        label += f" · {cell.library} {cell.library_version}"
+    return label
+
+
+def header(info: RunInfo) -> list[str]:
+    device = info.device or {}
+    lines = [
+        "# CUDA compatibility report",
+        "",
+        f"- **Date**: {info.finished} (tier `{info.tier}`, provider `{info.provider}`, "
+        f"cudamatrix {info.tool_version})",
+        f"- **Host**: {info.host}",
+    ]
+    if device.get("name"):
+        lines.append(f"- **GPU**: {device['name']} ({device.get('arch', '?')}), driver "
+                     f"{device.get('driver', '?')} (CUDA {device.get('driver_cuda', '?')})"
+                     + (f", runner label `{info.runner_label}`" if info.runner_label else ""))
+    else:
+        lines.append(f"- **GPU**: none ({device.get('reason', 'no GPU')}): load and run "
+                     "stages skipped")
+    for toolkit, facts in info.toolkits.items():
+        tools = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("tool_versions", {}).items()))
+        lines.append(f"- **Toolkit {toolkit}** ({facts.get('provider', '?')}): {tools or '-'}")
+    for library, facts in info.libraries.items():
+        lines.append(f"- **{library}**: {', '.join(sorted(facts.get('packages', {}).items())[0])}"
+                     if facts.get("packages") else f"- **{library}**")
+    return lines
+
+
+def markdown_report(info: RunInfo, results: Sequence[CellResult]) -> str:
+    lines = header(info)
+    counts = summary(results)
+    lines += ["", "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
+              + f"** ({len(results)} cells, {info.wall_seconds:.0f} s)", "", LEGEND]
+    possibly_fixed = [r for r in results if r.outcome == "xpass"]
+    if possibly_fixed:
+        lines += ["", "> **Possibly fixed upstream** (expected to fail, but worked):"]
+        lines += [f"> - `{r.cell.id}`: {', '.join(r.upstream) or r.expected}"
+                  for r in possibly_fixed]
+    by_case: dict[str, list[CellResult]] = defaultdict(list)
+    for result in results:
+        by_case[result.cell.case].append(result)
+    for case, case_results in by_case.items():
+        first = case_results[0]
+        lines += ["", f"## {case}: {first.title}"]
+        if first.upstream:
+            lines.append("Upstream: " + ", ".join(first.upstream))
+        variants: dict[str, list[CellResult]] = defaultdict(list)
+        for result in case_results:
+            variants[result.cell.variant].append(result)
+        for variant, cells in variants.items():
+            archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
+            rows: dict[str, dict[str, str]] = defaultdict(dict)
+            for r in cells:
+                rows[_row_label(r.cell)][r.cell.arch] = cell_text(r)
+            table = [[label, *(row.get(a, "") for a in archs)] for label, row in rows.items()]
+            lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
+                      tabulate(table, headers=["toolkit", *archs], tablefmt="github")]
+    details = [r for r in results if r.outcome != "pass"]
+    if details:
+        lines += ["", "## Details", ""]
+        table = []
+        for r in details:
+            diagnosis = (r.diagnosis or {}).get("title", "")
+            table.append([f"`{r.cell.id}`", r.outcome, r.stage,
+                          (r.message or r.reason).replace("|", "\\|")[:200], diagnosis])
+        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message",
+                                              "diagnosis"], tablefmt="github"))
+    return "\n".join(lines) + "\n"

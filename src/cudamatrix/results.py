@@ -1,0 +1,168 @@
+"""The cell record and the run record: written as each cell finishes, read back by reports.
+
+Every finished cell lands atomically in ``<out>/cells/<slug>.json`` (write to a
+temporary name, then rename), so a run killed at any moment keeps every cell
+it finished, and ``--resume`` or ``merge`` can pick them up again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .plan import Cell
+from .stages.result import StageResult
+from .verdict import OUTCOMES
+
+SCHEMA_VERSION = 1
+CELLS_DIR = "cells"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    outcome: str
+    stage: str
+    reached: str
+    message: str
+    reason: str
+    expected: str
+    diagnosis: dict[str, Any] | None
+    stages: tuple[StageResult, ...]
+    seconds: float
+    title: str = ""
+    upstream: tuple[str, ...] = ()
+    versions: dict[str, str] = field(default_factory=dict)
+    device: dict[str, Any] | None = None
+
+    @property
+    def resources(self) -> list[dict[str, Any]]:
+        for stage in self.stages:
+            if stage.stage == "compile":
+                return list(stage.details.get("resources", []))
+        return []
+
+    @property
+    def log(self) -> str:
+        return "\n".join(f"== {s.stage}: {s.status}\n{s.log}".rstrip() for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.cell.id,
+            "case": self.cell.case,
+            "variant": self.cell.variant,
+            "toolkit": self.cell.toolkit,
+            "arch": self.cell.arch,
+            "frontend": self.cell.frontend,
+            "library": self.cell.library,
+            "library_version": self.cell.library_version,
+            "outcome": self.outcome,
+            "stage": self.stage,
+            "reached": self.reached,
+            "message": self.message,
+            "reason": self.reason,
+            "expected": self.expected,
+            "diagnosis": self.diagnosis,
+            "resources": self.resources,
+            "seconds": round(self.seconds, 3),
+            "title": self.title,
+            "upstream": list(self.upstream),
+            "versions": self.versions,
+            "device": self.device,
+            "stages": [s.to_dict() for s in self.stages],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        cell = Cell(data["case"], data["variant"], data["toolkit"], data["arch"],
+                    data["frontend"], data.get("library"), data.get("library_version"))
+        return cls(
+            cell=cell,
+            outcome=data["outcome"],
+            stage=data["stage"],
+            reached=data.get("reached", ""),
+            message=data.get("message", ""),
+            reason=data.get("reason", ""),
+            expected=data.get("expected", ""),
+            diagnosis=data.get("diagnosis"),
+            stages=tuple(StageResult.from_dict(s) for s in data.get("stages", [])),
+            seconds=float(data.get("seconds", 0.0)),
+            title=data.get("title", ""),
+            upstream=tuple(data.get("upstream", ())),
+            versions=dict(data.get("versions", {})),
+            device=data.get("device"),
+        )
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where and with what a run happened: printed in every report's header."""
+
+    started: str
+    finished: str
+    tier: str
+    provider: str
+    host: str
+    tool_version: str
+    device: dict[str, Any] | None = None
+    toolkits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    libraries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runner_label: str = ""
+    command: str = ""
+    wall_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        return cls(**data)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def save_cell(out: Path, result: CellResult) -> None:
+    write_atomic(out / CELLS_DIR / f"{result.cell.slug}.json", json.dumps(result.to_dict()))
+
+
+def load_cells(folder: Path) -> list[CellResult]:
+    return [CellResult.from_dict(json.loads(p.read_text()))
+            for p in sorted((folder / CELLS_DIR).glob("*.json"))]
+
+
+def summary(results: Iterable[CellResult]) -> dict[str, int]:
+    counts = Counter(r.outcome for r in results)
+    return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+
+def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:
+    return {
+        "schema": "cudamatrix-results",
+        "schema_version": SCHEMA_VERSION,
+        "run": info.to_dict(),
+        "summary": summary(results),
+        "cells": [r.to_dict() for r in results],
+    }
+
+
+def load_results(path: Path) -> tuple[RunInfo, list[CellResult]]:
+    data = json.loads(path.read_text())
+    if data.get("schema") != "cudamatrix-results":
+        raise ValueError(f"{path}: not a cudamatrix results file")
+    return RunInfo.from_dict(data["run"]), [CellResult.from_dict(c) for c in data["cells"]]

@@ -1,0 +1,391 @@
+"""One matrix run: plan the cells, prepare environments, run every cell, keep every result.
+
+Cells run in worker processes (one each, in its own process group, under a
+time limit) from a thread pool sized to the cores. Each result is saved the
+moment it exists, so an interrupted run loses nothing it finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__
+from .corpus import Case, Variant, load_corpus, select_cases
+from .diagnose import diagnose
+from .errors import EnvironmentUnavailable, UserError
+from .gpu import DeviceInfo, probe
+from .matrix import Matrix, Tier, load_matrix
+from .plan import BUNDLED, Cell, check_excludes, expand, shard
+from .providers import Environment, LibraryEnvironment
+from .providers.host import prepare_host
+from .providers.wheels import prepare_library, prepare_toolkit
+from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .stages.job import Job
+from .stages.logs import error_lines
+from .stages.result import StageResult
+from .verdict import decide
+
+DEFAULT_CELL_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    matrix: Path = Path("matrix/matrix.toml")
+    corpus: tuple[Path, ...] = (Path("corpus"),)
+    out: Path = Path("reports/latest")
+    tier: str | None = None
+    toolkits: tuple[str, ...] = ()
+    archs: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    provider: str = "auto"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    cache: Path = field(default_factory=lambda: default_cache())
+    cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
+    shard: tuple[int, int] | None = None
+    resume: bool = False
+    gpu: bool = True
+    runner_label: str = ""
+
+
+def default_cache() -> Path:
+    if os.environ.get("CUDAMATRIX_CACHE"):
+        return Path(os.environ["CUDAMATRIX_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "cudamatrix"
+
+
+@dataclass(frozen=True)
+class Plan:
+    matrix: Matrix
+    tier: Tier
+    cases: dict[str, Case]
+    cells: list[Cell]
+
+    def variant(self, cell: Cell) -> Variant:
+        return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
+
+
+def make_plan(options: RunOptions) -> Plan:
+    matrix = load_matrix(options.matrix)
+    tier = matrix.tier(options.tier)
+    all_cases = load_corpus(options.corpus)
+    check_excludes(matrix, tier, all_cases)
+    cases = select_cases(all_cases, options.cases)
+    cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
+    if options.shard:
+        cells = shard(cells, *options.shard)
+    if not cells:
+        raise UserError("the selection is empty: no cell matches "
+                        f"tier {tier.name!r}, cases {list(options.cases) or 'all'}, "
+                        f"toolkits {list(options.toolkits) or list(tier.toolkits)}, "
+                        f"archs {list(options.archs) or list(tier.archs)}")
+    return Plan(matrix, tier, {c.id: c for c in cases}, cells)
+
+
+class Progress:
+    """What a run reports while it works; the CLI picks a terminal or a plain-line version."""
+
+    def note(self, text: str) -> None:
+        print(text, flush=True)
+
+    def start(self, total: int) -> None:
+        self.total, self.done = total, 0
+
+    def cell_done(self, result: CellResult) -> None:
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {result.cell.id}: {result.outcome} "
+              f"({result.seconds:.1f}s)", flush=True)
+
+    def finish(self) -> None:
+        pass
+
+
+class Environments:
+    """Toolkit and library environments, prepared once per run and shared by every cell."""
+
+    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Progress) -> None:
+        self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
+        self.toolkits: dict[str, Environment | str] = {}
+        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
+        self._host: Environment | str | None = None
+
+    def _host_env(self) -> Environment | str:
+        if self._host is None:
+            try:
+                self._host = prepare_host()
+            except EnvironmentUnavailable as exc:
+                self._host = str(exc)
+        return self._host
+
+    def toolkit(self, version: str) -> Environment | str:
+        """The environment, or the reason it could not be had."""
+        if version in self.toolkits:
+            return self.toolkits[version]
+        started = time.monotonic()
+        self.progress.note(f"preparing toolkit {version} ({self.provider})")
+        result: Environment | str
+        if self.provider == "host":
+            host = self._host_env()
+            if isinstance(host, Environment) and host.toolkit != version:
+                result = f"the host provider has toolkit {host.toolkit} only"
+            else:
+                result = host
+        else:
+            try:
+                result = prepare_toolkit(self.matrix, version, self.cache)
+            except EnvironmentUnavailable as exc:
+                result = str(exc)
+        state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
+        self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
+        self.toolkits[version] = result
+        return result
+
+    def library(self, name: str, version: str, cuda_major: int | None) -> LibraryEnvironment | str:
+        key = (name, version, cuda_major)
+        if key not in self.libraries:
+            started = time.monotonic()
+            self.progress.note(f"preparing {name} {version}")
+            try:
+                self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
+                                                      self.cache)
+            except EnvironmentUnavailable as exc:
+                self.libraries[key] = str(exc)
+            self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+        return self.libraries[key]
+
+
+class Workers:
+    """Cell worker processes, each in its own process group so a timeout kills its compilers."""
+
+    def __init__(self) -> None:
+        self._running: set[subprocess.Popen[str]] = set()
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
+        if self.stopping:
+            raise KeyboardInterrupt
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cudamatrix.stages.worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            start_new_session=True)
+        with self._lock:
+            self._running.add(process)
+        try:
+            stdout, stderr = process.communicate(job.to_json(), timeout=job.timeout + 15)
+        except subprocess.TimeoutExpired:
+            self._kill(process)
+            process.communicate()
+            return [StageResult("compile", "timeout",
+                                f"cell ran past its {job.timeout:.0f} s limit and was killed")]
+        finally:
+            with self._lock:
+                self._running.discard(process)
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("[")]
+        if process.returncode != 0 or not lines:
+            if self.stopping:
+                raise KeyboardInterrupt
+            code = process.returncode
+            how = (f"killed by {signal.Signals(-code).name}" if code < 0
+                   else f"exited with status {code}")
+            return [StageResult("compile", "crashed", f"cell worker {how}",
+                                (stderr or stdout)[-20_000:])]
+        return [StageResult.from_dict(s) for s in json.loads(lines[-1])]
+
+    @staticmethod
+    def _kill(process: subprocess.Popen[str]) -> None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def stop_all(self) -> None:
+        self.stopping = True
+        with self._lock:
+            for process in list(self._running):
+                self._kill(process)
+
+
+def _worker_env(env: Environment | None, library: LibraryEnvironment | None) -> dict[str, str]:
+    variables = dict(os.environ)
+    folders = list(env.library_dirs if env else ())
+    if variables.get("LD_LIBRARY_PATH"):
+        folders.append(variables["LD_LIBRARY_PATH"])
+    if folders:
+        variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
+    return variables
+
+
+class CellRunner:
+    def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
+                 workers: Workers) -> None:
+        self.plan, self.options, self.envs = plan, options, envs
+        self.device, self.workers = device, workers
+
+    def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
+        """Run the cell's stages, or say at once why they cannot run here."""
+        env: Environment | None = None
+        versions: dict[str, str] = {}
+        if cell.toolkit != BUNDLED:
+            got = self.envs.toolkit(cell.toolkit)
+            if isinstance(got, str):
+                return [StageResult("compile", "error",
+                                    f"toolkit {cell.toolkit} environment: {got}")], versions
+            env = got
+            versions.update(env.packages or env.tool_versions)
+            missing = env.missing_for(cell.frontend)
+            if missing:
+                return [StageResult("compile", "unavailable", missing)], versions
+        if cell.frontend == "cupy" and not self.device.present:
+            return [StageResult("compile", "unavailable",
+                                f"CuPy compiles through the driver: {self.device.reason}")], versions
+        library: LibraryEnvironment | None = None
+        if cell.library and cell.library_version:
+            major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
+            lib = self.envs.library(cell.library, cell.library_version, major)
+            if isinstance(lib, str):
+                return [StageResult("compile", "error", f"{cell.library} environment: {lib}")], \
+                    versions
+            library = lib
+            versions.update(lib.packages)
+        workdir = self.options.out / "artifacts" / cell.slug
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        job = Job(
+            cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
+            frontend=cell.frontend, workdir=str(workdir.resolve()),
+            timeout=variant.timeout or self.options.cell_timeout, flags=variant.flags,
+            kernel=variant.kernel, arch_flag=variant.arch_flag,
+            artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
+                             "why": a.why} for a in variant.artifacts),
+            run=dict(variant.run), env=env, library=library,
+            gpu_stages=self.device.present)
+        stages = self.workers.run(job, _worker_env(env, library))
+        if not self.device.present and stages[-1].status == "ok":
+            stages.append(StageResult("load", "skipped", self.device.reason))
+        return stages, versions
+
+    def run_cell(self, cell: Cell) -> CellResult:
+        started = time.monotonic()
+        case = self.plan.cases[cell.case]
+        variant = self.plan.variant(cell)
+        stages, versions = self.stages_for(cell, variant)
+        axes = cell.axes()
+        if self.device.present:
+            axes["driver"] = self.device.driver
+        expectation = variant.expectation_for(axes)
+        verdict = decide(expectation, stages)
+        diagnosis = None
+        if verdict.outcome != "pass":
+            failing = next((s for s in stages if s.status != "ok"), stages[-1])
+            diagnosis = diagnose(verdict.message, error_lines(failing.log)).to_dict()
+        return CellResult(
+            cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
+            message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
+            diagnosis=diagnosis, stages=tuple(stages), seconds=time.monotonic() - started,
+            title=case.title, upstream=case.upstream, versions=versions,
+            device=self.device.to_dict() if self.device.present else None)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def execute(options: RunOptions, progress: Progress,
+            on_result: Callable[[CellResult], None] | None = None) -> tuple[RunInfo,
+                                                                           list[CellResult]]:
+    """Run the planned cells; returns the run record and every cell's result."""
+    plan = make_plan(options)
+    started_at, started = _now(), time.monotonic()
+    out = options.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe_file = out / ".write-test"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as exc:
+        raise UserError(f"{out}: output folder is not writable ({exc.strerror})") from None
+    done: dict[str, CellResult] = {}
+    if options.resume:
+        done = {r.cell.id: r for r in load_cells(out) if r.cell in set(plan.cells)}
+        if done:
+            progress.note(f"resuming: {len(done)} of {len(plan.cells)} cells already done")
+    else:
+        shutil.rmtree(out / CELLS_DIR, ignore_errors=True)
+    device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
+    progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
+                  else f"GPU: none ({device.reason})")
+    provider = "wheels" if options.provider == "auto" else options.provider
+    envs = Environments(plan.matrix, provider, options.cache, progress)
+    todo = [c for c in plan.cells if c.id not in done]
+    # Prepare environments up front, in order, so their progress lines are not interleaved.
+    for toolkit in sorted({c.toolkit for c in todo if c.toolkit != BUNDLED},
+                          key=lambda v: tuple(int(p) for p in v.split("."))):
+        envs.toolkit(toolkit)
+    workers = Workers()
+    runner = CellRunner(plan, options, envs, device, workers)
+    results = list(done.values())
+    progress.start(len(plan.cells))
+    for result in results:
+        progress.cell_done(result)
+
+    def finished(future: Future[CellResult]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        result = future.result()
+        save_cell(out, result)
+        results.append(result)
+        progress.cell_done(result)
+        if on_result:
+            on_result(result)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    futures = []
+    try:
+        # Slow cells (CUTLASS) first, so they do not end up alone at the tail of the run.
+        for cell in sorted(todo, key=lambda c: c.frontend != "cutlass"):
+            future = pool.submit(runner.run_cell, cell)
+            future.add_done_callback(finished)
+            futures.append(future)
+        for future in futures:
+            future.result()
+    except KeyboardInterrupt:
+        workers.stop_all()
+        for future in futures:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.finish()
+        raise
+    pool.shutdown(wait=True)
+    progress.finish()
+    toolkits = {v: {"provider": e.provider, "packages": e.packages,
+                    "tool_versions": e.tool_versions}
+                for v, e in envs.toolkits.items() if isinstance(e, Environment)}
+    libraries = {f"{n} {v}": {"packages": e.packages}
+                 for (n, v, _), e in envs.libraries.items() if isinstance(e, LibraryEnvironment)}
+    info = RunInfo(
+        started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
+        host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()})",
+        tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
+        libraries=libraries, runner_label=options.runner_label,
+        command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
+        wall_seconds=round(time.monotonic() - started, 1))
+    return info, results
+
+
+def exit_status(results: Sequence[CellResult]) -> int:
+    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0

@@ -1,0 +1,156 @@
+"""The compile stage, one function per frontend, all ending in PTX and a cubin on disk.
+
+- nvrtc: NVRTC to PTX, then the same toolkit's ptxas to a cubin (``-v`` for the
+  resource usage). Every toolkit, wheel or not, has both.
+- nvcc / cutlass: nvcc to a cubin with the PTX kept; CUTLASS cells add the
+  headers of their CUTLASS version.
+- cute-dsl: the case's Python script compiles through the DSL and reports back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..versions import Arch
+from .job import Job
+from .logs import arch_unknown, decisive_line, resource_usage
+from .nvrtc import Nvrtc
+from .result import StageResult
+
+
+@dataclass(frozen=True)
+class Build:
+    """The compile stage's result plus where its artifacts landed."""
+
+    result: StageResult
+    ptx: Path | None = None
+    cubin: Path | None = None
+
+
+def _run_tool(command: Sequence[str], timeout: float,
+              env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it."""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
+                          env=env, check=False)
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def _failure(status: str, log: str, started: float, **details: object) -> Build:
+    message = decisive_line(log)
+    if status == "failed" and arch_unknown(log):
+        status = "unsupported"
+    return Build(StageResult("compile", status, message, log, time.monotonic() - started,
+                             dict(details)))
+
+
+def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
+           details: dict[str, object]) -> Build:
+    assert job.env is not None and job.env.ptxas is not None
+    cubin = job.work / "kernel.cubin"
+    remaining = max(1.0, job.timeout - (time.monotonic() - started))
+    code, log = _run_tool([job.env.ptxas, f"-arch={job.arch}", "-v", "-o", str(cubin), str(ptx)],
+                          remaining)
+    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v", log) if part)
+    if code != 0:
+        return _failure("failed", full_log, started, **details)
+    details["resources"] = resource_usage(log)
+    return Build(StageResult("compile", "ok", "", full_log, time.monotonic() - started, details),
+                 ptx, cubin)
+
+
+def compile_nvrtc(job: Job) -> Build:
+    started = time.monotonic()
+    assert job.env is not None and job.env.nvrtc is not None
+    options = list(job.flags)
+    if job.arch_flag:
+        options.append(f"--gpu-architecture={Arch.parse(job.arch).compute}")
+    for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
+        options.append(f"-I{folder}")
+    source = Path(job.source)
+    nvrtc = Nvrtc(job.env.nvrtc)
+    output = nvrtc.compile(source.read_text(), source.name, options)
+    shown = " ".join(o for o in options if not o.startswith("-I"))
+    log = f"$ nvrtc {nvrtc.version} {shown}\n{output.log}".strip()
+    details: dict[str, object] = {"nvrtc": nvrtc.version, "options": shown}
+    if not output.ok:
+        return _failure("failed", log, started, **details)
+    ptx = job.work / "kernel.ptx"
+    ptx.write_bytes(output.ptx)
+    return _ptxas(job, ptx, started, log, details)
+
+
+def compile_nvcc(job: Job) -> Build:
+    started = time.monotonic()
+    assert job.env is not None and job.env.nvcc is not None
+    keep = job.work / "keep"
+    keep.mkdir(parents=True, exist_ok=True)
+    cubin = job.work / "kernel.cubin"
+    command = [job.env.nvcc, *job.flags, "-cubin", "-Xptxas", "-v", "--keep",
+               "--keep-dir", str(keep), "-o", str(cubin)]
+    if job.arch_flag:
+        arch = Arch.parse(job.arch)
+        command.append(f"-gencode=arch={arch.compute},code={arch.name}")
+    for folder in job.library.include_dirs if job.library else ():
+        command.append(f"-I{folder}")
+    command.append(job.source)
+    shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(command)
+                     if not c.startswith("-I") and "--keep-dir" not in c)
+    code, log = _run_tool(command, job.timeout)
+    full_log = f"$ {shown}\n{log}".strip()
+    details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
+    if code != 0:
+        return _failure("failed", full_log, started, **details)
+    details["resources"] = resource_usage(log)
+    ptx_files = sorted(keep.glob("*.ptx"))
+    ptx = job.work / "kernel.ptx"
+    if ptx_files:
+        ptx.write_bytes(ptx_files[0].read_bytes())
+    for leftover in keep.iterdir():
+        leftover.unlink()
+    keep.rmdir()
+    return Build(StageResult("compile", "ok", "", full_log, time.monotonic() - started, details),
+                 ptx if ptx.exists() else None, cubin)
+
+
+def compile_script(job: Job) -> Build:
+    """A Python case (CuTe DSL): the script compiles and prints one JSON object last.
+
+    The script sees ``CUDAMATRIX_ARCH`` and ``CUDAMATRIX_WORKDIR`` (and
+    ``CUTE_DSL_ARCH``); it exits non-zero with its reason on stderr when the
+    behaviour it checks is wrong, and may write ``kernel.ptx``/``kernel.cubin``.
+    """
+    started = time.monotonic()
+    env = dict(os.environ)
+    paths = list(job.library.python_path if job.library else ())
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).strip(os.pathsep)
+    env.update(CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
+               CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"))
+    code, log = _run_tool([sys.executable, job.source], job.timeout, env=env)
+    details: dict[str, object] = {}
+    for line in reversed(log.splitlines()):
+        if line.startswith("{"):
+            try:
+                details["report"] = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+            break
+    if code != 0:
+        return _failure("failed", log, started, **details)
+    ptx, cubin = job.work / "kernel.ptx", job.work / "kernel.cubin"
+    return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
+                 ptx if ptx.exists() else None, cubin if cubin.exists() else None)
+
+
+COMPILERS = {
+    "nvrtc": compile_nvrtc,
+    "nvcc": compile_nvcc,
+    "cutlass": compile_nvcc,
+    "cute-dsl": compile_script,
+}

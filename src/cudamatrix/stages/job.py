@@ -1,0 +1,46 @@
+"""What a cell worker is asked to do: everything it needs, as JSON-ready data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..providers.environment import Environment, LibraryEnvironment
+
+
+@dataclass(frozen=True)
+class Job:
+    cell_id: str
+    arch: str
+    source: str
+    frontend: str
+    workdir: str
+    timeout: float
+    flags: tuple[str, ...] = ()
+    kernel: str | None = None
+    arch_flag: bool = True
+    artifacts: tuple[dict[str, Any], ...] = ()
+    run: dict[str, Any] = field(default_factory=dict)
+    env: Environment | None = None
+    library: LibraryEnvironment | None = None
+    gpu_stages: bool = True
+
+    @property
+    def work(self) -> Path:
+        return Path(self.workdir)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Job:
+        data = json.loads(text)
+        data["flags"] = tuple(data["flags"])
+        data["artifacts"] = tuple(data["artifacts"])
+        data["env"] = Environment.from_dict(data["env"]) if data["env"] else None
+        data["library"] = (LibraryEnvironment.from_dict(data["library"])
+                           if data["library"] else None)
+        return cls(**data)

@@ -1,0 +1,62 @@
+"""Reading compiler output: the decisive line, the arch refusals, the resource usage."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_NOISE = re.compile(
+    r"(\d+ errors? detected in the compilation|Ptx assembly aborted due to errors"
+    r"|compilation (failed|terminated)|^\s*$)", re.IGNORECASE)
+_ERROR = re.compile(r"\b(error|fatal|abort|Assertion|exception)\b", re.IGNORECASE)
+
+# How each compiler says it does not know the target architecture.
+_UNKNOWN_ARCH = re.compile(
+    r"(invalid value for --gpu-architecture|Value '\w+' is not defined for option 'gpu-name'"
+    r"|Unsupported gpu architecture|is not defined for option '(gpu-architecture|arch)')",
+    re.IGNORECASE)
+
+_FUNCTION = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def error_lines(log: str) -> list[str]:
+    return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)]
+
+
+def decisive_line(log: str) -> str:
+    """The line a person would quote: the first real error, else the last non-empty line."""
+    errors = error_lines(log)
+    if errors:
+        return errors[0][:500]
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+def arch_unknown(log: str) -> bool:
+    return bool(_UNKNOWN_ARCH.search(log))
+
+
+def resource_usage(ptxas_log: str) -> list[dict[str, Any]]:
+    """Per-kernel registers, static shared memory and spills from ``ptxas -v`` output."""
+    kernels: dict[str, dict[str, Any]] = {}
+    current: str | None = None
+    for line in ptxas_log.splitlines():
+        function = _FUNCTION.search(line)
+        if function:
+            current = function.group(1)
+            kernels.setdefault(current, {"kernel": current})
+            continue
+        if current is None:
+            continue
+        used = _USED.search(line)
+        if used:
+            kernels[current]["registers"] = int(used.group(1))
+            kernels[current]["smem_bytes"] = int(used.group(3) or 0)
+        spill = _SPILL.search(line)
+        if spill:
+            kernels[current]["stack_bytes"] = int(spill.group(1))
+            kernels[current]["spill_store_bytes"] = int(spill.group(2))
+            kernels[current]["spill_load_bytes"] = int(spill.group(3))
+    return [k for k in kernels.values() if "registers" in k]

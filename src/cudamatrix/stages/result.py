@@ -1,0 +1,31 @@
+"""The record one stage leaves behind."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# ok: the stage did its job. failed: the code under test was refused or wrong.
+# unsupported: the toolkit does not know the target arch (the cell is a skip).
+# unavailable: the environment lacks what the stage needs (no nvcc in a wheel
+# toolkit, no driver for CuPy): the cell is a skip, never a silent pass.
+# skipped: a later stage could not run here (no GPU). error: the tool or its
+# environment broke. timeout: past its time limit. crashed: the worker died.
+STATUSES = ("ok", "failed", "unsupported", "unavailable", "skipped", "error", "timeout", "crashed")
+
+
+@dataclass(frozen=True)
+class StageResult:
+    stage: str
+    status: str
+    message: str = ""
+    log: str = ""
+    seconds: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StageResult:
+        return cls(**data)

@@ -1,0 +1,87 @@
+"""A cell's outcome, computed from what its stages really did against the case's expectation.
+
+pass   everything that could run did as expected, and success was expected
+xfail  it failed where and how the case expects (the bug reproduces)
+xpass  the case expects a failure that did not happen: possibly fixed upstream
+fail   it failed where success was expected, or failed differently than expected
+error  the tool or the environment broke (compiler crash, timeout, bad wheel)
+skip   the cell cannot be decided here, with the reason
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .corpus import STAGES, Expectation
+from .stages.logs import error_lines
+from .stages.result import StageResult
+
+OUTCOMES = ("pass", "xfail", "xpass", "fail", "error", "skip")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    stage: str
+    reached: str
+    message: str
+    reason: str
+
+
+def _matches(pattern: str, failed: StageResult) -> bool:
+    candidates = [failed.message, *error_lines(failed.log)]
+    return any(re.search(pattern, text) for text in candidates if text)
+
+
+def _order(stage: str) -> int:
+    return STAGES.index(stage) if stage in STAGES else len(STAGES)
+
+
+def decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
+    if not stages:
+        return Verdict("error", "compile", "", "no stage ran", "the cell produced no result")
+    reached = ""
+    for result in stages:
+        if result.status == "ok":
+            reached = result.stage
+            continue
+        return _decide_at(expectation, result, reached)
+    last = stages[-1].stage
+    if expectation.outcome == "pass":
+        return Verdict("pass", last, reached, "", f"expected pass; passed through {reached}")
+    return Verdict("xpass", expectation.stage or last, reached,
+                   f"expected {expectation.describe()}, but every stage passed",
+                   "possibly fixed upstream")
+
+
+def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> Verdict:
+    stage, status, message = result.stage, result.status, result.message
+    if status in ("error", "timeout", "crashed"):
+        return Verdict("error", stage, reached, message or status, f"{status} in {stage}")
+    if status == "unsupported":
+        return Verdict("skip", stage, reached, message,
+                       "the toolkit does not support this architecture")
+    if status == "unavailable":
+        return Verdict("skip", stage, reached, message, "this environment cannot run the cell")
+    if status == "skipped":
+        wanted = expectation.stage or STAGES[-1]
+        if expectation.outcome == "fail" and _order(wanted) >= _order(stage):
+            return Verdict("skip", stage, reached, message,
+                           f"expected {expectation.describe()}, which cannot be checked here: "
+                           f"{message}")
+        return Verdict("pass" if expectation.outcome == "pass" else "xpass", stage, reached,
+                       message if expectation.outcome == "pass" else
+                       f"expected {expectation.describe()}, but passed through {reached}",
+                       f"passed through {reached}; {stage} not run: {message}")
+    # status == "failed": the code under test was refused or wrong.
+    if expectation.outcome == "pass":
+        return Verdict("fail", stage, reached, message, f"expected pass; failed at {stage}")
+    if expectation.stage not in (None, stage):
+        return Verdict("fail", stage, reached, message,
+                       f"expected {expectation.describe()}; failed at {stage} instead")
+    if expectation.match and not _matches(expectation.match, result):
+        return Verdict("fail", stage, reached, message,
+                       f"expected {expectation.describe()}; the failure said something else")
+    return Verdict("xfail", stage, reached, message, f"expected {expectation.describe()}")

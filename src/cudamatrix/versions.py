@@ -1,0 +1,123 @@
+"""GPU architectures, toolkit versions and the specifiers that select them.
+
+Case files and the matrix both say things like ``arch = "<sm_80"`` or
+``toolkit = ">=12.4,<12.7"``. Toolkit, driver and library versions are PEP 440
+versions, so `packaging` decides them; architectures are not, so they get a
+small ordering of their own: by compute capability, with the arch-specific
+(``a``) and family (``f``) suffixes kept for exact matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import total_ordering
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+_ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
+_CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
+
+# Axes whose values are PEP 440 versions (everything but arch).
+VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl")
+WHEN_KEYS = ("arch", *VERSION_AXES)
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Arch:
+    """A real GPU architecture as nvcc names it: ``sm_90a`` is capability 9.0, arch-specific."""
+
+    name: str
+    capability: int
+    suffix: str
+
+    @classmethod
+    def parse(cls, text: str) -> Arch:
+        match = _ARCH_RE.match(text.strip())
+        if not match:
+            raise ValueError(f"{text!r} is not a GPU architecture (expected e.g. sm_80, sm_90a)")
+        return cls(text.strip(), int(match.group(1)), match.group(2))
+
+    @property
+    def compute(self) -> str:
+        """The virtual architecture NVRTC and ptxas pair with this one."""
+        return f"compute_{self.capability}{self.suffix}"
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Arch):
+            return NotImplemented
+        return (self.capability, self.suffix) < (other.capability, other.suffix)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_version(text: str, *, what: str = "version") -> Version:
+    try:
+        return Version(str(text))
+    except InvalidVersion as exc:
+        raise ValueError(f"{text!r} is not a valid {what}") from exc
+
+
+def arch_matches(spec: str, arch: Arch) -> bool:
+    """True when every comma-separated clause of `spec` holds for `arch`.
+
+    A bare name (``sm_90a``) and ``==`` compare names exactly, so ``sm_90`` does
+    not select ``sm_90a``; ordering operators compare capabilities, so
+    ``>=sm_90`` selects both.
+    """
+    for clause in spec.split(","):
+        match = _CLAUSE_RE.match(clause)
+        if not match:
+            raise ValueError(f"bad arch specifier clause {clause!r}")
+        op, value = match.group(1) or "==", Arch.parse(match.group(2))
+        if op == "==":
+            ok = arch.name == value.name
+        elif op == "!=":
+            ok = arch.name != value.name
+        elif op == "<":
+            ok = arch.capability < value.capability
+        elif op == "<=":
+            ok = arch.capability <= value.capability
+        elif op == ">":
+            ok = arch.capability > value.capability
+        else:
+            ok = arch.capability >= value.capability
+        if not ok:
+            return False
+    return True
+
+
+def version_matches(spec: str, version: str) -> bool:
+    """PEP 440 matching, where a bare ``12.4`` means ``==12.4``."""
+    text = spec.strip()
+    if text and text[0].isdigit():
+        text = "==" + text
+    try:
+        specifier = SpecifierSet(text)
+    except InvalidSpecifier as exc:
+        raise ValueError(f"bad version specifier {spec!r}") from exc
+    return specifier.contains(Version(version), prereleases=True)
+
+
+def check_specifier(key: str, spec: str | Sequence[str]) -> None:
+    """Raise ValueError if `spec` can never be evaluated for axis `key`."""
+    for one in [spec] if isinstance(spec, str) else spec:
+        if key == "arch":
+            arch_matches(one, Arch.parse("sm_80"))
+        else:
+            version_matches(one, "1.0")
+
+
+def axis_matches(key: str, spec: str | Sequence[str], value: str | None) -> bool:
+    """Does one axis value satisfy a `when` entry (a specifier, or a list of alternatives)?"""
+    if value is None:
+        return False
+    alternatives = [spec] if isinstance(spec, str) else list(spec)
+    if key == "arch":
+        arch = Arch.parse(value)
+        return any(arch_matches(one, arch) for one in alternatives)
+    return any(version_matches(one, value) for one in alternatives)
