@@ -121,6 +121,8 @@ class Environments:
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
         self._host: Environment | str | None = None
+        # Cells ask from many threads; each environment must be prepared exactly once.
+        self._lock = threading.Lock()
 
     def _host_env(self) -> Environment | str:
         if self._host is None:
@@ -132,6 +134,10 @@ class Environments:
 
     def toolkit(self, version: str) -> Environment | str:
         """The environment, or the reason it could not be had."""
+        with self._lock:
+            return self._toolkit(version)
+
+    def _toolkit(self, version: str) -> Environment | str:
         if version in self.toolkits:
             return self.toolkits[version]
         started = time.monotonic()
@@ -155,6 +161,11 @@ class Environments:
 
     def library(self, name: str, version: str, cuda_major: int | None) -> LibraryEnvironment | str:
         key = (name, version, cuda_major)
+        with self._lock:
+            return self._library(key)
+
+    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
+        name, version, cuda_major = key
         if key not in self.libraries:
             started = time.monotonic()
             self.progress.note(f"preparing {name} {version}")

@@ -34,11 +34,11 @@ class Build:
     cubin: Path | None = None
 
 
-def _run_tool(command: Sequence[str], timeout: float,
-              env: dict[str, str] | None = None) -> tuple[int, str]:
+def _run_tool(command: Sequence[str], timeout: float, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> tuple[int, str]:
     """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it."""
     done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
-                          env=env, check=False)
+                          env=env, cwd=cwd, check=False)
     return done.returncode, (done.stdout + done.stderr).strip()
 
 
@@ -55,8 +55,9 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
     assert job.env is not None and job.env.ptxas is not None
     cubin = job.work / "kernel.cubin"
     remaining = max(1.0, job.timeout - (time.monotonic() - started))
-    code, log = _run_tool([job.env.ptxas, f"-arch={job.arch}", "-v", "-o", str(cubin), str(ptx)],
-                          remaining)
+    # Run where the files are, so messages name kernel.ptx rather than a long path.
+    code, log = _run_tool([job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name],
+                          remaining, cwd=job.work)
     full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v", log) if part)
     if code != 0:
         return _failure("failed", full_log, started, **details)
@@ -128,11 +129,12 @@ def compile_script(job: Job) -> Build:
     """
     started = time.monotonic()
     env = dict(os.environ)
-    paths = list(job.library.python_path if job.library else ())
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).strip(os.pathsep)
-    env.update(CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
+    env.update(CUDAMATRIX_SITE_DIRS=os.pathsep.join(job.library.python_path if job.library else ()),
+               CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
                CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"))
-    code, log = _run_tool([sys.executable, job.source], job.timeout, env=env)
+    code, log = _run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
+                           *job.flags],
+                          job.timeout, env=env, cwd=job.work)
     details: dict[str, object] = {}
     for line in reversed(log.splitlines()):
         if line.startswith("{"):
