@@ -1,3 +1,3 @@
-"""cudamatrix: on which CUDA toolkit, driver and GPU architecture does my kernel code build and run?"""
+"""cudamatrix: on which CUDA toolkit, driver and GPU arch does my kernel build and run?"""
 
 __version__ = "0.1.0"

@@ -9,8 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from .errors import UserError
 from .providers import PROVIDERS
@@ -90,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true",
                      help="keep the cells an interrupted run in --out finished")
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
+    run.add_argument("--prebuilt", type=Path,
+                     help="take compiled artifacts from an earlier run's --out folder (built on "
+                          "another machine) and do the load and run stages here")
     run.add_argument("--runner-label", default=os.environ.get("CUDAMATRIX_RUNNER_LABEL", ""),
                      help="the driver/runner label this machine was promised")
     validate = commands.add_parser("validate", help="check the matrix and the corpus")
@@ -114,7 +124,8 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
 def _run(args: argparse.Namespace, console: Console) -> int:
     extra: dict[str, object] = dict(
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
-        resume=args.resume, gpu=not args.no_gpu, runner_label=args.runner_label)
+        resume=args.resume, gpu=not args.no_gpu, runner_label=args.runner_label,
+        prebuilt=args.prebuilt)
     if args.cache:
         extra["cache"] = args.cache
     options = _options(args, **extra)

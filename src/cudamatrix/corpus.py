@@ -25,6 +25,9 @@ FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl"
 TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl"})
 STAGES = ("compile", "inspect", "load", "run")
 ARTIFACT_KINDS = ("ptx", "cubin")
+# How the load stage gets the module: the cubin where it can run, else the PTX
+# through the driver's JIT ("auto"), or always one of them.
+LOAD_MODES = ("auto", "cubin", "ptx")
 
 Spec = str | tuple[str, ...]
 
@@ -86,6 +89,8 @@ class Variant:
     artifacts: tuple[ArtifactCheck, ...] = ()
     timeout: float | None = None
     run: Mapping[str, Any] = field(default_factory=dict)
+    load: str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -174,9 +179,11 @@ class _Reader:
         if ("contains" in raw) == ("lacks" in raw):
             raise self.fail(where, "give exactly one of 'contains' or 'lacks'")
         pattern = raw.get("contains", raw.get("lacks"))
+        if not isinstance(pattern, str):
+            raise self.fail(where, f"the pattern must be a string, got {pattern!r}")
         try:
             re.compile(pattern)
-        except (re.error, TypeError) as exc:
+        except re.error as exc:
             raise self.fail(where, f"bad regular expression: {exc}") from None
         return ArtifactCheck(kind, pattern, "contains" in raw, str(raw.get("why", "")))
 
@@ -189,7 +196,7 @@ class _Reader:
             raise self.fail(where, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
         where = f"variant {name!r}"
         known = {"name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                 "artifact", "timeout", "run"}
+                 "artifact", "timeout", "run", "load", "options"}
         unknown = set(raw) - known
         if unknown:
             raise self.fail(where, f"unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
@@ -209,6 +216,12 @@ class _Reader:
         run = raw.get("run", {})
         if not isinstance(run, dict):
             raise self.fail(f"{where}.run", "expected a table")
+        load = raw.get("load", "auto")
+        if load not in LOAD_MODES:
+            raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")
+        options = raw.get("options", {})
+        if not isinstance(options, dict):
+            raise self.fail(f"{where}.options", "expected a table")
         return Variant(
             name=name,
             source=source,
@@ -223,6 +236,8 @@ class _Reader:
                             for i, a in enumerate(raw.get("artifact", []))),
             timeout=float(timeout) if timeout is not None else None,
             run=run,
+            load=load,
+            options=options,
         )
 
 

@@ -40,6 +40,7 @@ class CellResult:
     upstream: tuple[str, ...] = ()
     versions: dict[str, str] = field(default_factory=dict)
     device: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
 
     @property
     def resources(self) -> list[dict[str, Any]]:
@@ -75,6 +76,7 @@ class CellResult:
             "upstream": list(self.upstream),
             "versions": self.versions,
             "device": self.device,
+            "prediction": self.prediction,
             "stages": [s.to_dict() for s in self.stages],
         }
 
@@ -97,6 +99,7 @@ class CellResult:
             upstream=tuple(data.get("upstream", ())),
             versions=dict(data.get("versions", {})),
             device=data.get("device"),
+            prediction=data.get("prediction"),
         )
 
 

@@ -7,6 +7,7 @@ moment it exists, so an interrupted run loses nothing it finished.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -18,9 +19,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from . import __version__
 from .corpus import Case, Variant, load_corpus, select_cases
@@ -36,6 +39,7 @@ from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .stages.job import Job
 from .stages.logs import error_lines
 from .stages.result import StageResult
+from .stages.worker import RESULT_FILE
 from .verdict import decide
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
@@ -58,6 +62,7 @@ class RunOptions:
     resume: bool = False
     gpu: bool = True
     runner_label: str = ""
+    prebuilt: Path | None = None
 
 
 def default_cache() -> Path:
@@ -205,23 +210,26 @@ class Workers:
         finally:
             with self._lock:
                 self._running.discard(process)
-        lines = [ln for ln in stdout.splitlines() if ln.startswith("[")]
-        if process.returncode != 0 or not lines:
+        result_file = job.work / RESULT_FILE
+        output = (stdout + stderr).strip()
+        if process.returncode != 0 or not result_file.exists():
             if self.stopping:
                 raise KeyboardInterrupt
             code = process.returncode
             how = (f"killed by {signal.Signals(-code).name}" if code < 0
                    else f"exited with status {code}")
-            return [StageResult("compile", "crashed", f"cell worker {how}",
-                                (stderr or stdout)[-20_000:])]
-        return [StageResult.from_dict(s) for s in json.loads(lines[-1])]
+            return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
+        stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
+        if output:  # device printf and library chatter belong to the last stage's story
+            last = stages[-1]
+            stages[-1] = replace(last, log=f"{last.log}\n--- process output ---\n"
+                                           f"{output[-20_000:]}".strip())
+        return stages
 
     @staticmethod
     def _kill(process: subprocess.Popen[str]) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def stop_all(self) -> None:
         self.stopping = True
@@ -250,7 +258,25 @@ class CellRunner:
         """Run the cell's stages, or say at once why they cannot run here."""
         env: Environment | None = None
         versions: dict[str, str] = {}
-        if cell.toolkit != BUNDLED:
+        workdir = self.options.out / "artifacts" / cell.slug
+        prebuilt: Path | None = None
+        if self.options.prebuilt and cell.frontend != "cupy":
+            earlier = self.options.prebuilt / "artifacts" / cell.slug
+            record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
+            if (earlier / "compile.json").exists():
+                if earlier.resolve() != workdir.resolve():
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    shutil.copytree(earlier, workdir)
+                prebuilt = workdir
+                if record.exists():
+                    versions.update(json.loads(record.read_text()).get("versions", {}))
+            elif record.exists():  # it never compiled there: its stages are the whole story
+                data = json.loads(record.read_text())
+                return [StageResult.from_dict(s) for s in data["stages"]], data["versions"]
+            else:
+                return [StageResult("compile", "unavailable",
+                                    f"not built in {self.options.prebuilt}")], versions
+        if cell.toolkit != BUNDLED and prebuilt is None:
             got = self.envs.toolkit(cell.toolkit)
             if isinstance(got, str):
                 return [StageResult("compile", "error",
@@ -261,8 +287,8 @@ class CellRunner:
             if missing:
                 return [StageResult("compile", "unavailable", missing)], versions
         if cell.frontend == "cupy" and not self.device.present:
-            return [StageResult("compile", "unavailable",
-                                f"CuPy compiles through the driver: {self.device.reason}")], versions
+            reason = f"CuPy compiles through the driver: {self.device.reason}"
+            return [StageResult("compile", "unavailable", reason)], versions
         library: LibraryEnvironment | None = None
         if cell.library and cell.library_version:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
@@ -272,9 +298,9 @@ class CellRunner:
                     versions
             library = lib
             versions.update(lib.packages)
-        workdir = self.options.out / "artifacts" / cell.slug
-        shutil.rmtree(workdir, ignore_errors=True)
-        workdir.mkdir(parents=True)
+        if prebuilt is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir(parents=True)
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
             frontend=cell.frontend, workdir=str(workdir.resolve()),
@@ -283,11 +309,32 @@ class CellRunner:
             artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
                              "why": a.why} for a in variant.artifacts),
             run=dict(variant.run), env=env, library=library,
-            gpu_stages=self.device.present)
+            gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
+            prebuilt=str(prebuilt) if prebuilt else None)
         stages = self.workers.run(job, _worker_env(env, library))
-        if not self.device.present and stages[-1].status == "ok":
+        if not self.device.present and stages[0].status == "ok" \
+                and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
         return stages, versions
+
+    def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
+        """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""
+        load = next((s for s in stages if s.stage == "load"
+                     and s.details.get("via") == "ptx-jit"), None)
+        driver_toolkit = self.plan.matrix.toolkits.get(self.device.driver_cuda)
+        if load is None or driver_toolkit is None:
+            return None
+        ptx_version = str(load.details.get("ptx_version", "?"))
+        try:
+            predicted = Version(ptx_version) <= Version(driver_toolkit.ptx_isa)
+        except InvalidVersion:
+            return None
+        measured = load.status == "ok"
+        return {"ptx_version": ptx_version, "driver_cuda": self.device.driver_cuda,
+                "driver_ptx_isa": driver_toolkit.ptx_isa,
+                "predicted": "loads" if predicted else "refused",
+                "measured": "loads" if measured else "refused",
+                "agrees": predicted == measured}
 
     def run_cell(self, cell: Cell) -> CellResult:
         started = time.monotonic()
@@ -304,6 +351,7 @@ class CellRunner:
             failing = next((s for s in stages if s.status != "ok"), stages[-1])
             diagnosis = diagnose(verdict.message, error_lines(failing.log)).to_dict()
         return CellResult(
+            prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
             message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
             diagnosis=diagnosis, stages=tuple(stages), seconds=time.monotonic() - started,
@@ -342,8 +390,9 @@ def execute(options: RunOptions, progress: Progress,
     provider = "wheels" if options.provider == "auto" else options.provider
     envs = Environments(plan.matrix, provider, options.cache, progress)
     todo = [c for c in plan.cells if c.id not in done]
+    compiled_here = [c for c in todo if not options.prebuilt or c.frontend == "cupy"]
     # Prepare environments up front, in order, so their progress lines are not interleaved.
-    for toolkit in sorted({c.toolkit for c in todo if c.toolkit != BUNDLED},
+    for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
                           key=lambda v: tuple(int(p) for p in v.split("."))):
         envs.toolkit(toolkit)
     workers = Workers()

@@ -13,6 +13,8 @@ else:  # pragma: no cover
 
 from .errors import UserError
 
+__all__ = ["load_toml", "tomllib"]
+
 
 def load_toml(path: Path) -> dict[str, Any]:
     try:

@@ -17,7 +17,10 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
+
+from packaging.version import Version
 
 from ..errors import EnvironmentUnavailable
 from ..matrix import Matrix
@@ -127,6 +130,13 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
     return describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
 
 
+def _installed_version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | None,
                     cache: Path) -> LibraryEnvironment:
     """Install one library version: CUTLASS's headers, or a Python package with its needs."""
@@ -142,6 +152,10 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
         return LibraryEnvironment(name, version, str(root),
                                   include_dirs=tuple(str(p) for p in includes if p.is_dir()),
                                   packages=installed_packages(root))
+    system = _installed_version(package)
+    if system is not None and Version(system) == Version(version):
+        # Already importable here (a GPU machine's image): no network needed.
+        return LibraryEnvironment(name, version, "(this Python)", packages={package: system})
     root = install(target, [f"{package}=={version}"], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))

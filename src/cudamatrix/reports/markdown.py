@@ -98,7 +98,8 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult]) -> str:
                 rows[_row_label(r.cell)][r.cell.arch] = cell_text(r)
             table = [[label, *(row.get(a, "") for a in archs)] for label, row in rows.items()]
             lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
-                      tabulate(table, headers=["toolkit", *archs], tablefmt="github", disable_numparse=True)]
+                      tabulate(table, headers=["toolkit", *archs], tablefmt="github",
+                               disable_numparse=True)]
     details = [r for r in results if r.outcome != "pass"]
     if details:
         lines += ["", "## Details", ""]
@@ -107,6 +108,6 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult]) -> str:
             diagnosis = (r.diagnosis or {}).get("title", "")
             table.append([f"`{r.cell.id}`", r.outcome, r.stage,
                           (r.message or r.reason).replace("|", "\\|")[:200], diagnosis])
-        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message",
-                                              "diagnosis"], tablefmt="github", disable_numparse=True))
+        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis"],
+                              tablefmt="github", disable_numparse=True))
     return "\n".join(lines) + "\n"

@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +34,7 @@ class Build:
     result: StageResult
     ptx: Path | None = None
     cubin: Path | None = None
+    library: Path | None = None
 
 
 def _run_tool(command: Sequence[str], timeout: float, env: dict[str, str] | None = None,
@@ -93,8 +96,13 @@ def compile_nvcc(job: Job) -> Build:
     keep = job.work / "keep"
     keep.mkdir(parents=True, exist_ok=True)
     cubin = job.work / "kernel.cubin"
-    command = [job.env.nvcc, *job.flags, "-cubin", "-Xptxas", "-v", "--keep",
-               "--keep-dir", str(keep), "-o", str(cubin)]
+    library = job.work / "libcase.so"
+    # A host-entry case is built whole, as a shared library the run stage calls;
+    # the PTX and cubin come out of the kept intermediate files either way.
+    output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library)] if job.host_entry \
+        else ["-cubin", "-o", str(cubin)]
+    command = [job.env.nvcc, *job.flags, *output, "-Xptxas", "-v", "--keep",
+               "--keep-dir", str(keep)]
     if job.arch_flag:
         arch = Arch.parse(job.arch)
         command.append(f"-gencode=arch={arch.compute},code={arch.name}")
@@ -109,15 +117,15 @@ def compile_nvcc(job: Job) -> Build:
     if code != 0:
         return _failure("failed", full_log, started, **details)
     details["resources"] = resource_usage(log)
-    ptx_files = sorted(keep.glob("*.ptx"))
     ptx = job.work / "kernel.ptx"
-    if ptx_files:
-        ptx.write_bytes(ptx_files[0].read_bytes())
-    for leftover in keep.iterdir():
-        leftover.unlink()
-    keep.rmdir()
+    for pattern, target in (("*.ptx", ptx), ("*.cubin", cubin)):
+        found = sorted(keep.glob(pattern))
+        if found and not target.exists():
+            target.write_bytes(found[0].read_bytes())
+    shutil.rmtree(keep, ignore_errors=True)
     return Build(StageResult("compile", "ok", "", full_log, time.monotonic() - started, details),
-                 ptx if ptx.exists() else None, cubin)
+                 ptx if ptx.exists() else None, cubin if cubin.exists() else None,
+                 library if job.host_entry and library.exists() else None)
 
 
 def compile_script(job: Job) -> Build:
@@ -138,10 +146,8 @@ def compile_script(job: Job) -> Build:
     details: dict[str, object] = {}
     for line in reversed(log.splitlines()):
         if line.startswith("{"):
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 details["report"] = json.loads(line)
-            except json.JSONDecodeError:
-                pass
             break
     if code != 0:
         return _failure("failed", log, started, **details)

@@ -26,6 +26,14 @@ class Job:
     env: Environment | None = None
     library: LibraryEnvironment | None = None
     gpu_stages: bool = True
+    load: str = "auto"
+    options: dict[str, Any] = field(default_factory=dict)
+    prebuilt: str | None = None
+
+    @property
+    def host_entry(self) -> bool:
+        """The case is run by calling an extern "C" host function of a shared library."""
+        return bool(self.run.get("host"))
 
     @property
     def work(self) -> Path:

@@ -3,26 +3,49 @@
 Every cell runs here, so a compiler that segfaults, a kernel that crashes the
 context or a library that calls abort() ends this process and nothing else;
 the orchestrator turns that into the cell's `crashed` or `timeout` result.
-The last line written to stdout is the JSON list of stage results.
+It writes the JSON list of stage results to ``stages.json`` in the cell's work
+folder: stdout is left to the code under test (device printf lands there).
 """
 
 from __future__ import annotations
 
 import json
+import site
 import subprocess
 import sys
 import traceback
+from pathlib import Path
 
-from .compile import COMPILERS
+from .compile import COMPILERS, Build
 from .inspect import inspect_artifacts
 from .job import Job
 from .result import StageResult
 
+RESULT_FILE = "stages.json"
+
+
+def _prebuilt(job: Job) -> Build:
+    """The compile stage of an earlier run (another machine's), with its artifacts."""
+    folder = Path(job.prebuilt or "")
+    stage = StageResult.from_dict(json.loads((folder / "compile.json").read_text()))
+
+    def found(name: str) -> Path | None:
+        return folder / name if (folder / name).exists() else None
+
+    return Build(stage, found("kernel.ptx"), found("kernel.cubin"), found("libcase.so"))
+
 
 def execute(job: Job) -> list[StageResult]:
+    if job.library:
+        for folder in job.library.python_path:
+            site.addsitedir(folder)
+    if job.frontend == "cupy":
+        from .cupy_frontend import cupy_stages
+
+        return cupy_stages(job)
     stages: list[StageResult] = []
     try:
-        build = COMPILERS[job.frontend](job)
+        build = _prebuilt(job) if job.prebuilt else COMPILERS[job.frontend](job)
     except subprocess.TimeoutExpired:
         return [StageResult("compile", "timeout",
                             f"compiler ran past the cell's {job.timeout:.0f} s limit")]
@@ -32,23 +55,22 @@ def execute(job: Job) -> list[StageResult]:
     stages.append(build.result)
     if build.result.status != "ok":
         return stages
+    (job.work / "compile.json").write_text(json.dumps(build.result.to_dict()))
     if job.artifacts:
-        inspected = inspect_artifacts(job.artifacts, build.ptx, build.cubin)
-        stages.append(inspected)
-        if inspected.status != "ok":
-            return stages
+        # An artifact failure decides the cell, but on a GPU the later stages still run:
+        # what the bad build does there (a trap, a wrong result) is evidence worth keeping.
+        stages.append(inspect_artifacts(job.artifacts, build.ptx, build.cubin))
     if job.gpu_stages:
         from .device import load_and_run
 
-        stages.extend(load_and_run(job, build.ptx, build.cubin))
+        stages.extend(load_and_run(job, build.ptx, build.cubin, build.library))
     return stages
 
 
 def main() -> None:
     job = Job.from_json(sys.stdin.read())
     stages = execute(job)
-    sys.stdout.write("\n" + json.dumps([s.to_dict() for s in stages]) + "\n")
-    sys.stdout.flush()
+    (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+"""The CuPy frontend: compile, load and run through ``cupy.RawModule``.
+
+CuPy compiles through NVRTC only after asking the driver for the device, so
+these cells are GPU cells. Each path (jitify on/off, an explicit -arch or not,
+cooperative groups on/off) reports its own error text: the point of the case
+is to show the precise message one path gives and the vague one another gives.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .job import Job
+from .logs import decisive_line
+from .result import StageResult
+
+
+def _options(job: Job) -> list[str]:
+    options: list[str] = []
+    for flag in job.flags:
+        if flag == "{toolkit_includes}":
+            options += [f"-I{d}" for d in (job.env.include_dirs if job.env else ())]
+        else:
+            options.append(flag)
+    if job.arch_flag:
+        options.append(f"-arch={job.arch}")
+    return options
+
+
+def cupy_stages(job: Job) -> list[StageResult]:
+    os.environ["CUPY_CACHE_DIR"] = str(job.work / "cupy-cache")  # every cell compiles afresh
+    import cupy
+    import numpy as np
+
+    from .device import _compare, _rng_array
+
+    options = _options(job)
+    jitify = bool(job.options.get("jitify", False))
+    cooperative = bool(job.options.get("enable_cooperative_groups", False))
+    details: dict[str, Any] = {"cupy": cupy.__version__, "jitify": jitify,
+                               "enable_cooperative_groups": cooperative, "options": options}
+    started = time.monotonic()
+    try:
+        module = cupy.RawModule(code=Path(job.source).read_text(), options=tuple(options),
+                                jitify=jitify, enable_cooperative_groups=cooperative)
+        kernel = module.get_function(job.kernel)
+    except Exception as exc:  # CuPy raises CompileException, CUDADriverError, ...
+        text = f"{type(exc).__name__}: {exc}"
+        # A driver error here comes from linking/loading the image, after NVRTC succeeded.
+        stage = "load" if type(exc).__name__ == "CUDADriverError" else "compile"
+        stages = []
+        if stage == "load":
+            stages.append(StageResult("compile", "ok", "", "", 0.0, details))
+        stages.append(StageResult(stage, "failed", decisive_line(text) or text.splitlines()[0],
+                                  text[-20_000:], time.monotonic() - started, details))
+        return stages
+    compiled = StageResult("compile", "ok", "", f"cupy.RawModule({options}, jitify={jitify})",
+                           time.monotonic() - started, details)
+    loaded = StageResult("load", "ok", "", f"get_function({job.kernel!r})", 0.0, {})
+    if not job.run:
+        return [compiled, loaded]
+    started = time.monotonic()
+    try:
+        rng = np.random.default_rng(int(job.run.get("seed", 2024)))
+        host: dict[str, Any] = {}
+        arguments = []
+        device: dict[str, Any] = {}
+        for spec in job.run.get("args", []):
+            if "value" in spec:
+                arguments.append(np.dtype(spec.get("dtype", "int32")).type(spec["value"]))
+                continue
+            array = _rng_array(spec, rng)
+            host[spec["name"]] = array
+            device[spec["name"]] = cupy.asarray(array)
+            arguments.append(device[spec["name"]])
+        grid = tuple([*job.run.get("grid", [1]), 1, 1][:3])
+        block = tuple([*job.run.get("block", [32]), 1, 1][:3])
+        kernel(grid, block, tuple(arguments), shared_mem=int(job.run.get("shared_bytes", 0)))
+        cupy.cuda.Device().synchronize()
+        for spec in job.run.get("args", []):
+            if spec.get("output"):
+                host[spec["name"]] = cupy.asnumpy(device[spec["name"]])
+        status, message, log, more = _compare(job, host)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        return [compiled, loaded, StageResult("run", "failed", text.splitlines()[0], text,
+                                              time.monotonic() - started)]
+    return [compiled, loaded, StageResult("run", status, message, log,
+                                          time.monotonic() - started, more)]

@@ -1,0 +1,253 @@
+"""The load and run stages, on a real GPU through the CUDA driver API (cuda-python).
+
+Load: the cubin when its SASS can run on this GPU, otherwise (or when the case
+asks for it) the PTX through the driver's JIT, which is where a PTX ISA newer
+than the driver is refused. Run: fresh random inputs, outputs poisoned first
+(NaN, 0xFF bytes), one launch, then the outputs are compared with the case's
+NumPy reference at its stated tolerance. Host-entry cases (CUTLASS) are called
+through their shared library instead of a bare kernel launch.
+
+Only imported inside a cell worker on a machine with a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver as cu
+
+from ..versions import Arch
+from .job import Job
+from .result import StageResult
+
+
+class DriverError(Exception):
+    def __init__(self, call: str, status: Any) -> None:
+        name = getattr(status, "name", str(status))
+        _, text = cu.cuGetErrorString(status)
+        detail = text.decode() if isinstance(text, bytes) else ""
+        super().__init__(f"{call}: {name}" + (f" ({detail})" if detail else ""))
+        self.status_name = name
+
+
+def _check(call: str, result: tuple[Any, ...]) -> Any:
+    status, *values = result
+    if status != cu.CUresult.CUDA_SUCCESS:
+        raise DriverError(call, status)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _device_arch(device: Any) -> Arch:
+    attr = cu.CUdevice_attribute
+    major = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device))
+    minor = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
+    return Arch.parse(f"sm_{major}{minor}")
+
+
+def sass_runs_on(target: Arch, gpu: Arch) -> bool:
+    """Can a cubin built for `target` run on `gpu`? Same major, not newer; `a` needs exact."""
+    if target.suffix == "a":
+        return target.capability == gpu.capability
+    return target.capability // 10 == gpu.capability // 10 and target.capability <= gpu.capability
+
+
+def _timed(stage: str, body: Callable[[], tuple[str, str, str, dict[str, Any]]]) -> StageResult:
+    started = time.monotonic()
+    try:
+        status, message, log, details = body()
+    except DriverError as exc:
+        return StageResult(stage, "failed", str(exc), str(exc), time.monotonic() - started,
+                           {"driver_error": exc.status_name})
+    return StageResult(stage, status, message, log, time.monotonic() - started, details)
+
+
+def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+    dtype = np.dtype(spec.get("dtype", "float32"))
+    shape = tuple(spec.get("shape", [1]))
+    if "values" in spec:
+        return np.asarray(spec["values"], dtype=dtype).reshape(shape)
+    if spec.get("output"):
+        poisoned = np.empty(shape, dtype=dtype)
+        if dtype.kind == "f":
+            poisoned.fill(np.nan)
+        else:
+            poisoned.view(np.uint8).fill(0xFF)
+        return poisoned
+    if dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    low, high = spec.get("range", [0, 4])
+    return rng.integers(low, high, size=shape).astype(dtype)
+
+
+def _compare(job: Job, arrays: dict[str, np.ndarray]) -> tuple[str, str, str, dict[str, Any]]:
+    checks = job.run.get("check", {})
+    rtol, atol = float(job.run.get("rtol", 1e-5)), float(job.run.get("atol", 1e-5))
+    lines, worst = [], {}
+    names = {**arrays, "np": np}
+    for name, expression in checks.items():
+        expected = np.asarray(eval(expression, {"__builtins__": {}}, names))  # case-authored
+        actual = arrays[name].astype(np.float64)
+        error = np.abs(actual - expected)
+        limit = atol + rtol * np.abs(expected)
+        bad = int(np.count_nonzero(~(error <= limit)))
+        worst[name] = float(np.nanmax(error)) if error.size else 0.0
+        lines.append(f"{name}: max |error| {worst[name]:.3g} (atol {atol}, rtol {rtol}), "
+                     f"{bad} of {error.size} outside")
+        if bad:
+            return ("failed", f"wrong result: {bad} of {error.size} elements of {name} outside "
+                    f"tolerance (max |error| {worst[name]:.3g})", "\n".join(lines),
+                    {"max_abs_error": worst})
+    return "ok", "", "\n".join(lines) or "no check declared", {"max_abs_error": worst}
+
+
+class GpuSession:
+    """The primary context of device 0, and the arrays of one cell."""
+
+    def __init__(self) -> None:
+        _check("cuInit", cu.cuInit(0))
+        self.device = _check("cuDeviceGet", cu.cuDeviceGet(0))
+        self.context = _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.device))
+        _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(self.context))
+        self.arch = _device_arch(self.device)
+        self.allocations: list[Any] = []
+
+    def upload(self, array: np.ndarray) -> Any:
+        pointer = _check("cuMemAlloc", cu.cuMemAlloc(max(1, array.nbytes)))
+        self.allocations.append(pointer)
+        _check("cuMemcpyHtoD", cu.cuMemcpyHtoD(pointer, array.ctypes.data, array.nbytes))
+        return pointer
+
+    def download(self, pointer: Any, array: np.ndarray) -> None:
+        _check("cuMemcpyDtoH", cu.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes))
+
+    def close(self) -> None:
+        for pointer in self.allocations:
+            cu.cuMemFree(pointer)
+
+
+def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], list[Any],
+                                                        list[tuple[Any, np.ndarray]]]:
+    rng = np.random.default_rng(int(job.run.get("seed", 2024)))
+    arrays: dict[str, np.ndarray] = {}
+    values: list[Any] = []
+    outputs: list[tuple[Any, np.ndarray]] = []
+    for spec in job.run.get("args", []):
+        if "value" in spec:
+            values.append(np.asarray([spec["value"]], dtype=np.dtype(spec.get("dtype", "int32"))))
+            continue
+        array = _rng_array(spec, rng)
+        pointer = gpu.upload(array)
+        arrays[spec["name"]] = array
+        values.append(pointer)
+        if spec.get("output"):
+            outputs.append((pointer, array))
+    return arrays, values, outputs
+
+
+def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> tuple[str, str, str, dict[str, Any]]:
+    name = (job.kernel or "").encode()
+    function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
+    arrays, values, outputs = _prepare_args(job, gpu)
+    shared = int(job.run.get("shared_bytes", 0))
+    if shared > 48 * 1024:
+        _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
+            function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared))
+    holders = [np.asarray([int(v)], dtype=np.uint64) if not isinstance(v, np.ndarray) else v
+               for v in values]
+    pointers = np.asarray([h.ctypes.data for h in holders], dtype=np.uint64)
+    grid = [*job.run.get("grid", [1, 1, 1]), 1, 1][:3]
+    block = [*job.run.get("block", [32, 1, 1]), 1, 1][:3]
+    _check("cuLaunchKernel", cu.cuLaunchKernel(function, *grid, *block, shared, 0,
+                                               pointers.ctypes.data, 0))
+    _check("cuCtxSynchronize", cu.cuCtxSynchronize())
+    for pointer, array in outputs:
+        gpu.download(pointer, array)
+    return _compare(job, arrays)
+
+
+def _call_host_entry(job: Job, gpu: GpuSession, library: Path) -> tuple[str, str, str,
+                                                                         dict[str, Any]]:
+    entry = getattr(ctypes.CDLL(str(library)), job.kernel or "")
+    entry.restype = ctypes.c_int
+    arrays, values, outputs = _prepare_args(job, gpu)
+    arguments = [ctypes.c_void_p(int(v)) if not isinstance(v, np.ndarray)
+                 else np.ctypeslib.as_ctypes(v)[0] for v in values]
+    status = entry(*arguments)
+    _check("cuCtxSynchronize", cu.cuCtxSynchronize())
+    if status != 0:
+        return "failed", f"{job.kernel} returned status {status}", "", {"status": status}
+    for pointer, array in outputs:
+        gpu.download(pointer, array)
+    return _compare(job, arrays)
+
+
+def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
+                 library: Path | None = None) -> list[StageResult]:
+    gpu_holder: list[GpuSession] = []
+    modules: list[Any] = []
+
+    def load() -> tuple[str, str, str, dict[str, Any]]:
+        gpu = GpuSession()
+        gpu_holder.append(gpu)
+        target = Arch.parse(job.arch)
+        mode = job.load
+        details: dict[str, Any] = {"gpu_arch": gpu.arch.name}
+        if library is not None and mode != "ptx":
+            details["via"] = "library"
+            return "ok", "", f"host entry library {library.name}", details
+        use_cubin = mode == "cubin" or (mode == "auto" and cubin is not None
+                                        and sass_runs_on(target, gpu.arch))
+        if use_cubin and cubin is not None:
+            details["via"] = "cubin"
+            if not sass_runs_on(target, gpu.arch):
+                return ("skipped", f"a {target} cubin cannot run on this {gpu.arch} GPU", "",
+                        details)
+            modules.append(_check("cuModuleLoadData", cu.cuModuleLoadData(cubin.read_bytes())))
+            return "ok", "", f"loaded {target} cubin on {gpu.arch}", details
+        if ptx is None:
+            return ("skipped", f"no PTX to JIT and a {target} cubin cannot run on {gpu.arch}",
+                    "", details)
+        details["via"] = "ptx-jit"
+        details["ptx_version"] = _ptx_version(ptx)
+        text = ptx.read_bytes() + b"\0"
+        try:
+            modules.append(_check("cuModuleLoadData", cu.cuModuleLoadData(text)))
+        except DriverError as exc:
+            details["driver_error"] = exc.status_name
+            return ("failed", f"PTX .version {details['ptx_version']} JIT: {exc}", str(exc),
+                    details)
+        return "ok", "", f"JIT-compiled PTX .version {details['ptx_version']} on {gpu.arch}", \
+            details
+
+    results = [_timed("load", load)]
+    if results[0].status != "ok" or not job.run or not job.kernel:
+        return results
+
+    def run() -> tuple[str, str, str, dict[str, Any]]:
+        gpu = gpu_holder[0]
+        try:
+            if library is not None and not modules:
+                return _call_host_entry(job, gpu, library)
+            return _launch_kernel(job, gpu, modules[0])
+        finally:
+            gpu.close()
+
+    results.append(_timed("run", run))
+    return results
+
+
+def _ptx_version(ptx: Path) -> str:
+    for line in ptx.read_text(errors="replace").splitlines():
+        if line.startswith(".version"):
+            return line.split()[1]
+    return "?"
