@@ -24,6 +24,13 @@ __device__ inline void ldmatrix_x4(unsigned (&frag)[4], const void* smem) {
                : "r"(addr));
 }
 
+__device__ inline void ldmatrix_x2(unsigned (&frag)[2], const void* smem) {
+  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(frag[0]), "=r"(frag[1])
+               : "r"(addr));
+}
+
 __device__ inline void mma_m16n8k16(float (&acc)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
@@ -47,12 +54,16 @@ extern "C" __global__ void marlin_like(const __half* a, const __half* b, float* 
   cp_async_16(&sa[lane * 8], &a[lane * 8]);
   if (lane < 16) cp_async_16(&sb[lane * 8], &b[lane * 8]);
   __syncthreads();
-  unsigned fa[4], fb4[4];
+  // A is 16x16 row-major; B is stored n-major (8 rows of 16 k values); C is 16x8.
+  unsigned fa[4], fb[2];
   ldmatrix_x4(fa, &sa[(lane % 16) * 16 + (lane / 16) * 8]);
-  ldmatrix_x4(fb4, &sb[(lane % 16) * 8]);
-  unsigned fb[2] = {fb4[0], fb4[1]};
+  ldmatrix_x2(fb, &sb[(lane % 8) * 16 + ((lane / 8) % 2) * 8]);
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   mma_m16n8k16(acc, fa, fb);
-  for (int i = 0; i < 4; ++i) c[lane * 4 + i] = acc[i];
+  const int row = lane / 4, col = 2 * (lane % 4);
+  c[row * 8 + col] = acc[0];
+  c[row * 8 + col + 1] = acc[1];
+  c[(row + 8) * 8 + col] = acc[2];
+  c[(row + 8) * 8 + col + 1] = acc[3];
 #endif
 }

@@ -165,5 +165,5 @@ def main(argv: Sequence[str] | None = None) -> None:
             for path in write_reports(args.out, info, results):
                 console.print(str(path))
     except UserError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"error: {exc}", markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)

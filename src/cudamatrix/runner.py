@@ -222,8 +222,13 @@ class Workers:
         stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
         if output:  # device printf and library chatter belong to the last stage's story
             last = stages[-1]
-            stages[-1] = replace(last, log=f"{last.log}\n--- process output ---\n"
-                                           f"{output[-20_000:]}".strip())
+            said = error_lines(output)
+            message = last.message
+            if last.status != "ok" and said and said[0] not in message:
+                message = f"{message} (process output: {said[0][:200]})"
+            stages[-1] = replace(last, message=message,
+                                 log=f"{last.log}\n--- process output ---\n"
+                                     f"{output[-20_000:]}".strip())
         return stages
 
     @staticmethod
@@ -290,7 +295,8 @@ class CellRunner:
             reason = f"CuPy compiles through the driver: {self.device.reason}"
             return [StageResult("compile", "unavailable", reason)], versions
         library: LibraryEnvironment | None = None
-        if cell.library and cell.library_version:
+        # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
+        if cell.library and cell.library_version and prebuilt is None:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
             lib = self.envs.library(cell.library, cell.library_version, major)
             if isinstance(lib, str):
@@ -431,11 +437,20 @@ def execute(options: RunOptions, progress: Progress,
         raise
     pool.shutdown(wait=True)
     progress.finish()
-    toolkits = {v: {"provider": e.provider, "packages": e.packages,
-                    "tool_versions": e.tool_versions}
-                for v, e in envs.toolkits.items() if isinstance(e, Environment)}
-    libraries = {f"{n} {v}": {"packages": e.packages}
-                 for (n, v, _), e in envs.libraries.items() if isinstance(e, LibraryEnvironment)}
+    toolkits: dict[str, dict[str, object]] = {}
+    libraries: dict[str, dict[str, object]] = {}
+    earlier = options.prebuilt / "results.json" if options.prebuilt else None
+    if earlier and earlier.exists():  # what built the artifacts, on the machine that built them
+        built = json.loads(earlier.read_text())["run"]
+        for version, facts in built.get("toolkits", {}).items():
+            toolkits[version] = {**facts, "built_on": built.get("host", "")}
+        libraries.update(built.get("libraries", {}))
+    toolkits.update({v: {"provider": e.provider, "packages": e.packages,
+                         "tool_versions": e.tool_versions}
+                     for v, e in envs.toolkits.items() if isinstance(e, Environment)})
+    libraries.update({f"{n} {v}": {"packages": e.packages}
+                      for (n, v, _), e in envs.libraries.items()
+                      if isinstance(e, LibraryEnvironment)})
     info = RunInfo(
         started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
         host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
 from ..results import CellResult, RunInfo
+
+# XML 1.0 allows no control characters but tab, newline and carriage return;
+# compiler and device output can carry any byte.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub("?", text)
 
 
 def _testcase(result: CellResult) -> TestCase:
@@ -18,17 +27,18 @@ def _testcase(result: CellResult) -> TestCase:
     case = TestCase(name, classname=f"{cell.case}.{cell.variant}", time=round(result.seconds, 3))
     detail = result.message or result.reason
     if result.outcome in ("fail", "xpass"):
-        failure = Failure(f"{result.outcome} at {result.stage}: {detail}",
+        failure = Failure(_xml_text(f"{result.outcome} at {result.stage}: {detail}"),
                           type_=result.outcome)
-        failure.text = result.log
+        failure.text = _xml_text(result.log)
         case.result = [failure]
     elif result.outcome == "error":
-        error = Error(f"error at {result.stage}: {detail}", type_="error")
-        error.text = result.log
+        error = Error(_xml_text(f"error at {result.stage}: {detail}"), type_="error")
+        error.text = _xml_text(result.log)
         case.result = [error]
     elif result.outcome == "skip":
-        case.result = [Skipped(f"{result.reason}: {result.message}".strip(": "))]
-    case.system_out = (f"outcome: {result.outcome} ({result.reason})\n" + result.log)[:100_000]
+        case.result = [Skipped(_xml_text(f"{result.reason}: {result.message}".strip(": ")))]
+    case.system_out = _xml_text(f"outcome: {result.outcome} ({result.reason})\n"
+                                + result.log)[:100_000]
     return case
 
 

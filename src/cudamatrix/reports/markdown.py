@@ -63,10 +63,15 @@ def header(info: RunInfo) -> list[str]:
                      "stages skipped")
     for toolkit, facts in info.toolkits.items():
         tools = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("tool_versions", {}).items()))
-        lines.append(f"- **Toolkit {toolkit}** ({facts.get('provider', '?')}): {tools or '-'}")
+        nvrtc = next((v for k, v in facts.get("packages", {}).items() if "nvrtc" in k), None)
+        if nvrtc:
+            tools += f", nvrtc {nvrtc}"
+        where = f", built on {facts['built_on']}" if facts.get("built_on") else ""
+        lines.append(f"- **Toolkit {toolkit}** ({facts.get('provider', '?')}{where}): "
+                     f"{tools.strip(', ') or '-'}")
     for library, facts in info.libraries.items():
-        lines.append(f"- **{library}**: {', '.join(sorted(facts.get('packages', {}).items())[0])}"
-                     if facts.get("packages") else f"- **{library}**")
+        packages = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("packages", {}).items()))
+        lines.append(f"- **{library}**: {packages or '-'}")
     return lines
 
 

@@ -99,7 +99,9 @@ def compile_nvcc(job: Job) -> Build:
     library = job.work / "libcase.so"
     # A host-entry case is built whole, as a shared library the run stage calls;
     # the PTX and cubin come out of the kept intermediate files either way.
-    output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library)] if job.host_entry \
+    # Wheel toolkits keep libcudart_static.a where nvcc.profile does not look.
+    output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library),
+              *(f"-L{d}" for d in job.env.library_dirs)] if job.host_entry \
         else ["-cubin", "-o", str(cubin)]
     command = [job.env.nvcc, *job.flags, *output, "-Xptxas", "-v", "--keep",
                "--keep-dir", str(keep)]
@@ -111,10 +113,15 @@ def compile_nvcc(job: Job) -> Build:
     command.append(job.source)
     shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(command)
                      if not c.startswith("-I") and "--keep-dir" not in c)
-    code, log = _run_tool(command, job.timeout)
+    try:
+        code, log = _run_tool(command, job.timeout)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(keep, ignore_errors=True)
+        raise
     full_log = f"$ {shown}\n{log}".strip()
     details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
     if code != 0:
+        shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
         return _failure("failed", full_log, started, **details)
     details["resources"] = resource_usage(log)
     ptx = job.work / "kernel.ptx"

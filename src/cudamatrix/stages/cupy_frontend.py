@@ -74,14 +74,19 @@ def cupy_stages(job: Job) -> list[StageResult]:
                 continue
             array = _rng_array(spec, rng)
             host[spec["name"]] = array
+            if spec.get("inout"):
+                host[f"{spec['name']}_in"] = array.copy()
             device[spec["name"]] = cupy.asarray(array)
             arguments.append(device[spec["name"]])
         grid = tuple([*job.run.get("grid", [1]), 1, 1][:3])
         block = tuple([*job.run.get("block", [32]), 1, 1][:3])
-        kernel(grid, block, tuple(arguments), shared_mem=int(job.run.get("shared_bytes", 0)))
+        shared = int(job.run.get("shared_bytes", 0))
+        if shared:
+            kernel.max_dynamic_shared_size_bytes = shared
+        kernel(grid, block, tuple(arguments), shared_mem=shared)
         cupy.cuda.Device().synchronize()
         for spec in job.run.get("args", []):
-            if spec.get("output"):
+            if spec.get("output") or spec.get("inout"):
                 host[spec["name"]] = cupy.asnumpy(device[spec["name"]])
         status, message, log, more = _compare(job, host)
     except Exception as exc:

@@ -148,7 +148,9 @@ def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], lis
         pointer = gpu.upload(array)
         arrays[spec["name"]] = array
         values.append(pointer)
-        if spec.get("output"):
+        if spec.get("inout"):  # the reference sees the input as <name>_in
+            arrays[f"{spec['name']}_in"] = array.copy()
+        if spec.get("output") or spec.get("inout"):
             outputs.append((pointer, array))
     return arrays, values, outputs
 
@@ -158,7 +160,7 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> tuple[str, str, st
     function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
     arrays, values, outputs = _prepare_args(job, gpu)
     shared = int(job.run.get("shared_bytes", 0))
-    if shared > 48 * 1024:
+    if shared > 0:  # dynamic shared memory beyond 48 KiB needs this opt-in
         _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
             function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             shared))

@@ -1,0 +1,51 @@
+"""Shared helpers: every test drives the real command line, real compilers and real wheels."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Run:
+    code: int
+    output: str
+    out: Path
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return json.loads((self.out / "results.json").read_text())
+
+    def cells(self) -> dict[str, dict[str, Any]]:
+        return {c["id"]: c for c in self.results["cells"]}
+
+
+def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
+               timeout: float = 1800) -> Run:
+    command = [sys.executable, "-m", "cudamatrix", *args]
+    if out is not None:
+        command += ["--out", str(out)]
+    env = {**os.environ, "CI": "1"}
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env, check=False)
+    return Run(done.returncode, done.stdout + done.stderr, out or REPO)
+
+
+@pytest.fixture
+def run_cli():
+    return cudamatrix
+
+
+def has_gpu() -> bool:
+    from cudamatrix.gpu import probe
+
+    return probe().present

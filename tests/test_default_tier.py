@@ -1,0 +1,33 @@
+"""The main job, as `nox -s matrix` runs it: the default tier with every seed case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SEED_CASES = {"wmma-jitify", "marlin-sm75", "smem-oversize", "cutlass-sm90", "cute-dsl-cache",
+              "ptx-driver-jit"}
+
+
+def test_default_tier(run_cli, tmp_path: Path) -> None:
+    run = run_cli("run", out=tmp_path / "latest", timeout=3000)
+    assert run.code == 0, run.output[-3000:]
+    results = run.results
+    assert results["run"]["tier"] == "pr"
+    assert {c["case"] for c in results["cells"]} == SEED_CASES
+    assert results["summary"]["error"] == 0 and results["summary"]["fail"] == 0
+    cells = run.cells()
+    silent = cells["cutlass-sm90/unguarded/13.0/sm_90/cutlass-4.2.0"]
+    assert silent["outcome"] == "xfail" and silent["stage"] == "inspect"
+    assert "lacks /wgmma" in silent["message"]
+    assert silent["diagnosis"]["rule"] == "sm90a-required"
+    assert cells["cutlass-sm90/unguarded/13.0/sm_90a/cutlass-4.2.0"]["outcome"] == "pass"
+    guarded = cells["cutlass-sm90/arch-guarded/13.0/sm_90/cutlass-4.2.0"]
+    assert guarded["outcome"] == "xfail" and guarded["stage"] == "compile"
+    nvcc_less = cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]
+    assert nvcc_less["outcome"] == "skip" and "no nvcc" in nvcc_less["message"]
+    dsl = cells["cute-dsl-cache/implicit-call/bundled/sm_90a/cute_dsl-4.8.1"]
+    report = dsl["stages"][0]["details"]["report"]
+    assert dsl["outcome"] == "pass" and report["cache_files_after_second"] == 1
+    assert cells["cute-dsl-cache/cute-compile/bundled/sm_90a/cute_dsl-4.8.1"]["outcome"] == \
+        "xfail"
+    assert "reports:" in run.output
