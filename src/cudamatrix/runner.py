@@ -243,7 +243,7 @@ class Workers:
                 self._kill(process)
 
 
-def _worker_env(env: Environment | None, library: LibraryEnvironment | None) -> dict[str, str]:
+def _worker_env(env: Environment | None) -> dict[str, str]:
     variables = dict(os.environ)
     folders = list(env.library_dirs if env else ())
     if variables.get("LD_LIBRARY_PATH"):
@@ -317,7 +317,7 @@ class CellRunner:
             run=dict(variant.run), env=env, library=library,
             gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
             prebuilt=str(prebuilt) if prebuilt else None)
-        stages = self.workers.run(job, _worker_env(env, library))
+        stages = self.workers.run(job, _worker_env(env))
         if not self.device.present and stages[0].status == "ok" \
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
@@ -327,7 +327,11 @@ class CellRunner:
         """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""
         load = next((s for s in stages if s.stage == "load"
                      and s.details.get("via") == "ptx-jit"), None)
-        driver_toolkit = self.plan.matrix.toolkits.get(self.device.driver_cuda)
+        matrix = self.plan.matrix
+        # The driver branch's CUDA version comes from the matrix's table; the version the
+        # driver itself reports stands in for branches the table does not list.
+        driver_cuda = matrix.driver_supports(self.device.driver) or self.device.driver_cuda
+        driver_toolkit = matrix.toolkits.get(driver_cuda)
         if load is None or driver_toolkit is None:
             return None
         ptx_version = str(load.details.get("ptx_version", "?"))
@@ -336,7 +340,7 @@ class CellRunner:
         except InvalidVersion:
             return None
         measured = load.status == "ok"
-        return {"ptx_version": ptx_version, "driver_cuda": self.device.driver_cuda,
+        return {"ptx_version": ptx_version, "driver_cuda": driver_cuda,
                 "driver_ptx_isa": driver_toolkit.ptx_isa,
                 "predicted": "loads" if predicted else "refused",
                 "measured": "loads" if measured else "refused",

@@ -10,8 +10,6 @@ from ..results import CellResult, RunInfo, results_document, write_atomic
 from .junit import junit_xml
 from .markdown import markdown_report
 
-REPORT_FILES = ("results.json", "COMPATIBILITY.md", "junit.xml")
-
 
 def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult]) -> list[Path]:
     ordered = sorted(results, key=lambda r: r.cell.sort_key())
