@@ -3,6 +3,7 @@
     nox -s matrix                       # the default tier, writes reports/latest/
     nox -s matrix -- --toolkit 12.4 --arch sm_90a --case marlin-sm75 --out out/
     nox -s tests                        # ruff, mypy, pytest
+    nox -s bench -- --write             # benchmark against the plain compiler loop
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ def validate(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Lint, type-check and run the test suite (GPU tests skip without a GPU)."""
     session.install("-e", ".[test]")
-    session.run("ruff", "check", "src", "tests", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
     session.run("mypy")
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Time set-up, cold and warm runs against the plain compiler loop (bench/RESULTS.md)."""
+    session.install("-e", ".", "nox")
+    session.run("python", "bench/bench.py", *session.posargs)

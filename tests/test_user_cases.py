@@ -77,3 +77,35 @@ def test_hanging_case_times_out_alone(run_cli, tmp_path: Path) -> None:
     assert hung["seconds"] < 60
     assert cells["fine/v/13.0/sm_90a"]["outcome"] == "pass"
     assert run.code == 1
+
+
+def test_run_time_limit_cuts_the_run_and_resume_finishes_it(run_cli, tmp_path: Path) -> None:
+    cases = tmp_path / "my-cases"
+    _write_case(cases, "a-hang", {
+        "hang.py": "import time\ntime.sleep(120)\n",
+        "case.toml": 'title = "hangs"\n[[variant]]\nname = "sleeps"\nsource = "hang.py"\n'
+                     'frontend = "cute-dsl"\nonly = { arch = "sm_90a" }\n',
+    })
+    _write_case(cases, "fine", {
+        "add.cu": KERNEL,
+        "case.toml": 'title = "fine"\n[[variant]]\nname = "v"\nsource = "add.cu"\n'
+                     'frontend = "nvrtc"\n',
+    })
+    args = ("run", "--corpus", str(cases), "--case", "a-hang", "--case", "fine",
+            "--toolkit", "13.0", "--arch", "sm_80", "--arch", "sm_90a", "--jobs", "1")
+    out = tmp_path / "out"
+    cut = run_cli(*args, "--run-timeout", "4", out=out, timeout=600)
+    cells = cut.cells()
+    hung = cells["a-hang/sleeps/bundled/sm_90a/cute_dsl-4.8.1"]
+    assert hung["outcome"] == "error" and hung["diagnosis"]["rule"] == "timeout"
+    assert hung["seconds"] < 30
+    waiting = [c for i, c in cells.items() if i.startswith("fine/")]
+    assert len(waiting) == 2
+    assert all(c["outcome"] == "error" and "--run-timeout" in c["message"] for c in waiting)
+    assert cut.code == 1
+
+    # The cells the limit never started are run by --resume; the finished one is kept.
+    resumed = run_cli(*args, "--resume", out=out, timeout=600)
+    assert "resuming: 1 of 3 cells already done" in resumed.output
+    assert {i: c["outcome"] for i, c in resumed.cells().items() if i.startswith("fine/")} == \
+        {"fine/v/13.0/sm_80": "pass", "fine/v/13.0/sm_90a": "pass"}

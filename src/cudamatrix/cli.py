@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,9 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
     run.add_argument("--cell-timeout", type=float, default=300.0,
                      help="seconds one cell may take (default: %(default)s)")
+    run.add_argument("--run-timeout", type=float, default=None,
+                     help="seconds the whole run may take; cells it cannot start are reported "
+                          "as timeouts and left for --resume")
     run.add_argument("--resume", action="store_true",
                      help="keep the cells an interrupted run in --out finished")
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
+    run.add_argument("--no-compile-cache", action="store_true",
+                     help="compile every cell afresh, neither reading nor filling the cache")
     run.add_argument("--prebuilt", type=Path,
                      help="take compiled artifacts from an earlier run's --out folder (built on "
                           "another machine) and do the load and run stages here")
@@ -121,16 +127,23 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
     return RunOptions(**values)  # type: ignore[arg-type]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
     extra: dict[str, object] = dict(
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
-        resume=args.resume, gpu=not args.no_gpu, runner_label=args.runner_label,
-        prebuilt=args.prebuilt)
+        run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
+        runner_label=args.runner_label,
+        prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache)
     if args.cache:
         extra["cache"] = args.cache
     options = _options(args, **extra)
     interactive = console.is_terminal and not os.environ.get("CI")
     progress = RichProgress(console) if interactive else PlainProgress()
+    # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         info, results = execute(options, progress)
     except KeyboardInterrupt:
@@ -142,7 +155,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
                   f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
     console.print("reports: " + ", ".join(str(p) for p in written))
-    return exit_status(results)
+    for name, reason in info.environment_errors.items():
+        console.print(f"error: {name} could not be prepared; its cells are marked error: "
+                      f"{reason}", markup=False, soft_wrap=True)
+    return 2 if info.environment_errors else exit_status(results)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

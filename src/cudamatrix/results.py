@@ -119,13 +119,17 @@ class RunInfo:
     runner_label: str = ""
     command: str = ""
     wall_seconds: float = 0.0
+    # Environments that could not be prepared (a pin pip cannot satisfy, no Docker engine):
+    # the user's to fix, so the run ends with status 2 once every other cell is done.
+    environment_errors: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
-        return cls(**data)
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def write_atomic(path: Path, text: str) -> None:

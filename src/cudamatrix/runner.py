@@ -26,6 +26,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from . import __version__
+from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
 from .diagnose import diagnose
 from .errors import EnvironmentUnavailable, UserError
@@ -36,13 +37,18 @@ from .providers import Environment, LibraryEnvironment
 from .providers.host import prepare_host
 from .providers.wheels import prepare_library, prepare_toolkit
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .stages.inspect import inspect_artifacts
 from .stages.job import Job
 from .stages.logs import error_lines
 from .stages.result import StageResult
-from .stages.worker import RESULT_FILE
+from .stages.worker import PARENT_ENV, RESULT_FILE
 from .verdict import decide
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
+# CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
+# Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
+NOT_STARTED = "not_started"
+CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl"})
 
 
 @dataclass(frozen=True)
@@ -58,11 +64,13 @@ class RunOptions:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     cache: Path = field(default_factory=lambda: default_cache())
     cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
+    run_timeout: float | None = None
     shard: tuple[int, int] | None = None
     resume: bool = False
     gpu: bool = True
     runner_label: str = ""
     prebuilt: Path | None = None
+    compile_cache: bool = True
 
 
 def default_cache() -> Path:
@@ -126,6 +134,8 @@ class Environments:
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
         self._host: Environment | str | None = None
+        # What could not be installed or found, by environment: the user's to fix.
+        self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
         self._lock = threading.Lock()
 
@@ -134,7 +144,7 @@ class Environments:
             try:
                 self._host = prepare_host()
             except EnvironmentUnavailable as exc:
-                self._host = str(exc)
+                self._host = self.failures["host toolkit"] = str(exc)
         return self._host
 
     def toolkit(self, version: str) -> Environment | str:
@@ -158,7 +168,7 @@ class Environments:
             try:
                 result = prepare_toolkit(self.matrix, version, self.cache)
             except EnvironmentUnavailable as exc:
-                result = str(exc)
+                result = self.failures[f"toolkit {version}"] = str(exc)
         state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
         self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
         self.toolkits[version] = result
@@ -178,7 +188,7 @@ class Environments:
                 self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
                                                       self.cache)
             except EnvironmentUnavailable as exc:
-                self.libraries[key] = str(exc)
+                self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
             self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
         return self.libraries[key]
 
@@ -245,6 +255,7 @@ class Workers:
 
 def _worker_env(env: Environment | None) -> dict[str, str]:
     variables = dict(os.environ)
+    variables[PARENT_ENV] = str(os.getpid())
     folders = list(env.library_dirs if env else ())
     if variables.get("LD_LIBRARY_PATH"):
         folders.append(variables["LD_LIBRARY_PATH"])
@@ -253,14 +264,30 @@ def _worker_env(env: Environment | None) -> dict[str, str]:
     return variables
 
 
+def _found(path: Path) -> Path | None:
+    return path if path.exists() else None
+
+
 class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
                  workers: Workers) -> None:
         self.plan, self.options, self.envs = plan, options, envs
         self.device, self.workers = device, workers
+        self.cache = CompileCache(options.cache, enabled=options.compile_cache)
+        self.deadline = (time.monotonic() + options.run_timeout) if options.run_timeout else None
 
-    def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
-        """Run the cell's stages, or say at once why they cannot run here."""
+    def time_left(self, cell_limit: float) -> float:
+        """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
+        if self.deadline is None:
+            return cell_limit
+        return max(1.0, min(cell_limit, self.deadline - time.monotonic()))
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def job_for(self, cell: Cell, variant: Variant
+                ) -> tuple[Job | list[StageResult], dict[str, str]]:
+        """What a worker is to do for the cell, or the stages that say at once why nothing can."""
         env: Environment | None = None
         versions: dict[str, str] = {}
         workdir = self.options.out / "artifacts" / cell.slug
@@ -310,14 +337,36 @@ class CellRunner:
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
             frontend=cell.frontend, workdir=str(workdir.resolve()),
-            timeout=variant.timeout or self.options.cell_timeout, flags=variant.flags,
+            timeout=self.time_left(variant.timeout or self.options.cell_timeout),
+            flags=variant.flags,
             kernel=variant.kernel, arch_flag=variant.arch_flag,
             artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
                              "why": a.why} for a in variant.artifacts),
             run=dict(variant.run), env=env, library=library,
             gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
             prebuilt=str(prebuilt) if prebuilt else None)
-        stages = self.workers.run(job, _worker_env(env))
+        return job, versions
+
+    def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
+        """Run the cell's stages (from the compile cache where it can), or say why they cannot."""
+        job, versions = self.job_for(cell, variant)
+        if isinstance(job, list):
+            return job, versions
+        workdir = job.work
+        key = compile_key(job) if job.prebuilt is None and cell.frontend in CACHED_FRONTENDS \
+            else None
+        cached = self.cache.restore(key, workdir) if key else None
+        if cached is not None and cached.status == "ok" and self.device.present:
+            job = replace(job, prebuilt=str(workdir))
+        if cached is not None and job.prebuilt is None:
+            stages = [cached]
+            if cached.status == "ok" and job.artifacts:
+                stages.append(inspect_artifacts(job.artifacts, _found(workdir / "kernel.ptx"),
+                                                _found(workdir / "kernel.cubin")))
+        else:
+            stages = self.workers.run(job, _worker_env(job.env))
+            if key and cached is None:
+                self.cache.store(key, workdir, stages[0])
         if not self.device.present and stages[0].status == "ok" \
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
@@ -350,7 +399,13 @@ class CellRunner:
         started = time.monotonic()
         case = self.plan.cases[cell.case]
         variant = self.plan.variant(cell)
-        stages, versions = self.stages_for(cell, variant)
+        if self.out_of_time():
+            stages: list[StageResult] = [StageResult(
+                "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
+                "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
+            versions: dict[str, str] = {}
+        else:
+            stages, versions = self.stages_for(cell, variant)
         axes = cell.axes()
         if self.device.present:
             axes["driver"] = self.device.driver
@@ -416,7 +471,8 @@ def execute(options: RunOptions, progress: Progress,
         if future.cancelled() or future.exception() is not None:
             return
         result = future.result()
-        save_cell(out, result)
+        if not result.stages[0].details.get(NOT_STARTED):
+            save_cell(out, result)
         results.append(result)
         progress.cell_done(result)
         if on_result:
@@ -461,6 +517,7 @@ def execute(options: RunOptions, progress: Progress,
              f"Python {platform.python_version()})",
         tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
         libraries=libraries, runner_label=options.runner_label,
+        environment_errors=dict(envs.failures),
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
         wall_seconds=round(time.monotonic() - started, 1))
     return info, results

@@ -125,9 +125,25 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
     )
 
 
+DESCRIBED = "cudamatrix-described.json"
+
+
 def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
     root = install(cache / "toolkits" / f"wheels-{toolkit}", matrix.wheel_requirements(toolkit))
-    return describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
+    # Describing a tree walks thousands of files and runs each tool once; a finished
+    # install never changes, so its description is kept beside it.
+    described = root / DESCRIBED
+    installed = (root / MARKER).read_text()
+    if described.is_file():
+        data = json.loads(described.read_text())
+        if data.get("marker") == installed and data.get("root") == str(root):
+            return Environment.from_dict(data["environment"])
+    env = describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
+    staging = described.with_name(f"{DESCRIBED}.{os.getpid()}")
+    staging.write_text(json.dumps({"marker": installed, "root": str(root),
+                                   "environment": env.to_dict()}))
+    staging.replace(described)
+    return env
 
 
 def _installed_version(package: str) -> str | None:

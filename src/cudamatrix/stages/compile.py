@@ -75,9 +75,12 @@ def compile_nvrtc(job: Job) -> Build:
     options = list(job.flags)
     if job.arch_flag:
         options.append(f"--gpu-architecture={Arch.parse(job.arch).compute}")
+    source = Path(job.source)
+    # NVRTC sees the source as text with a bare name: the case's own headers must be
+    # put on its search path, as nvcc would find them beside the file.
+    options.append(f"-I{source.parent}")
     for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
         options.append(f"-I{folder}")
-    source = Path(job.source)
     nvrtc = Nvrtc(job.env.nvrtc)
     output = nvrtc.compile(source.read_text(), source.name, options)
     shown = " ".join(o for o in options if not o.startswith("-I"))

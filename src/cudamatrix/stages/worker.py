@@ -9,7 +9,10 @@ folder: stdout is left to the code under test (device printf lands there).
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import signal
 import site
 import subprocess
 import sys
@@ -22,6 +25,26 @@ from .job import Job
 from .result import StageResult
 
 RESULT_FILE = "stages.json"
+PARENT_ENV = "CUDAMATRIX_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """End this cell, compilers included, when the run that started it is killed.
+
+    The worker leads its own process group (so a timeout can kill its compilers); a
+    SIGKILLed run cannot clean up, so the kernel tells the worker instead, which then
+    takes its whole group down rather than compiling on, orphaned, into a folder a
+    resumed run is about to reuse.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: os.killpg(os.getpgrp(), signal.SIGKILL))
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return  # not Linux: the run's own clean-up is all there is
+    expected = os.environ.get(PARENT_ENV)
+    if expected and os.getppid() != int(expected):  # the run died before prctl took hold
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def _prebuilt(job: Job) -> Build:
@@ -68,6 +91,7 @@ def execute(job: Job) -> list[StageResult]:
 
 
 def main() -> None:
+    _die_with_parent()
     job = Job.from_json(sys.stdin.read())
     stages = execute(job)
     (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))

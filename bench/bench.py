@@ -1,0 +1,195 @@
+"""The benchmark behind issue targets: run with ``nox -s bench``, never as a timed unit test.
+
+It measures, on this machine, for one tier (default: the default tier):
+
+1. environment set-up: each toolkit and library environment prepared into an empty
+   cudamatrix cache from a warm pip cache;
+2. the plain compiler loop: the very compiler invocations the tier's cells make
+   (NVRTC through its library, ptxas, nvcc, the CuTe DSL script), called straight
+   from a thread pool as wide as the tool's, with no worker processes, no compile
+   cache, no result files and no reports;
+3. the cold run: ``nox -R -s matrix`` with the environments ready and an empty
+   compile cache;
+4. the warm run: the same command again.
+
+and prints the cold/plain ratio and the warm time against the targets, writing
+``bench/RESULTS.md`` with ``--write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+from cudamatrix.gpu import DeviceInfo
+from cudamatrix.plan import BUNDLED
+from cudamatrix.runner import CellRunner, Environments, Progress, RunOptions, Workers, make_plan
+from cudamatrix.stages.compile import COMPILERS
+from cudamatrix.stages.job import Job
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_COLD_RATIO = 1.15
+TARGET_WARM_S = 3.0
+TARGET_SETUP_S = 30.0
+
+
+class Quiet(Progress):
+    def note(self, text: str) -> None:
+        pass
+
+    def cell_done(self, result: object) -> None:
+        pass
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        memory_kib = next(int(line.split()[1]) for line in
+                          Path("/proc/meminfo").read_text().splitlines()
+                          if line.startswith("MemTotal"))
+        memory = f"{memory_kib / 2**20:.0f} GiB"
+    except (OSError, StopIteration):
+        memory = "unknown memory"
+    return (f"{model}, {os.cpu_count()} cores, {memory}, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}, no GPU")
+
+
+def prepare(options: RunOptions) -> tuple[Environments, dict[str, float]]:
+    """Every environment the tier needs, timed one by one."""
+    plan = make_plan(options)
+    envs = Environments(plan.matrix, "wheels", options.cache, Quiet())
+    timings: dict[str, float] = {}
+    for toolkit in sorted({c.toolkit for c in plan.cells if c.toolkit != BUNDLED}):
+        started = time.monotonic()
+        got = envs.toolkit(toolkit)
+        if isinstance(got, str):
+            sys.exit(f"toolkit {toolkit}: {got}")
+        timings[f"toolkit {toolkit}"] = time.monotonic() - started
+    for cell in plan.cells:
+        if cell.library and cell.library_version and cell.library != "cupy":
+            label = f"{cell.library} {cell.library_version}"
+            if label not in timings:
+                started = time.monotonic()
+                envs.library(cell.library, cell.library_version, None)
+                timings[label] = time.monotonic() - started
+    return envs, timings
+
+
+def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
+    """The tier's compiler invocations, called directly; returns wall seconds and the count."""
+    plan = make_plan(options)
+    runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), Workers())
+    jobs: list[Job] = []
+    for cell in sorted(plan.cells, key=lambda c: c.frontend != "cutlass"):
+        job, _ = runner.job_for(cell, plan.variant(cell))
+        if isinstance(job, Job):
+            jobs.append(job)
+    env = dict(os.environ)
+    folders = sorted({d for j in jobs if j.env for d in j.env.library_dirs})
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([*folders, env.get("LD_LIBRARY_PATH", "")])
+    os.environ.update(env)  # NVRTC finds its builtins library by name, as in a worker
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        for build in pool.map(lambda j: COMPILERS[j.frontend](j), jobs):
+            assert build.result.stage == "compile"
+    return time.monotonic() - started, len(jobs)
+
+
+def nox_matrix(args: list[str]) -> float:
+    started = time.monotonic()
+    done = subprocess.run(["nox", "-R", "-s", "matrix", "--", *args], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode not in (0, 1):  # 1 = some cell failed, still a timing
+        sys.exit(f"nox -s matrix failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tier", default=None)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--work", type=Path, default=REPO / "out" / "bench")
+    parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
+    args = parser.parse_args()
+
+    work = args.work.resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    cache = work / "cache"
+    options = RunOptions(out=work / "plain", cache=cache, jobs=args.jobs, gpu=False,
+                         tier=args.tier)
+    print(f"machine: {machine()}")
+    envs, setup = prepare(options)
+    for name, seconds in setup.items():
+        print(f"set-up {name}: {seconds:.1f} s")
+    plain_s, invocations = plain_loop(options, envs)
+    print(f"plain compiler loop: {invocations} compiles in {plain_s:.1f} s")
+
+    run_args = ["--cache", str(cache), "--out", str(work / "run"), "--no-gpu",
+                "--jobs", str(args.jobs)] + (["--tier", args.tier] if args.tier else [])
+    # Create the nox session's environment once, untimed, so both runs below reuse it.
+    subprocess.run(["nox", "-s", "matrix", "--", "--help"], cwd=REPO, capture_output=True,
+                   check=True)
+    shutil.rmtree(cache / "compile", ignore_errors=True)
+    cold_s = nox_matrix(run_args)
+    warm_s = nox_matrix(run_args)
+    results = json.loads((work / "run" / "results.json").read_text())
+    hits = sum(1 for c in results["cells"]
+               if c["stages"] and c["stages"][0].get("details", {}).get("cache") == "hit")
+    cells = len(results["cells"])
+    ratio = cold_s / plain_s
+    worst_setup = max(setup.values())
+    rows = [
+        ("cold run / plain loop", f"{ratio:.2f}x ({cold_s:.1f} s / {plain_s:.1f} s)",
+         f"<= {TARGET_COLD_RATIO}x", ratio <= TARGET_COLD_RATIO),
+        ("warm re-run (`nox -R -s matrix`)", f"{warm_s:.2f} s ({hits} of {cells} cells "
+         "from the compile cache)", f"< {TARGET_WARM_S:.0f} s", warm_s < TARGET_WARM_S),
+        ("slowest environment set-up", f"{worst_setup:.1f} s", f"< {TARGET_SETUP_S:.0f} s",
+         worst_setup < TARGET_SETUP_S),
+    ]
+    for name, value, target, met in rows:
+        print(f"{name}: {value}  target {target}: {'met' if met else 'MISSED'}")
+    if args.write:
+        lines = [
+            "# Benchmark results",
+            "",
+            f"Measured {date.today().isoformat()} by `nox -s bench` (bench/bench.py) on: "
+            f"{machine()}. Tier: {results['run']['tier']}, {cells} cells, "
+            f"{invocations} compiles, {args.jobs} parallel jobs.",
+            "",
+            "| measure | value | target | met |",
+            "|---|---|---|---|",
+            *(f"| {n} | {v} | {t} | {'yes' if m else 'no'} |" for n, v, t, m in rows),
+            "",
+            "Environment set-up, from a warm pip cache into an empty cudamatrix cache:",
+            "",
+            "| environment | seconds |",
+            "|---|---|",
+            *(f"| {n} | {s:.1f} |" for n, s in setup.items()),
+            "",
+            "The plain loop calls the same compilers with the same options for the same cells",
+            "(NVRTC through its library in a thread, then ptxas; nvcc; the CuTe DSL script)",
+            "from a thread pool of the same width, longest builds first as the tool orders",
+            "them. The cold run is the whole tool: worker process per cell, artifact checks,",
+            "result files and the three reports; its environments are already prepared.",
+            "",
+        ]
+        (REPO / "bench" / "RESULTS.md").write_text("\n".join(lines))
+        print("wrote bench/RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The compile cache: a warm re-run compiles nothing, and any edit to what decides a compile
+(the source, a header it includes, the flags) compiles again."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+HEADER = "#pragma once\n#define SCALE 3.0f\n"
+KERNEL = """#include "scale.h"
+extern "C" __global__ void scale(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= SCALE;
+}
+"""
+
+
+def _case(root: Path) -> Path:
+    folder = root / "scale"
+    folder.mkdir(parents=True)
+    # A unique comment keeps this test's keys apart from every earlier run's.
+    (folder / "scale.h").write_text(f"// {uuid.uuid4()}\n{HEADER}")
+    (folder / "scale.cu").write_text(KERNEL)
+    (folder / "case.toml").write_text(
+        'title = "scale"\n[[variant]]\nname = "v"\nsource = "scale.cu"\nfrontend = "nvrtc"\n'
+        '  [[variant.artifact]]\n  in = "ptx"\n  contains = "mul.f32"\n')
+    return folder
+
+
+def _hits(run) -> dict[str, bool]:
+    return {cell_id: cell["stages"][0]["details"].get("cache") == "hit"
+            for cell_id, cell in run.cells().items()}
+
+
+def test_warm_run_compiles_nothing_and_edits_recompile(run_cli, tmp_path: Path) -> None:
+    folder = _case(tmp_path / "cases")
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "scale", "--toolkit", "12.4",
+            "--toolkit", "13.0", "--arch", "sm_80", "--arch", "sm_90")
+    cold = run_cli(*args, out=tmp_path / "cold")
+    assert cold.code == 0, cold.output
+    assert set(_hits(cold).values()) == {False}
+
+    warm = run_cli(*args, out=tmp_path / "warm")
+    assert warm.code == 0, warm.output
+    assert set(_hits(warm).values()) == {True}
+    for cell_id, cell in warm.cells().items():
+        before = cold.cells()[cell_id]
+        assert (cell["outcome"], cell["message"]) == (before["outcome"], before["message"])
+        # The restored artifacts are the compiled ones, and the artifact check ran on them.
+        assert [s["stage"] for s in cell["stages"]] == ["compile", "inspect", "load"]
+        ptx = tmp_path / "warm" / "artifacts" / cell_id.replace("/", "__") / "kernel.ptx"
+        assert "mul.f32" in ptx.read_text()
+
+    # An edit in an included header is an edit: it compiles again, and the change shows.
+    (folder / "scale.h").write_text((folder / "scale.h").read_text().replace(
+        "3.0f", "3.0f + undefined_name"))
+    edited = run_cli(*args, out=tmp_path / "edited")
+    assert set(_hits(edited).values()) == {False}
+    assert edited.code == 1
+    assert all("undefined_name" in c["message"] for c in edited.cells().values())
+
+    # A refusal is a result too: the failed compile is kept and served warm.
+    again = run_cli(*args, out=tmp_path / "again")
+    assert set(_hits(again).values()) == {True}
+    assert {c["outcome"] for c in again.cells().values()} == {"fail"}
+
+    fresh = run_cli(*args, "--no-compile-cache", out=tmp_path / "fresh")
+    assert set(_hits(fresh).values()) == {False}

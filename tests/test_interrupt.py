@@ -1,0 +1,132 @@
+"""A real run interrupted mid-way (SIGINT, SIGKILL) loses no finished cell, and resumes to the
+same report as a run never interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+# Compiled afresh each time (no compile cache), one cell at a time: slow enough to interrupt.
+SELECTION = ("run", "--case", "smem-oversize", "--case", "marlin-sm75", "--toolkit", "12.4",
+             "--toolkit", "13.0", "--jobs", "1", "--no-compile-cache")
+
+
+def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "cudamatrix", *SELECTION, *extra,
+                             "--out", str(out)], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "CI": "1"})
+
+
+def _finish(process: subprocess.Popen[str]) -> tuple[int, str]:
+    output, _ = process.communicate(timeout=900)
+    return process.returncode, output
+
+
+def _wait_for_cells(out: Path, count: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 300
+    while len(list((out / "cells").glob("*.json"))) < count:
+        assert process.poll() is None, "the run ended before it could be interrupted"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def _report_body(out: Path) -> str:
+    """The Markdown below the header (which names the date and the wall time)."""
+    text = (out / "COMPATIBILITY.md").read_text()
+    return text[text.index("\n## "):]
+
+
+def _verdicts(out: Path) -> dict[str, tuple[str, str, str]]:
+    cells = json.loads((out / "results.json").read_text())["cells"]
+    return {c["id"]: (c["outcome"], c["stage"], c["message"]) for c in cells}
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Cell workers (and their compilers) that were started by run `pid`."""
+    found = []
+    needle = f"CUDAMATRIX_PARENT_PID={pid}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("whole")
+    code, output = _finish(_start(out))
+    assert code == 0, output
+    return out
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_interrupted_run_resumes_to_the_same_report(uninterrupted: Path, tmp_path: Path,
+                                                    how: int) -> None:
+    out = tmp_path / "out"
+    process = _start(out)
+    _wait_for_cells(out, 3, process)
+    process.send_signal(how)
+    code, output = _finish(process)
+    if how == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+    else:
+        assert code == 130, output
+        assert "interrupted: finished cells are kept" in output and "--resume" in output
+    kept = sorted((out / "cells").glob("*.json"))
+    total = len(_verdicts(uninterrupted))
+    assert 3 <= len(kept) < total
+    for path in kept:  # every saved cell is whole: written atomically
+        json.loads(path.read_text())
+
+    code, output = _finish(_start(out, "--resume"))
+    assert code == 0, output
+    assert f"resuming: {len(kept)} of {total} cells already done" in output
+    assert _verdicts(out) == _verdicts(uninterrupted)
+    assert _report_body(out) == _report_body(uninterrupted)
+
+
+def test_killed_run_takes_its_cell_workers_along(tmp_path: Path) -> None:
+    """A SIGKILLed run cannot clean up; its in-flight workers and their children must not
+    compile on, orphaned, into folders a resumed run reuses."""
+    case = tmp_path / "cases" / "slow"
+    case.mkdir(parents=True)
+    # The case's script starts a child of its own, as a compiler driver would.
+    (case / "slow.py").write_text(
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'import time; time.sleep(120)'])\n")
+    (case / "case.toml").write_text(
+        'title = "slow"\n[[variant]]\nname = "v"\nsource = "slow.py"\nfrontend = "cute-dsl"\n'
+        'timeout = 200\nonly = { arch = "sm_90a" }\n')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cudamatrix", "run", "--corpus", str(tmp_path / "cases"),
+         "--case", "slow", "--arch", "sm_90a", "--out", str(tmp_path / "out")],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "CI": "1"})
+    deadline = time.monotonic() + 120
+    while len(_workers_of(process.pid)) < 3:  # worker, script, its child
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while _workers_of(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _workers_of(process.pid)
+    for pid in left:  # never leave them behind, even when the assertion fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "cell processes outlived the killed run"
