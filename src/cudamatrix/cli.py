@@ -20,10 +20,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from .baseline import compare, load_baseline
 from .errors import UserError
 from .providers import PROVIDERS
 from .reports import write_reports
-from .results import CellResult, load_results, summary
+from .reports.github import publish
+from .reports.markdown import markdown_report
+from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
 from .runner import RunOptions, execute, exit_status, make_plan
 
@@ -115,7 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rewrite the reports from a results.json")
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, required=True)
+    for command in (run, report):
+        _add_baseline(command)
     return parser
+
+
+def _add_baseline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", type=Path,
+                        help="an earlier results.json: list new failures, fixes, flips and "
+                             "added/removed cells, and fail only on new failures")
+    parser.add_argument("--allow-new-failures", action="store_true",
+                        help="with --baseline, exit 0 even when there are new failures")
 
 
 def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
@@ -150,15 +163,36 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
         return 130
-    written = write_reports(options.out, info, results)
-    counts = summary(results)
-    console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
-                  f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
-    console.print("reports: " + ", ".join(str(p) for p in written))
+    code = publish_reports(args, console, options.out, info, results)
     for name, reason in info.environment_errors.items():
         console.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
-    return 2 if info.environment_errors else exit_status(results)
+    return 2 if info.environment_errors else code
+
+
+def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
+                    results: list[CellResult]) -> int:
+    """Write every report (with the baseline diff when asked), publish to GitHub when there;
+    the exit status: new failures with a baseline, any failure without."""
+    diff = None
+    if args.baseline:
+        diff = compare(str(args.baseline), load_baseline(args.baseline), results)
+    written = write_reports(out, info, results, diff)
+    publish(markdown_report(info, sorted(results, key=lambda r: r.cell.sort_key()), diff),
+            results, diff)
+    counts = summary(results)
+    console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
+                  f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
+    if diff is not None:
+        console.print(f"since {args.baseline}: {len(diff.new_failures)} new failures, "
+                      f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "
+                      f"{len(diff.added)} added, {len(diff.removed)} removed")
+        for change in diff.new_failures[:20]:
+            console.print(f"  new failure: {change.cell}: {change.message[:160]}", markup=False)
+    console.print("reports: " + ", ".join(str(p) for p in written))
+    if diff is not None:
+        return 1 if diff.new_failures and not args.allow_new_failures else 0
+    return exit_status(results)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -178,8 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 console.print(cell.id)
         elif args.command == "report":
             info, results = load_results(args.results)
-            for path in write_reports(args.out, info, results):
-                console.print(str(path))
+            sys.exit(publish_reports(args, console, args.out, info, results))
     except UserError as exc:
         console.print(f"error: {exc}", markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)

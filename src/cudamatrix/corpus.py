@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import UserError
 from .tomlfile import load_toml
-from .versions import WHEN_KEYS, axis_matches, check_specifier
+from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 
 FRONTENDS = ("nvrtc", "nvcc", "cupy", "cutlass", "cute-dsl")
 # The library whose version axis a frontend multiplies its cells by.
@@ -129,13 +129,13 @@ class _Reader:
             return tuple(value)
         raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
 
-    def when(self, where: str, table: Any) -> dict[str, Spec]:
+    def when(self, where: str, table: Any, keys: tuple[str, ...] = WHEN_KEYS) -> dict[str, Spec]:
         if not isinstance(table, dict):
             raise self.fail(where, f"expected a table like {{ arch = \"<sm_80\" }}, got {table!r}")
         result: dict[str, Spec] = {}
         for key, spec in table.items():
-            if key not in WHEN_KEYS:
-                raise self.fail(where, f"unknown key {key!r} (known: {', '.join(WHEN_KEYS)})")
+            if key not in keys:
+                raise self.fail(where, f"unknown key {key!r} (known: {', '.join(keys)})")
             specs = self.strings(f"{where}.{key}", spec)
             try:
                 check_specifier(key, specs)
@@ -164,7 +164,7 @@ class _Reader:
                 raise self.fail(f"{where}.match", f"bad regular expression: {exc}") from None
         return Expectation(
             outcome=outcome,
-            when=self.when(f"{where}.when", raw.get("when", {})),
+            when=self.when(f"{where}.when", raw.get("when", {}), EXPECT_KEYS),
             stage=stage,
             match=match,
             note=str(raw.get("note", "")),

@@ -9,6 +9,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .stages.logs import error_lines
+from .stages.result import StageResult
 from .tomlfile import tomllib
 
 UNCLASSIFIED = "unclassified"
@@ -22,6 +24,7 @@ class Rule:
     explanation: str
     fix: str
     links: tuple[str, ...]
+    statuses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ def rules() -> tuple[Rule, ...]:
     text = resources.files("cudamatrix").joinpath("rules.toml").read_text()
     return tuple(
         Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
-             tuple(r.get("links", ())))
+             tuple(r.get("links", ())), tuple(r.get("status", ())))
         for r in tomllib.loads(text)["rule"]
     )
 
@@ -55,3 +58,16 @@ def diagnose(message: str, lines: Sequence[str] = ()) -> Diagnosis:
                 return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
                                  text)
     return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
+
+
+def diagnose_stage(message: str, stage: StageResult) -> Diagnosis:
+    """A cell's diagnosis from its decisive message and the stage that decided it.
+
+    A stage that timed out or crashed is named by its status first: its output, cut
+    short, may mention anything.
+    """
+    for rule in rules():
+        if stage.status in rule.statuses:
+            return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
+                             message)
+    return diagnose(message, error_lines(stage.log))

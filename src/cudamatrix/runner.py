@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
-from .diagnose import diagnose
+from .diagnose import diagnose_stage
 from .errors import EnvironmentUnavailable, UserError
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
@@ -409,12 +409,13 @@ class CellRunner:
         axes = cell.axes()
         if self.device.present:
             axes["driver"] = self.device.driver
+            axes["gpu_arch"] = self.device.arch
         expectation = variant.expectation_for(axes)
         verdict = decide(expectation, stages)
         diagnosis = None
         if verdict.outcome != "pass":
             failing = next((s for s in stages if s.status != "ok"), stages[-1])
-            diagnosis = diagnose(verdict.message, error_lines(failing.log)).to_dict()
+            diagnosis = diagnose_stage(verdict.message, failing).to_dict()
         return CellResult(
             prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,

@@ -23,6 +23,9 @@ _CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
 # Axes whose values are PEP 440 versions (everything but arch).
 VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl")
 WHEN_KEYS = ("arch", *VERSION_AXES)
+# An expectation may also depend on the GPU a cell ran on (known only at run time).
+EXPECT_KEYS = (*WHEN_KEYS, "gpu_arch")
+ARCH_AXES = ("arch", "gpu_arch")
 
 
 @total_ordering
@@ -106,7 +109,7 @@ def version_matches(spec: str, version: str) -> bool:
 def check_specifier(key: str, spec: str | Sequence[str]) -> None:
     """Raise ValueError if `spec` can never be evaluated for axis `key`."""
     for one in [spec] if isinstance(spec, str) else spec:
-        if key == "arch":
+        if key in ARCH_AXES:
             arch_matches(one, Arch.parse("sm_80"))
         else:
             version_matches(one, "1.0")
@@ -117,7 +120,7 @@ def axis_matches(key: str, spec: str | Sequence[str], value: str | None) -> bool
     if value is None:
         return False
     alternatives = [spec] if isinstance(spec, str) else list(spec)
-    if key == "arch":
+    if key in ARCH_AXES:
         arch = Arch.parse(value)
         return any(arch_matches(one, arch) for one in alternatives)
     return any(version_matches(one, value) for one in alternatives)

@@ -6,17 +6,22 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, results_document, write_atomic
 from .junit import junit_xml
 from .markdown import markdown_report
 
 
-def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult]) -> list[Path]:
+def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult],
+                  diff: BaselineDiff | None = None) -> list[Path]:
     ordered = sorted(results, key=lambda r: r.cell.sort_key())
+    document = results_document(info, ordered)
+    if diff is not None:
+        document["baseline"] = diff.to_dict()
     written = []
     for name, text in (
-        ("results.json", json.dumps(results_document(info, ordered), indent=1)),
-        ("COMPATIBILITY.md", markdown_report(info, ordered)),
+        ("results.json", json.dumps(document, indent=1)),
+        ("COMPATIBILITY.md", markdown_report(info, ordered, diff)),
         ("junit.xml", junit_xml(info, ordered)),
     ):
         write_atomic(out / name, text)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from ..baseline import FAILING, BaselineDiff
 from ..plan import Cell
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
@@ -75,11 +76,41 @@ def header(info: RunInfo) -> list[str]:
     return lines
 
 
-def markdown_report(info: RunInfo, results: Sequence[CellResult]) -> str:
+BASELINE_LIST_LIMIT = 50
+
+
+def baseline_section(diff: BaselineDiff) -> list[str]:
+    """The changes since the baseline, first thing after the summary."""
+    lines = ["", f"## Changes since the baseline (`{diff.source}`)", ""]
+    if diff.empty:
+        return [*lines, "No cell changed its outcome; none was added or removed."]
+    groups = (("🆕❌ New failures", diff.new_failures), ("🩹 Fixed", diff.fixed),
+              ("🔀 Flipped", diff.flipped), ("➕ Added", diff.added),
+              ("➖ Removed", diff.removed))
+    lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups))
+    for title, changes in groups:
+        if not changes:
+            continue
+        lines += ["", f"**{title}**", ""]
+        for change in changes[:BASELINE_LIST_LIMIT]:
+            said = f": {change.message[:160]}" if change.message and change.after in FAILING \
+                else ""
+            lines.append(f"- `{change.cell}`: {change.before or '(absent)'} → "
+                         f"{change.after or '(absent)'}{said}")
+        if len(changes) > BASELINE_LIST_LIMIT:
+            lines.append(f"- … and {len(changes) - BASELINE_LIST_LIMIT} more (results.json "
+                         "has them all)")
+    return lines
+
+
+def markdown_report(info: RunInfo, results: Sequence[CellResult],
+                    diff: BaselineDiff | None = None) -> str:
     lines = header(info)
     counts = summary(results)
     lines += ["", "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
               + f"** ({len(results)} cells, {info.wall_seconds:.0f} s)", "", LEGEND]
+    if diff is not None:
+        lines += baseline_section(diff)
     possibly_fixed = [r for r in results if r.outcome == "xpass"]
     if possibly_fixed:
         lines += ["", "> **Possibly fixed upstream** (expected to fail, but worked):"]
@@ -111,8 +142,12 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult]) -> str:
         table = []
         for r in details:
             diagnosis = (r.diagnosis or {}).get("title", "")
+            # An expected failure carries its story: the upstream report it reproduces.
+            story = " ".join(f"<{u}>" for u in r.upstream) \
+                if r.outcome in ("xfail", "xpass") else ""
             table.append([f"`{r.cell.id}`", r.outcome, r.stage,
-                          (r.message or r.reason).replace("|", "\\|")[:200], diagnosis])
-        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis"],
+                          (r.message or r.reason).replace("|", "\\|")[:200], diagnosis, story])
+        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
+                                              "upstream"],
                               tablefmt="github", disable_numparse=True))
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,7 +43,11 @@ def _run_tool(command: Sequence[str], timeout: float, env: dict[str, str] | None
     """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it."""
     done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
                           env=env, cwd=cwd, check=False)
-    return done.returncode, (done.stdout + done.stderr).strip()
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode < 0:  # a crash prints nothing of its own: say which signal ended it
+        name = signal.Signals(-done.returncode).name
+        output += f"\nerror: {Path(command[0]).name} was killed by {name}"
+    return done.returncode, output.strip()
 
 
 def _failure(status: str, log: str, started: float, **details: object) -> Build:

@@ -1,0 +1,82 @@
+"""What changed since a previous run: new failures, fixes, flips, cells added and removed.
+
+A matrix that is red for known reasons is useless as a gate unless a run says what
+is new. With ``--baseline results.json`` the run compares itself cell by cell
+(by cell id) and, by default, fails only on new failures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .results import CellResult
+
+FAILING = frozenset({"fail", "error"})
+WORKING = frozenset({"pass", "xfail", "xpass"})
+
+
+@dataclass(frozen=True)
+class Change:
+    cell: str
+    before: str | None
+    after: str | None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    source: str
+    new_failures: list[Change] = field(default_factory=list)
+    fixed: list[Change] = field(default_factory=list)
+    flipped: list[Change] = field(default_factory=list)
+    added: list[Change] = field(default_factory=list)
+    removed: list[Change] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.new_failures or self.fixed or self.flipped or self.added
+                    or self.removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
+    """The cells of an earlier results.json, by id; a clear error when it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise UserError(f"--baseline {path}: cannot read it ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"--baseline {path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
+        raise UserError(f"--baseline {path}: not a cudamatrix results.json")
+    return {c["id"]: c for c in data.get("cells", [])}
+
+
+def compare(source: str, before: dict[str, dict[str, Any]],
+            after: Sequence[CellResult]) -> BaselineDiff:
+    diff = BaselineDiff(source)
+    now = {r.cell.id: r for r in after}
+    for cell_id in sorted(set(before) | set(now)):
+        old = before.get(cell_id, {}).get("outcome")
+        result = now.get(cell_id)
+        new = result.outcome if result else None
+        message = (result.message or result.reason) if result else ""
+        change = Change(cell_id, old, new, message)
+        if new in FAILING and old not in FAILING:
+            diff.new_failures.append(change)  # an added cell that fails is new, too
+        if old is None:
+            diff.added.append(change)
+        elif new is None:
+            diff.removed.append(change)
+        elif old in FAILING and new in WORKING:
+            diff.fixed.append(change)
+        elif old != new and not (new in FAILING and old not in FAILING):
+            diff.flipped.append(change)
+    return diff

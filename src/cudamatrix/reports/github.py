@@ -1,0 +1,90 @@
+"""GitHub Actions output: workflow-command annotations and the job's step summary.
+
+GitHub shows at most 10 annotations of each type per step (and 50 per job) and
+refuses a step summary over 1 MiB, so both are budgeted here: the worst cells
+first, a last annotation that says how many more there are, and a summary cut
+at a line boundary with a pointer to the full report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..baseline import FAILING, BaselineDiff
+from ..results import CellResult
+
+ANNOTATIONS_PER_TYPE = 10
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+# Room for the closing note and for whatever earlier steps appended to the same file.
+SUMMARY_BUDGET_BYTES = SUMMARY_LIMIT_BYTES - 64 * 1024
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(kind: str, title: str, message: str) -> str:
+    return f"::{kind} title={_escape_property(title)}::{_escape_data(message)}"
+
+
+def _budgeted(kind: str, items: list[tuple[str, str]], what: str) -> list[str]:
+    lines = [_command(kind, t, m) for t, m in items[:ANNOTATIONS_PER_TYPE - 1]]
+    if len(items) == ANNOTATIONS_PER_TYPE:
+        lines.append(_command(kind, *items[-1]))
+    elif len(items) > ANNOTATIONS_PER_TYPE:
+        rest = len(items) - (ANNOTATIONS_PER_TYPE - 1)
+        lines.append(_command(kind, f"{rest} more {what}",
+                              "see the step summary and COMPATIBILITY.md for all of them"))
+    return lines
+
+
+def annotation_lines(results: Sequence[CellResult], diff: BaselineDiff | None) -> list[str]:
+    """Errors for failures (only the new ones when there is a baseline), warnings for xpass."""
+    by_id = {r.cell.id: r for r in results}
+    if diff is not None:
+        failing = [by_id[c.cell] for c in diff.new_failures if c.cell in by_id]
+        what = "new failures"
+    else:
+        failing = [r for r in results if r.outcome in FAILING]
+        what = "failures"
+    errors = []
+    for r in failing:
+        rule = (r.diagnosis or {}).get("title", "")
+        errors.append((f"{r.cell.id}: {r.outcome} at {r.stage}",
+                       (r.message or r.reason) + (f" [{rule}]" if rule else "")))
+    warnings = [(f"{r.cell.id}: xpass", "expected to fail but worked; possibly fixed upstream: "
+                 + (", ".join(r.upstream) or r.expected)) for r in results if r.outcome == "xpass"]
+    return _budgeted("error", errors, what) + _budgeted("warning", warnings, "unexpected passes")
+
+
+def step_summary(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:
+    """The Markdown report, cut at a line boundary to fit GitHub's step summary limit."""
+    if len(markdown.encode()) <= SUMMARY_BUDGET_BYTES:
+        return markdown
+    kept, size = [], 0
+    for line in markdown.splitlines(keepends=True):
+        size += len(line.encode())
+        if size > SUMMARY_BUDGET_BYTES:
+            break
+        kept.append(line)
+    return "".join(kept) + (f"\n\n… cut to fit GitHub's 1 MiB step summary; the whole report "
+                            f"is {report_name} in the run's artifacts.\n")
+
+
+def publish(markdown: str, results: Sequence[CellResult], diff: BaselineDiff | None) -> bool:
+    """Under GitHub Actions, print annotations and append the step summary; False elsewhere."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return False
+    for line in annotation_lines(results, diff):
+        print(line, flush=True)  # plain stdout: a wrapped workflow command is no command
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with Path(summary_file).open("a", encoding="utf-8") as handle:
+            handle.write(step_summary(markdown))
+    return True
