@@ -30,13 +30,13 @@ class Run:
 
 
 def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
-               timeout: float = 1800) -> Run:
+               timeout: float = 1800, env: dict[str, str] | None = None) -> Run:
     command = [sys.executable, "-m", "cudamatrix", *args]
     if out is not None:
         command += ["--out", str(out)]
-    env = {**os.environ, "CI": "1"}
+    variables = {**os.environ, "CI": "1", **(env or {})}
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env=env, check=False)
+                          env=variables, check=False)
     return Run(done.returncode, done.stdout + done.stderr, out or REPO)
 
 

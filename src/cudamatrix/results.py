@@ -132,12 +132,18 @@ class RunInfo:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
+        # mkstemp makes owner-only files; reports are for publishing (Pages, artifacts).
+        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

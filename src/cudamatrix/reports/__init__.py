@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, results_document, write_atomic
+from .html import html_report
 from .junit import junit_xml
 from .markdown import markdown_report
 
@@ -23,6 +24,7 @@ def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult],
         ("results.json", json.dumps(document, indent=1)),
         ("COMPATIBILITY.md", markdown_report(info, ordered, diff)),
         ("junit.xml", junit_xml(info, ordered)),
+        ("report.html", html_report(info, ordered, diff)),
     ):
         write_atomic(out / name, text)
         written.append(out / name)

@@ -1,0 +1,117 @@
+"""The web report: one self-contained page (jinja2), readable offline and from an artifact.
+
+The grids are rendered on the server side, so the page reads without scripts; the
+small inline script adds the filters and the cell panel from the same data,
+embedded as JSON. Nothing is fetched from the network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..baseline import BaselineDiff
+from ..results import OUTCOMES, CellResult, RunInfo, summary
+from ..versions import Arch
+from .markdown import header
+
+# Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
+LOG_LIMIT = 40_000
+
+
+def _plain(markdown_line: str) -> str:
+    return markdown_line.lstrip("- ").replace("**", "").replace("`", "")
+
+
+def _row_label(result: CellResult) -> str:
+    cell = result.cell
+    return f"{cell.toolkit} · {cell.library} {cell.library_version}" if cell.library \
+        else cell.toolkit
+
+
+def _cell_data(result: CellResult) -> dict[str, Any]:
+    cell = result.cell
+    return {
+        "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
+        "toolkit": cell.toolkit, "arch": cell.arch,
+        "library": f"{cell.library} {cell.library_version}" if cell.library else "",
+        "outcome": result.outcome, "stage": result.stage, "reached": result.reached,
+        "message": result.message, "reason": result.reason, "expected": result.expected,
+        "diagnosis": result.diagnosis, "upstream": list(result.upstream),
+        "resources": result.resources, "prediction": result.prediction,
+        "seconds": round(result.seconds, 2), "versions": result.versions,
+        "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
+                    "seconds": round(s.seconds, 2),
+                    "log": s.log if len(s.log) <= LOG_LIMIT
+                    else s.log[:LOG_LIMIT] + "\n… (cut; results.json has it all)"}
+                   for s in result.stages],
+    }
+
+
+def _grids(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """Per case, per variant: rows of toolkit (and library), columns of archs."""
+    cases: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    for result in results:
+        cases[result.cell.case][result.cell.variant].append(result)
+    grids = []
+    for case_id, variants in cases.items():
+        first = next(iter(variants.values()))[0]
+        entries = []
+        for variant, cells in variants.items():
+            archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
+            rows: dict[str, dict[str, CellResult]] = defaultdict(dict)
+            for r in cells:
+                rows[_row_label(r)][r.cell.arch] = r
+            entries.append({"name": variant, "frontend": cells[0].cell.frontend, "archs": archs,
+                            "rows": [{"label": label, "cells": [row.get(a) for a in archs]}
+                                     for label, row in rows.items()]})
+        grids.append({"id": case_id, "title": first.title, "upstream": first.upstream,
+                      "variants": entries})
+    return grids
+
+
+def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """How often each value of each axis was exercised, and with what outcomes."""
+    axes: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    for r in results:
+        cell = r.cell
+        values = {"toolkit": cell.toolkit, "arch": cell.arch, "frontend": cell.frontend}
+        if cell.library:
+            values["library"] = f"{cell.library} {cell.library_version}"
+        if r.device:
+            values["driver"] = str(r.device.get("driver", ""))
+            values["gpu"] = f"{r.device.get('name', '')} ({r.device.get('arch', '')})"
+        for axis, value in values.items():
+            axes[axis][value][r.outcome] += 1
+    table = []
+    for axis, values in axes.items():
+        for value, outcomes in sorted(values.items()):
+            table.append({"axis": axis, "value": value, "cells": sum(outcomes.values()),
+                          "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES}})
+    return table
+
+
+def html_report(info: RunInfo, results: Sequence[CellResult],
+                diff: BaselineDiff | None = None) -> str:
+    env = Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
+                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
+                      lstrip_blocks=True)
+    cells = {r.cell.id: _cell_data(r) for r in results}
+    # Inside <script>, "</" would end the element: escape it (valid JSON either way).
+    payload = json.dumps(cells).replace("</", "<\\/")
+    filters = {
+        "toolkit": sorted({r.cell.toolkit for r in results},
+                          key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")]),
+        "arch": sorted({r.cell.arch for r in results}, key=Arch.parse),
+        "library": sorted({c["library"] for c in cells.values() if c["library"]}),
+        "frontend": sorted({r.cell.frontend for r in results}),
+    }
+    return env.get_template("report.html.j2").render(
+        info=info, header=[_plain(line) for line in header(info)[2:]],
+        counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
+        coverage=coverage(results), filters=filters, payload=payload, diff=diff,
+        total=len(results))

@@ -1,0 +1,104 @@
+"""The web report in a real browser (Debian's Chromium driven by Playwright), on the real
+H100 results in reports/: grids, filters, the cell panel, coverage, and no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cudamatrix
+
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("CUDAMATRIX_TEST_ARTIFACTS", REPO / "out" / "test-artifacts"))
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def page_and_cells(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("web")
+    run = cudamatrix("report", str(REPO / "reports" / "results.json"), out=out)
+    assert (out / "report.html").exists(), run.output
+    cells = json.loads((REPO / "reports" / "results.json").read_text())["cells"]
+    assert Path(CHROMIUM).exists(), "the browser test needs Debian's chromium (.ci/run installs it)"
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        requested: list[str] = []
+        page.on("request", lambda r: requested.append(r.url))
+        page.goto((out / "report.html").as_uri())
+        yield page, cells, requested
+        browser.close()
+
+
+def _visible_cells(page) -> int:
+    return page.locator("td.cell:not(.hidden)").count()
+
+
+def test_grid_has_every_cell_and_loads_nothing_from_the_network(page_and_cells) -> None:
+    page, cells, requested = page_and_cells
+    assert "CUDA compatibility report" in page.title()
+    assert page.locator("td.cell").count() == len(cells)
+    assert _visible_cells(page) == len(cells)
+    assert page.locator("#shown").inner_text() == f"{len(cells)} cells shown"
+    assert "NVIDIA H100" in page.locator("ul.header").inner_text()
+    assert [u for u in requested if not u.startswith("file://")] == []
+
+
+def test_outcome_and_axis_filters(page_and_cells) -> None:
+    page, cells, _ = page_and_cells
+    outcomes = Counter(c["outcome"] for c in cells)
+    for box in page.locator("input[name=outcome]").all():
+        if box.get_attribute("value") != "fail":
+            box.uncheck()
+    assert _visible_cells(page) == outcomes["fail"] > 0
+    # Cases without a failing cell disappear entirely.
+    failing_cases = {c["case"] for c in cells if c["outcome"] == "fail"}
+    visible_cases = page.locator("section.case:not(.hidden-block)")
+    assert visible_cases.count() == len(failing_cases)
+    page.select_option("select[name=toolkit]", "13.5")
+    assert _visible_cells(page) == sum(1 for c in cells if c["outcome"] == "fail"
+                                       and c["toolkit"] == "13.5")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-filtered.png"), full_page=True)
+    page.select_option("select[name=toolkit]", "")
+    for box in page.locator("input[name=outcome]").all():
+        box.check()
+    page.select_option("select[name=arch]", "sm_90a")
+    assert _visible_cells(page) == sum(1 for c in cells if c["arch"] == "sm_90a")
+    page.select_option("select[name=arch]", "")
+    assert _visible_cells(page) == len(cells)
+
+
+def test_cell_opens_message_diagnosis_resources_and_log(page_and_cells) -> None:
+    page, cells, _ = page_and_cells
+    target = next(c for c in cells if c["outcome"] == "fail"
+                  and c["diagnosis"]["rule"] == "ptx-newer-than-driver")
+    page.locator(f'td.cell[data-id="{target["id"]}"]').click()
+    panel = page.locator("dialog#panel")
+    assert panel.is_visible()
+    assert panel.locator("#panel-title").inner_text() == target["id"]
+    assert panel.locator("#panel-message").inner_text() == target["message"]
+    assert target["diagnosis"]["title"] in panel.locator("#panel-diagnosis").inner_text()
+    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in panel.locator("pre.log").last.inner_text()
+    assert "registers" in panel.locator("#panel-resources").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "report-cell.png"))
+    panel.locator("button").click()
+    assert not panel.is_visible()
+
+
+def test_coverage_counts_each_axis_value(page_and_cells) -> None:
+    page, cells, _ = page_and_cells
+    per_toolkit = Counter(c["toolkit"] for c in cells)
+    rows = page.locator('#coverage tr[data-axis="toolkit"]')
+    assert rows.count() == len(per_toolkit)
+    for row in rows.all():
+        value, count = (row.locator("td").nth(i).inner_text() for i in (1, 2))
+        assert int(count) == per_toolkit[value]
