@@ -34,7 +34,9 @@ def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
     command = [sys.executable, "-m", "cudamatrix", *args]
     if out is not None:
         command += ["--out", str(out)]
-    variables = {**os.environ, "CI": "1", **(env or {})}
+    # The wheels provider unless a test asks for another: a Docker engine that CI started
+    # for the container tests must not turn every other test into a container run.
+    variables = {**os.environ, "CI": "1", "CUDAMATRIX_PROVIDER": "wheels", **(env or {})}
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=variables, check=False)
     return Run(done.returncode, done.stdout + done.stderr, out or REPO)

@@ -91,7 +91,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run)
     run.add_argument("--out", type=Path, default=Path("reports/latest"),
                      help="report folder (default: %(default)s)")
-    run.add_argument("--provider", choices=("auto", *PROVIDERS), default="auto")
+    run.add_argument("--provider", choices=("auto", *PROVIDERS),
+                     default=os.environ.get("CUDAMATRIX_PROVIDER", "auto"),
+                     help="where toolkits come from: docker where an engine and the base image "
+                          "are ready, else wheels (auto, the default); $CUDAMATRIX_PROVIDER")
+    run.add_argument("--containers", type=Path, default=Path("containers"),
+                     help="the Dockerfiles of the docker provider (default: %(default)s)")
+    run.add_argument("--docker-flavour", choices=("wheels", "nvidia"), default="wheels",
+                     help="toolkit images from PyPI wheels on a local Debian base (no registry "
+                          "needed), or from NVIDIA's pinned CUDA images")
+    run.add_argument("--container-timeout", type=float, default=6 * 3600.0,
+                     help="seconds a toolkit container may live (default: %(default)s)")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                      help="cells run in parallel (default: the number of cores)")
     run.add_argument("--cache", type=Path, help="where environments are kept "
@@ -149,7 +159,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
         runner_label=args.runner_label,
-        prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache)
+        prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
+        containers=args.containers, docker_flavour=args.docker_flavour,
+        container_timeout=args.container_timeout)
     if args.cache:
         extra["cache"] = args.cache
     options = _options(args, **extra)

@@ -34,6 +34,15 @@ from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
 from .plan import BUNDLED, Cell, check_excludes, expand, shard
 from .providers import Environment, LibraryEnvironment
+from .providers.docker import (
+    BASE_TAG,
+    DEFAULT_CONTAINER_TIMEOUT_S,
+    PYTHON_IN_IMAGE,
+    WORK_IN_IMAGE,
+    build_toolkit_image,
+    engine,
+    ensure_base_image,
+)
 from .providers.host import prepare_host
 from .providers.wheels import prepare_library, prepare_toolkit
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
@@ -71,6 +80,9 @@ class RunOptions:
     runner_label: str = ""
     prebuilt: Path | None = None
     compile_cache: bool = True
+    containers: Path = Path("containers")
+    docker_flavour: str = "wheels"
+    container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
 
 
 def default_cache() -> Path:
@@ -129,8 +141,12 @@ class Progress:
 class Environments:
     """Toolkit and library environments, prepared once per run and shared by every cell."""
 
-    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Progress) -> None:
+    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Progress,
+                 containers: Path = Path("containers"), flavour: str = "wheels") -> None:
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
+        self.containers, self.flavour = containers, flavour
+        self._client: object | None = None
+        self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
         self._host: Environment | str | None = None
@@ -147,6 +163,23 @@ class Environments:
                 self._host = self.failures["host toolkit"] = str(exc)
         return self._host
 
+    def docker_client(self) -> object:
+        if self._client is None:
+            self._client = engine()
+        return self._client
+
+    def base_image(self) -> str | None:
+        """The docker provider's base image (for cells that bring their own toolchain)."""
+        with self._lock:
+            if self._base is None:
+                try:
+                    ensure_base_image(self.docker_client())
+                    self._base = BASE_TAG
+                except EnvironmentUnavailable as exc:
+                    self.failures["docker base image"] = str(exc)
+                    self._base = ""
+            return self._base or None
+
     def toolkit(self, version: str) -> Environment | str:
         """The environment, or the reason it could not be had."""
         with self._lock:
@@ -158,7 +191,15 @@ class Environments:
         started = time.monotonic()
         self.progress.note(f"preparing toolkit {version} ({self.provider})")
         result: Environment | str
-        if self.provider == "host":
+        if self.provider == "docker":
+            try:
+                image = build_toolkit_image(self.docker_client(), self.matrix, version,
+                                            self.cache, self.containers, self.flavour)
+                result = image.environment
+                self.progress.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
+            except EnvironmentUnavailable as exc:
+                result = self.failures[f"toolkit {version}"] = str(exc)
+        elif self.provider == "host":
             host = self._host_env()
             if isinstance(host, Environment) and host.toolkit != version:
                 result = f"the host provider has toolkit {host.toolkit} only"
@@ -215,31 +256,16 @@ class Workers:
         except subprocess.TimeoutExpired:
             self._kill(process)
             process.communicate()
-            return [StageResult("compile", "timeout",
-                                f"cell ran past its {job.timeout:.0f} s limit and was killed")]
+            return [_timed_out(job)]
         finally:
             with self._lock:
                 self._running.discard(process)
-        result_file = job.work / RESULT_FILE
-        output = (stdout + stderr).strip()
-        if process.returncode != 0 or not result_file.exists():
-            if self.stopping:
-                raise KeyboardInterrupt
-            code = process.returncode
-            how = (f"killed by {signal.Signals(-code).name}" if code < 0
-                   else f"exited with status {code}")
-            return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
-        stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
-        if output:  # device printf and library chatter belong to the last stage's story
-            last = stages[-1]
-            said = error_lines(output)
-            message = last.message
-            if last.status != "ok" and said and said[0] not in message:
-                message = f"{message} (process output: {said[0][:200]})"
-            stages[-1] = replace(last, message=message,
-                                 log=f"{last.log}\n--- process output ---\n"
-                                     f"{output[-20_000:]}".strip())
-        return stages
+        if process.returncode != 0 and self.stopping:
+            raise KeyboardInterrupt
+        code = process.returncode
+        how = (f"killed by {signal.Signals(-code).name}" if code < 0
+               else f"exited with status {code}")
+        return collect_stages(job, code, how, (stdout + stderr).strip())
 
     @staticmethod
     def _kill(process: subprocess.Popen[str]) -> None:
@@ -251,6 +277,80 @@ class Workers:
         with self._lock:
             for process in list(self._running):
                 self._kill(process)
+
+
+def _timed_out(job: Job) -> StageResult:
+    return StageResult("compile", "timeout",
+                       f"cell ran past its {job.timeout:.0f} s limit and was killed")
+
+
+def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
+    """The stages a finished worker left in its folder, or why it left none."""
+    result_file = job.work / RESULT_FILE
+    if code != 0 or not result_file.exists():
+        return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
+    stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
+    if output:  # device printf and library chatter belong to the last stage's story
+        last = stages[-1]
+        said = error_lines(output)
+        message = last.message
+        if last.status != "ok" and said and said[0] not in message:
+            message = f"{message} (process output: {said[0][:200]})"
+        stages[-1] = replace(last, message=message,
+                             log=f"{last.log}\n--- process output ---\n"
+                                 f"{output[-20_000:]}".strip())
+    return stages
+
+
+class DockerCells:
+    """Runs cell workers inside the run's toolkit containers (the docker provider)."""
+
+    def __init__(self, options: RunOptions, envs: Environments, gpu: bool) -> None:
+        from .providers.docker import ContainerPool, Mount
+
+        self.envs = envs
+        package = Path(__file__).resolve().parent  # the cudamatrix package, mounted read-only
+        artifacts = (options.out / "artifacts").resolve()
+        artifacts.mkdir(parents=True, exist_ok=True)
+        mounts = [Mount(str(package), f"{PYTHON_IN_IMAGE}/cudamatrix"),
+                  Mount(str(artifacts), f"{WORK_IN_IMAGE}/out", writable=True),
+                  Mount(str((options.cache / "libraries").resolve()),
+                        f"{WORK_IN_IMAGE}/libraries")]
+        (options.cache / "libraries").mkdir(parents=True, exist_ok=True)
+        for number, corpus in enumerate(dict.fromkeys(p.resolve() for p in options.corpus)):
+            mounts.append(Mount(str(corpus), f"{WORK_IN_IMAGE}/corpus/{number}"))
+        self.mounts = mounts
+        self.pool = ContainerPool(envs.docker_client(), mounts,
+                                  f"{os.getpid()}-{int(time.time())}", gpu=gpu,
+                                  lifetime_s=options.container_timeout)
+
+    def run(self, job: Job) -> list[StageResult]:
+        from .providers.docker import CELL_UID, translate
+
+        image = job.env.image if job.env and job.env.image else self.envs.base_image()
+        if image is None:
+            return [StageResult("compile", "error", "no base image for cells without a toolkit")]
+        try:
+            container = self.pool.get(image)
+        except EnvironmentUnavailable as exc:
+            return [StageResult("compile", "error", str(exc))]
+        inside = translate(job, self.mounts)
+        (job.work / "job.json").write_text(inside.to_json())
+        if os.geteuid() == 0:  # the cell's user must be able to write its own folder
+            os.chown(job.work, CELL_UID, CELL_UID)
+        started = time.monotonic()
+        variables = {"LD_LIBRARY_PATH": os.pathsep.join(job.env.library_dirs)} \
+            if job.env and job.env.library_dirs else {}
+        code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
+                                             variables)
+        if code == 137 and time.monotonic() - started >= job.timeout:
+            return [_timed_out(job)]
+        how = "killed (SIGKILL: memory limit or container limit)" if code == 137 \
+            else f"exited with status {code}"
+        return collect_stages(job, code, how, output.strip())
+
+    def close(self) -> None:
+        self.pool.close()
 
 
 def _worker_env(env: Environment | None) -> dict[str, str]:
@@ -275,6 +375,7 @@ class CellRunner:
         self.device, self.workers = device, workers
         self.cache = CompileCache(options.cache, enabled=options.compile_cache)
         self.deadline = (time.monotonic() + options.run_timeout) if options.run_timeout else None
+        self.docker: DockerCells | None = None
 
     def time_left(self, cell_limit: float) -> float:
         """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
@@ -364,7 +465,8 @@ class CellRunner:
                 stages.append(inspect_artifacts(job.artifacts, _found(workdir / "kernel.ptx"),
                                                 _found(workdir / "kernel.cubin")))
         else:
-            stages = self.workers.run(job, _worker_env(job.env))
+            stages = self.docker.run(job) if self.docker \
+                else self.workers.run(job, _worker_env(job.env))
             if key and cached is None:
                 self.cache.store(key, workdir, stages[0])
         if not self.device.present and stages[0].status == "ok" \
@@ -425,6 +527,34 @@ class CellRunner:
             device=self.device.to_dict() if self.device.present else None)
 
 
+def choose_provider(options: RunOptions, progress: Progress) -> str:
+    """``auto``: containers where a Docker engine and its base image are ready, else wheels."""
+    if options.provider == "docker":
+        try:
+            engine()
+        except EnvironmentUnavailable as exc:
+            raise UserError(f"--provider docker: {exc}") from None
+        return "docker"
+    if options.provider != "auto":
+        return options.provider
+    try:
+        client = engine()
+    except EnvironmentUnavailable as exc:
+        progress.note(f"provider: wheels ({exc})")
+        return "wheels"
+    if options.docker_flavour == "wheels":
+        import docker
+
+        try:
+            client.images.get(BASE_TAG)
+        except docker.errors.ImageNotFound:
+            progress.note(f"provider: wheels (a Docker engine answers, but the base image "
+                          f"{BASE_TAG} is missing: containers/base.sh makes it)")
+            return "wheels"
+    progress.note("provider: docker")
+    return "docker"
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -453,8 +583,9 @@ def execute(options: RunOptions, progress: Progress,
     device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
-    provider = "wheels" if options.provider == "auto" else options.provider
-    envs = Environments(plan.matrix, provider, options.cache, progress)
+    provider = choose_provider(options, progress)
+    envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
+                        options.docker_flavour)
     todo = [c for c in plan.cells if c.id not in done]
     compiled_here = [c for c in todo if not options.prebuilt or c.frontend == "cupy"]
     # Prepare environments up front, in order, so their progress lines are not interleaved.
@@ -463,6 +594,8 @@ def execute(options: RunOptions, progress: Progress,
         envs.toolkit(toolkit)
     workers = Workers()
     runner = CellRunner(plan, options, envs, device, workers)
+    if provider == "docker":
+        runner.docker = DockerCells(options, envs, gpu=device.present)
     results = list(done.values())
     progress.start(len(plan.cells))
     for result in results:
@@ -491,12 +624,16 @@ def execute(options: RunOptions, progress: Progress,
             future.result()
     except KeyboardInterrupt:
         workers.stop_all()
+        if runner.docker:
+            runner.docker.close()
         for future in futures:
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         progress.finish()
         raise
     pool.shutdown(wait=True)
+    if runner.docker:
+        runner.docker.close()
     progress.finish()
     toolkits: dict[str, dict[str, object]] = {}
     libraries: dict[str, dict[str, object]] = {}

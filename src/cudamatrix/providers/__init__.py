@@ -1,14 +1,15 @@
 """Environment providers: where a toolkit's compilers come from.
 
 ``wheels`` (the embedded default) installs each toolkit from PyPI wheels into a
-cache; ``host`` uses the system toolkit (``$CUDA_HOME`` or ``/usr/local/cuda``).
-Both hand back the same `Environment`, so stages never ask where it came from.
+cache; ``docker`` builds an image per toolkit and runs the cells in it; ``host``
+uses the system toolkit (``$CUDA_HOME`` or ``/usr/local/cuda``). All hand back the
+same `Environment`, so stages never ask where it came from.
 """
 
 from __future__ import annotations
 
 from .environment import Environment, LibraryEnvironment
 
-PROVIDERS = ("wheels", "host")
+PROVIDERS = ("wheels", "docker", "host")
 
 __all__ = ["PROVIDERS", "Environment", "LibraryEnvironment"]

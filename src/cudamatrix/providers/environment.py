@@ -30,6 +30,8 @@ class Environment:
     library_dirs: tuple[str, ...] = ()
     packages: dict[str, str] = field(default_factory=dict)
     tool_versions: dict[str, str] = field(default_factory=dict)
+    # The docker provider's image; paths above are then paths inside it.
+    image: str | None = None
 
     def missing_for(self, frontend: str) -> str | None:
         """Why this environment cannot run `frontend`, or None when it can."""

@@ -15,7 +15,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..baseline import BaselineDiff
-from ..results import OUTCOMES, CellResult, RunInfo, summary
+from ..results import CellResult, RunInfo, summary
+from ..verdict import OUTCOMES
 from ..versions import Arch
 from .markdown import header
 
@@ -88,8 +89,8 @@ def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
         for axis, value in values.items():
             axes[axis][value][r.outcome] += 1
     table = []
-    for axis, values in axes.items():
-        for value, outcomes in sorted(values.items()):
+    for axis, seen in axes.items():
+        for value, outcomes in sorted(seen.items()):
             table.append({"axis": axis, "value": value, "cells": sum(outcomes.values()),
                           "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES}})
     return table

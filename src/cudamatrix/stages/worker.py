@@ -92,7 +92,8 @@ def execute(job: Job) -> list[StageResult]:
 
 def main() -> None:
     _die_with_parent()
-    job = Job.from_json(sys.stdin.read())
+    # The job comes on stdin, or as a file (a docker exec has no stdin to give).
+    job = Job.from_json(Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read())
     stages = execute(job)
     (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
 

@@ -1,0 +1,130 @@
+"""The docker provider on a real engine (.ci/run installs Debian's docker.io and starts it):
+toolkit images built locally, cells run inside them locked down, the same verdicts as the
+wheels provider, and a GPU request on a machine without the NVIDIA runtime cleaned up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+docker = pytest.importorskip("docker")
+
+from cudamatrix.errors import EnvironmentUnavailable  # noqa: E402
+from cudamatrix.providers.docker import (  # noqa: E402
+    BASE_TAG,
+    CellContainer,
+    ensure_base_image,
+    leftover_containers,
+)
+
+
+def _engine():
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # any failure means no engine here
+        return None, f"no Docker engine answers ({type(exc).__name__}); .ci/run starts one"
+    return client, ""
+
+
+CLIENT, WHY = _engine()
+pytestmark = [pytest.mark.docker, pytest.mark.skipif(CLIENT is None, reason=WHY)]
+
+SANDBOX_CHECK = r'''
+import json, os, socket, sys
+found = {"uid": os.getuid()}
+found["interfaces"] = sorted(os.listdir("/sys/class/net"))
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
+    found["network"] = "reachable"
+except OSError as exc:
+    found["network"] = f"unreachable ({exc.strerror or exc})"
+def writable(path):
+    try:
+        with open(path, "w") as handle:
+            handle.write("x")
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+here = os.path.dirname(os.path.abspath(__file__))
+found["corpus_writable"] = writable(os.path.join(here, "probe"))
+found["root_fs_writable"] = writable("/etc/cudamatrix-probe")
+found["workdir_writable"] = writable(os.path.join(os.environ["CUDAMATRIX_WORKDIR"], "probe"))
+for limit in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):
+    if os.path.exists(limit):
+        found["pids_max"] = open(limit).read().strip()
+print(json.dumps(found))
+ok = (found["uid"] != 0 and found["interfaces"] == ["lo"] and not found["corpus_writable"]
+      and not found["root_fs_writable"] and found["workdir_writable"]
+      and found.get("pids_max") == "1024")
+sys.exit(0 if ok else f"not sandboxed: {found}")
+'''
+
+
+def _sandbox_case(root: Path) -> Path:
+    case = root / "sandbox"
+    case.mkdir(parents=True)
+    (case / "check.py").write_text(SANDBOX_CHECK)
+    (case / "case.toml").write_text(
+        'title = "where cells run"\n[[variant]]\nname = "inside"\nsource = "check.py"\n'
+        'frontend = "cute-dsl"\nonly = { arch = "sm_90a" }\n')
+    return root
+
+
+def test_cells_run_locked_down_inside_the_container(run_cli, tmp_path: Path) -> None:
+    corpus = _sandbox_case(tmp_path / "cases")
+    args = ("run", "--corpus", str(corpus), "--case", "sandbox", "--no-compile-cache")
+    inside = run_cli(*args, "--provider", "docker", out=tmp_path / "docker", timeout=1800)
+    cell = inside.cells()["sandbox/inside/bundled/sm_90a/cute_dsl-4.8.1"]
+    assert cell["outcome"] == "pass", inside.output[-3000:]
+    report = cell["stages"][0]["details"]["report"]
+    assert report["uid"] == 10001 and report["interfaces"] == ["lo"]
+    assert report["network"].startswith("unreachable")
+    # The same check outside a container fails: it tells the two apart.
+    outside = run_cli(*args, "--provider", "wheels", out=tmp_path / "wheels")
+    assert outside.cells()["sandbox/inside/bundled/sm_90a/cute_dsl-4.8.1"]["outcome"] == "fail"
+    assert leftover_containers(CLIENT) == []
+
+
+def _verdicts(run) -> dict[str, tuple[str, str, str | None]]:
+    return {i: (c["outcome"], c["stage"], (c["diagnosis"] or {}).get("rule"))
+            for i, c in run.cells().items()}
+
+
+def test_same_verdicts_from_wheels_and_docker(run_cli, tmp_path: Path) -> None:
+    args = ("run", "--case", "marlin-sm75", "--case", "smem-oversize", "--case", "wmma-jitify",
+            "--case", "cutlass-sm90", "--toolkit", "12.4", "--toolkit", "13.0",
+            "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_90a")
+    wheels = run_cli(*args, "--provider", "wheels", out=tmp_path / "wheels")
+    docker_run = run_cli(*args, "--provider", "docker", "--no-compile-cache",
+                         out=tmp_path / "docker", timeout=3000)
+    assert docker_run.code == wheels.code == 0, docker_run.output[-3000:]
+    assert docker_run.results["run"]["provider"] == "docker"
+    assert _verdicts(docker_run) == _verdicts(wheels)
+    built = [c for c in docker_run.cells().values() if c["stage"] != "compile"
+             or c["outcome"] == "pass"]
+    assert built  # cells really compiled in there: their jobs name paths inside the image
+    job = json.loads(next((tmp_path / "docker" / "artifacts").glob("*13.0*/job.json"))
+                     .read_text())
+    assert job["source"].startswith("/work/corpus/") and job["env"]["image"]
+    assert leftover_containers(CLIENT) == []
+
+
+def test_gpu_request_without_nvidia_runtime_is_cleaned_up() -> None:
+    ensure_base_image(CLIENT)
+    run_id = "gpu-probe-test"
+    with pytest.raises(EnvironmentUnavailable) as failure:
+        CellContainer(CLIENT, BASE_TAG, [], run_id, gpu=True)
+    assert "did not start" in str(failure.value)
+    assert "could not select device driver" in str(failure.value)
+    assert leftover_containers(CLIENT, run_id) == []
+
+
+def test_missing_engine_is_a_clear_error(run_cli, tmp_path: Path) -> None:
+    run = run_cli("run", "--provider", "docker", "--case", "marlin-sm75", out=tmp_path / "out",
+                  env={"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"})
+    assert run.code == 2
+    assert "--provider docker: no Docker engine answers" in run.output
