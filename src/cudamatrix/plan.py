@@ -25,18 +25,21 @@ class Cell:
     frontend: str
     library: str | None = None
     library_version: str | None = None
+    # The runner (GPU and driver) it ran on, set only where one report merges the same
+    # cells from several runners: then each runner's result is a cell of its own.
+    runner: str = ""
 
     @property
     def id(self) -> str:
         parts = [self.case, self.variant, self.toolkit, self.arch]
         if self.library:
             parts.append(f"{self.library}-{self.library_version}")
-        return "/".join(parts)
+        return "/".join(parts) + (f"@{self.runner}" if self.runner else "")
 
     @property
     def slug(self) -> str:
         """A file-name-safe form of the id, for per-cell files."""
-        return self.id.replace("/", "__")
+        return self.id.replace("/", "__").replace("@", "__at__")
 
     def axes(self) -> dict[str, str | None]:
         """Values for `when`/`only`/exclude matching; the driver is added once one is seen."""
@@ -51,10 +54,10 @@ class Cell:
             values[self.library] = self.library_version
         return values
 
-    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str]:
+    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str]:
         toolkit = () if self.toolkit == BUNDLED else tuple(int(p) for p in self.toolkit.split("."))
         return (self.case, self.variant, toolkit, Arch.parse(self.arch),
-                self.library_version or "")
+                self.library_version or "", self.runner)
 
 
 def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],

@@ -63,6 +63,7 @@ class CellResult:
             "frontend": self.cell.frontend,
             "library": self.cell.library,
             "library_version": self.cell.library_version,
+            "runner": self.cell.runner,
             "outcome": self.outcome,
             "stage": self.stage,
             "reached": self.reached,
@@ -83,7 +84,8 @@ class CellResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
         cell = Cell(data["case"], data["variant"], data["toolkit"], data["arch"],
-                    data["frontend"], data.get("library"), data.get("library_version"))
+                    data["frontend"], data.get("library"), data.get("library_version"),
+                    data.get("runner", ""))
         return cls(
             cell=cell,
             outcome=data["outcome"],

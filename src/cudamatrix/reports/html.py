@@ -18,7 +18,7 @@ from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
-from .markdown import header
+from .markdown import header, row_label
 
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
 LOG_LIMIT = 40_000
@@ -26,12 +26,6 @@ LOG_LIMIT = 40_000
 
 def _plain(markdown_line: str) -> str:
     return markdown_line.lstrip("- ").replace("**", "").replace("`", "")
-
-
-def _row_label(result: CellResult) -> str:
-    cell = result.cell
-    return f"{cell.toolkit} · {cell.library} {cell.library_version}" if cell.library \
-        else cell.toolkit
 
 
 def _cell_data(result: CellResult) -> dict[str, Any]:
@@ -66,7 +60,7 @@ def _grids(results: Sequence[CellResult]) -> list[dict[str, Any]]:
             archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
             rows: dict[str, dict[str, CellResult]] = defaultdict(dict)
             for r in cells:
-                rows[_row_label(r)][r.cell.arch] = r
+                rows[row_label(r.cell)][r.cell.arch] = r
             entries.append({"name": variant, "frontend": cells[0].cell.frontend, "archs": archs,
                             "rows": [{"label": label, "cells": [row.get(a) for a in archs]}
                                      for label, row in rows.items()]})

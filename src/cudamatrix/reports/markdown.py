@@ -39,10 +39,12 @@ def cell_text(result: CellResult) -> str:
     return f"{text} @{result.stage}"
 
 
-def _row_label(cell: Cell) -> str:
+def row_label(cell: Cell) -> str:
     label = cell.toolkit
     if cell.library:
         label += f" · {cell.library} {cell.library_version}"
+    if cell.runner:
+        label += f" · on {cell.runner}"
     return label
 
 
@@ -131,7 +133,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
             rows: dict[str, dict[str, str]] = defaultdict(dict)
             for r in cells:
-                rows[_row_label(r.cell)][r.cell.arch] = cell_text(r)
+                rows[row_label(r.cell)][r.cell.arch] = cell_text(r)
             table = [[label, *(row.get(a, "") for a in archs)] for label, row in rows.items()]
             lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
                       tabulate(table, headers=["toolkit", *archs], tablefmt="github",

@@ -1,0 +1,66 @@
+"""The GitHub Actions matrix: a tier's cells packed into jobs for self-hosted GPU runners.
+
+Each job runs one shard of the cells that need one kind of GPU (``gpu-sm_90`` for
+sm_90 and sm_90a builds, and so on) on one driver label (``driver-latest``,
+``driver-earliest`` or an explicit branch, as RAPIDS and cuda-python label their
+runners). GitHub allows 256 jobs per matrix, so shards grow until the plan fits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import UserError
+from .plan import Cell
+
+GITHUB_MAX_JOBS = 256
+RUNNER_BASE = ("self-hosted", "linux", "x64")
+
+
+def gpu_label(arch: str) -> str:
+    """The runner label of the GPU a cell built for `arch` should run on."""
+    return "gpu-" + re.sub(r"[af]$", "", arch)
+
+
+def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("latest",),
+                  cells_per_job: int = 40, max_jobs: int = GITHUB_MAX_JOBS,
+                  gpu: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """``{"include": [...]}`` for ``strategy.matrix``, one entry per job."""
+    if cells_per_job < 1 or max_jobs < 1:
+        raise UserError("--cells-per-job and --max-jobs must be at least 1")
+    groups: dict[str, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        groups[gpu_label(cell.arch) if gpu else "cpu"].append(cell)
+    drivers = tuple(drivers) if gpu else ("",)
+    floor = len(groups) * len(drivers)
+    if floor > max_jobs:
+        raise UserError(f"{len(groups)} GPU kinds x {len(drivers)} drivers need {floor} jobs, "
+                        f"over the {max_jobs} a matrix allows")
+    per_job = cells_per_job
+
+    def shards(count: int) -> int:
+        return max(1, math.ceil(count / per_job))
+
+    while sum(shards(len(c)) for c in groups.values()) * len(drivers) > max_jobs:
+        per_job += max(1, per_job // 4)
+    include = []
+    for group in sorted(groups):
+        archs = sorted({c.arch for c in groups[group]})
+        count = shards(len(groups[group]))
+        for driver in drivers:
+            label = f"{group}-driver-{driver}" if gpu else "cpu"
+            runs_on = [*RUNNER_BASE, group, f"driver-{driver}"] if gpu else ["ubuntu-latest"]
+            for index in range(1, count + 1):
+                args = ["--tier", tier, *(a for arch in archs for a in ("--arch", arch)),
+                        "--shard", f"{index}/{count}"]
+                if not gpu:
+                    args.append("--no-gpu")
+                include.append({
+                    "name": f"{label} {index}/{count}", "runs-on": runs_on, "label": label,
+                    "args": " ".join(args), "artifact": f"results-{label}-{index}-of-{count}",
+                    "cells": len(groups[group][index - 1::count])})
+    return {"include": include}
