@@ -74,7 +74,12 @@ def _sandbox_case(root: Path) -> Path:
     return root
 
 
+def _container_ids() -> set[str]:
+    return {c.id for c in leftover_containers(CLIENT)}
+
+
 def test_cells_run_locked_down_inside_the_container(run_cli, tmp_path: Path) -> None:
+    before = _container_ids()
     corpus = _sandbox_case(tmp_path / "cases")
     args = ("run", "--corpus", str(corpus), "--case", "sandbox", "--no-compile-cache")
     inside = run_cli(*args, "--provider", "docker", out=tmp_path / "docker", timeout=1800)
@@ -86,7 +91,7 @@ def test_cells_run_locked_down_inside_the_container(run_cli, tmp_path: Path) -> 
     # The same check outside a container fails: it tells the two apart.
     outside = run_cli(*args, "--provider", "wheels", out=tmp_path / "wheels")
     assert outside.cells()["sandbox/inside/bundled/sm_90a/cute_dsl-4.8.1"]["outcome"] == "fail"
-    assert leftover_containers(CLIENT) == []
+    assert _container_ids() <= before  # the run removed its container
 
 
 def _verdicts(run) -> dict[str, tuple[str, str, str | None]]:
@@ -95,6 +100,7 @@ def _verdicts(run) -> dict[str, tuple[str, str, str | None]]:
 
 
 def test_same_verdicts_from_wheels_and_docker(run_cli, tmp_path: Path) -> None:
+    before = _container_ids()
     args = ("run", "--case", "marlin-sm75", "--case", "smem-oversize", "--case", "wmma-jitify",
             "--case", "cutlass-sm90", "--toolkit", "12.4", "--toolkit", "13.0",
             "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_90a")
@@ -110,7 +116,7 @@ def test_same_verdicts_from_wheels_and_docker(run_cli, tmp_path: Path) -> None:
     job = json.loads(next((tmp_path / "docker" / "artifacts").glob("*13.0*/job.json"))
                      .read_text())
     assert job["source"].startswith("/work/corpus/") and job["env"]["image"]
-    assert leftover_containers(CLIENT) == []
+    assert _container_ids() <= before
 
 
 def test_gpu_request_without_nvidia_runtime_is_cleaned_up() -> None:
@@ -128,3 +134,46 @@ def test_missing_engine_is_a_clear_error(run_cli, tmp_path: Path) -> None:
                   env={"DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"})
     assert run.code == 2
     assert "--provider docker: no Docker engine answers" in run.output
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_interrupted_container_run_resumes(run_cli, tmp_path: Path, how: str) -> None:
+    """Ctrl-C removes the run's containers at once; a SIGKILLed run's containers are found
+    and removed by the next run. Either way --resume finishes with the same verdicts."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    selection = ["run", "--case", "marlin-sm75", "--case", "smem-oversize", "--toolkit", "12.4",
+                 "--arch", "sm_80", "--arch", "sm_90a"]
+    args = [*selection, "--jobs", "1", "--provider", "docker", "--no-compile-cache"]
+    process = subprocess.Popen([sys.executable, "-m", "cudamatrix", *args, "--out",
+                                str(tmp_path / "out")], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "CI": "1"})
+    deadline = time.monotonic() + 600
+    while len(list((tmp_path / "out" / "cells").glob("*.json"))) < 3:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    process.send_signal(getattr(signal, how))
+    output, _ = process.communicate(timeout=300)
+    run_label = f"{process.pid}-"
+    mine = [c for c in leftover_containers(CLIENT)
+            if str(c.labels.get("org.cudamatrix.run", "")).startswith(run_label)]
+    if how == "SIGINT":
+        assert process.returncode == 130, output
+        assert mine == []
+    else:
+        assert mine, "a SIGKILLed run cannot remove its own container"
+    kept = len(list((tmp_path / "out" / "cells").glob("*.json")))
+    resumed = run_cli(*args, "--resume", out=tmp_path / "out", timeout=1800)
+    assert resumed.code == 0, resumed.output[-3000:]
+    assert f"resuming: {kept} of" in resumed.output
+    assert [c for c in leftover_containers(CLIENT)
+            if str(c.labels.get("org.cudamatrix.run", "")).startswith(run_label)] == []
+    wheels = run_cli(*selection, "--provider", "wheels", out=tmp_path / "wheels")
+    assert _verdicts(resumed) == _verdicts(wheels)

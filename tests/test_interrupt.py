@@ -24,7 +24,7 @@ def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "cudamatrix", *SELECTION, *extra,
                              "--out", str(out)], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "CI": "1"})
+                            env={**os.environ, "CI": "1", "CUDAMATRIX_PROVIDER": "wheels"})
 
 
 def _finish(process: subprocess.Popen[str]) -> tuple[int, str]:
@@ -114,9 +114,10 @@ def test_killed_run_takes_its_cell_workers_along(tmp_path: Path) -> None:
         'timeout = 200\nonly = { arch = "sm_90a" }\n')
     process = subprocess.Popen(
         [sys.executable, "-m", "cudamatrix", "run", "--corpus", str(tmp_path / "cases"),
-         "--case", "slow", "--arch", "sm_90a", "--out", str(tmp_path / "out")],
+         "--case", "slow", "--arch", "sm_90a", "--no-compile-cache",
+         "--out", str(tmp_path / "out")],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "CI": "1"})
+        env={**os.environ, "CI": "1", "CUDAMATRIX_PROVIDER": "wheels"})
     deadline = time.monotonic() + 120
     while len(_workers_of(process.pid)) < 3:  # worker, script, its child
         assert process.poll() is None and time.monotonic() < deadline

@@ -56,8 +56,12 @@ def _included_files(source: Path, search: list[Path]) -> list[Path]:
     return list(seen)
 
 
-def compile_key(job: Job) -> str:
-    """Everything that decides a compile's outcome, hashed."""
+def compile_key(job: Job, provider: str) -> str:
+    """Everything that decides a compile's outcome, hashed.
+
+    `provider` says where the compile runs: a toolkit-free frontend (the DSL's own
+    compiler) behaves differently in a container than on the host.
+    """
     source = Path(job.source)
     search = [source.parent / f[2:] for f in job.flags if f.startswith("-I")]
     files = {}
@@ -66,6 +70,7 @@ def compile_key(job: Job) -> str:
     env = job.env
     material: dict[str, Any] = {
         "format": CACHE_FORMAT,
+        "provider": provider,
         "frontend": job.frontend,
         "arch": job.arch,
         "arch_flag": job.arch_flag,

@@ -320,6 +320,7 @@ class DockerCells:
         for number, corpus in enumerate(dict.fromkeys(p.resolve() for p in options.corpus)):
             mounts.append(Mount(str(corpus), f"{WORK_IN_IMAGE}/corpus/{number}"))
         self.mounts = mounts
+        self.stopping = False
         self.pool = ContainerPool(envs.docker_client(), mounts,
                                   f"{os.getpid()}-{int(time.time())}", gpu=gpu,
                                   lifetime_s=options.container_timeout)
@@ -343,11 +344,17 @@ class DockerCells:
             if job.env and job.env.library_dirs else {}
         code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
                                              variables)
+        if self.stopping:  # the run was interrupted and its containers removed under the cell
+            raise KeyboardInterrupt
         if code == 137 and time.monotonic() - started >= job.timeout:
             return [_timed_out(job)]
         how = "killed (SIGKILL: memory limit or container limit)" if code == 137 \
             else f"exited with status {code}"
         return collect_stages(job, code, how, output.strip())
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.pool.close()
 
     def close(self) -> None:
         self.pool.close()
@@ -454,8 +461,8 @@ class CellRunner:
         if isinstance(job, list):
             return job, versions
         workdir = job.work
-        key = compile_key(job) if job.prebuilt is None and cell.frontend in CACHED_FRONTENDS \
-            else None
+        cacheable = job.prebuilt is None and cell.frontend in CACHED_FRONTENDS
+        key = compile_key(job, self.envs.provider) if cacheable else None
         cached = self.cache.restore(key, workdir) if key else None
         if cached is not None and cached.status == "ok" and self.device.present:
             job = replace(job, prebuilt=str(workdir))
@@ -625,7 +632,7 @@ def execute(options: RunOptions, progress: Progress,
     except KeyboardInterrupt:
         workers.stop_all()
         if runner.docker:
-            runner.docker.close()
+            runner.docker.stop()
         for future in futures:
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -42,7 +42,8 @@ from .wheels import prepare_toolkit
 BASE_TAG = "cudamatrix/base:bookworm"
 BASE_PACKAGES = "python3,python3-packaging,g++"
 IMAGE_REPOSITORY = "cudamatrix/toolkit"
-LABEL = "org.cudamatrix.run"
+LABEL = "org.cudamatrix.run"  # "<pid>-<start time>" of the run that owns a container
+HOST_LABEL = "org.cudamatrix.host"
 CELL_UID = 10001
 TOOLKIT_IN_IMAGE = "/opt/cudamatrix/toolkit"
 PYTHON_IN_IMAGE = "/opt/cudamatrix/python"
@@ -235,7 +236,8 @@ class CellContainer:
                 volumes={m.host: {"bind": m.image, "mode": "rw" if m.writable else "ro"}
                          for m in self.mounts},
                 environment={"PYTHONPATH": PYTHON_IN_IMAGE, "HOME": "/tmp"},
-                labels={LABEL: run_id}, device_requests=requests, working_dir="/tmp")
+                labels={LABEL: run_id, HOST_LABEL: os.uname().nodename},
+                device_requests=requests, working_dir="/tmp")
         except docker.errors.APIError as exc:
             # A failed start (no GPU runtime: exit 125 "could not select device driver")
             # leaves the container Created: remove it before saying why.
@@ -293,11 +295,37 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
                    prebuilt=inside(job.prebuilt) if job.prebuilt else None)
 
 
+def remove_orphans(client: Any) -> list[str]:
+    """Remove containers of runs on this host that died without cleaning up (SIGKILL).
+
+    A run's id starts with its process id; a container whose run is gone would go on
+    compiling into folders that a resumed run is about to reuse.
+    """
+    removed = []
+    host = os.uname().nodename
+    for container in leftover_containers(client):
+        pid = str(container.labels.get(LABEL, "")).split("-")[0]
+        if container.labels.get(HOST_LABEL) != host or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # that run is alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed.append(str(container.name))
+    return removed
+
+
 class ContainerPool:
     """The run's containers, one per image, started on first use and all removed at the end."""
 
     def __init__(self, client: Any, mounts: Sequence[Mount], run_id: str, *, gpu: bool,
                  lifetime_s: float) -> None:
+        remove_orphans(client)
         self.client, self.mounts, self.run_id = client, tuple(mounts), run_id
         self.gpu, self.lifetime_s = gpu, lifetime_s
         self._containers: dict[str, CellContainer | str] = {}
