@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--prebuilt", type=Path,
                      help="take compiled artifacts from an earlier run's --out folder (built on "
                           "another machine) and do the load and run stages here")
+    run.add_argument("--compile-here", action="append", default=None, metavar="FRONTEND",
+                     help="with --prebuilt, frontends still compiled on this machine "
+                          "(repeatable; default: cupy)")
     run.add_argument("--runner-label", default=os.environ.get("CUDAMATRIX_RUNNER_LABEL", ""),
                      help="the driver/runner label this machine was promised")
     validate = commands.add_parser("validate", help="check the matrix and the corpus")
@@ -176,6 +179,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
+        compile_here=tuple(args.compile_here or ("cupy",)),
         containers=args.containers, docker_flavour=args.docker_flavour,
         container_timeout=args.container_timeout)
     if args.cache:

@@ -79,6 +79,9 @@ class RunOptions:
     gpu: bool = True
     runner_label: str = ""
     prebuilt: Path | None = None
+    # With --prebuilt, the frontends compiled on this machine all the same: CuPy always
+    # compiles through the driver; the CuTe DSL script may be run here to launch too.
+    compile_here: tuple[str, ...] = ("cupy",)
     compile_cache: bool = True
     containers: Path = Path("containers")
     docker_flavour: str = "wheels"
@@ -400,7 +403,7 @@ class CellRunner:
         versions: dict[str, str] = {}
         workdir = self.options.out / "artifacts" / cell.slug
         prebuilt: Path | None = None
-        if self.options.prebuilt and cell.frontend != "cupy":
+        if self.options.prebuilt and cell.frontend not in self.options.compile_here:
             earlier = self.options.prebuilt / "artifacts" / cell.slug
             record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
             if (earlier / "compile.json").exists():
@@ -594,7 +597,8 @@ def execute(options: RunOptions, progress: Progress,
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour)
     todo = [c for c in plan.cells if c.id not in done]
-    compiled_here = [c for c in todo if not options.prebuilt or c.frontend == "cupy"]
+    compiled_here = [c for c in todo
+                     if not options.prebuilt or c.frontend in options.compile_here]
     # Prepare environments up front, in order, so their progress lines are not interleaved.
     for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
                           key=lambda v: tuple(int(p) for p in v.split("."))):

@@ -21,7 +21,12 @@ _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) by
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
+# Terminal colours some tools print even into a pipe (the CuTe DSL's "error:").
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def error_lines(log: str) -> list[str]:
+    log = _ANSI.sub("", log)
     return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)]
 
 
@@ -30,7 +35,7 @@ def decisive_line(log: str) -> str:
     errors = error_lines(log)
     if errors:
         return errors[0][:500]
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in _ANSI.sub("", log).splitlines() if ln.strip()]
     return lines[-1][:500] if lines else ""
 
 
