@@ -18,11 +18,12 @@ from .errors import UserError
 from .tomlfile import load_toml
 from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 
-FRONTENDS = ("nvrtc", "nvcc", "cupy", "cutlass", "cute-dsl")
+FRONTENDS = ("nvrtc", "nvcc", "cupy", "cutlass", "cute-dsl", "cutlass-python")
 # The library whose version axis a frontend multiplies its cells by.
-FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl"}
+FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl",
+                    "cutlass-python": "cutlass_python"}
 # Frontends that bring their own compiler, so the toolkit axis does not apply.
-TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl"})
+TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl", "cutlass-python"})
 STAGES = ("compile", "inspect", "load", "run")
 ARTIFACT_KINDS = ("ptx", "cubin")
 # How the load stage gets the module: the cubin where it can run, else the PTX

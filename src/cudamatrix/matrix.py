@@ -13,7 +13,7 @@ from .errors import UserError
 from .tomlfile import load_toml
 from .versions import Arch, axis_matches, check_specifier, parse_version
 
-LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl")
+LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python")
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", *LIBRARY_AXES)
 
 
@@ -45,6 +45,8 @@ class Library:
     name: str
     package: str
     versions: tuple[str, ...]
+    # Installed beside the package (pins its dependencies cannot express).
+    requires: tuple[str, ...] = ()
 
     def package_for(self, cuda_major: int) -> str:
         return self.package.format(major=cuda_major)
@@ -158,7 +160,8 @@ class _Reader:
             versions = tuple(str(v) for v in entry.get("versions", []))
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
-            result[name] = Library(name, str(entry.get("package", name)), versions)
+            requires = tuple(str(r) for r in entry.get("requires", []))
+            result[name] = Library(name, str(entry.get("package", name)), versions, requires)
         return result
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:

@@ -57,7 +57,7 @@ DEFAULT_CELL_TIMEOUT_S = 300.0
 # CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
-CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl"})
+CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl", "cutlass-python"})
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ FRONTEND_NEEDS = {
     "cutlass": ("nvcc",),
     "cupy": ("nvrtc",),
     "cute-dsl": (),
+    "cutlass-python": (),
 }
 
 

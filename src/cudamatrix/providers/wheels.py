@@ -172,6 +172,6 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     if system is not None and Version(system) == Version(version):
         # Already importable here (a GPU machine's image): no network needed.
         return LibraryEnvironment(name, version, "(this Python)", packages={package: system})
-    root = install(target, [f"{package}=={version}"], with_deps=True)
+    root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))

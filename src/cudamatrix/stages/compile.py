@@ -176,4 +176,5 @@ COMPILERS = {
     "nvcc": compile_nvcc,
     "cutlass": compile_nvcc,
     "cute-dsl": compile_script,
+    "cutlass-python": compile_script,
 }
