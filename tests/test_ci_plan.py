@@ -57,3 +57,19 @@ def test_merge_refuses_overlap_and_keeps_runners_apart(run_cli, tmp_path: Path) 
     assert "marlin-sm75/arch-guard/12.4/sm_80@gpu-sm_80-driver-latest" in ids
     assert "marlin-sm75/arch-guard/12.4/sm_80@gpu-sm_80-driver-earliest" in ids
     assert "on gpu-sm_80-driver-earliest" in (tmp_path / "m2" / "COMPATIBILITY.md").read_text()
+
+
+def test_forward_compatibility_jobs_are_runners_of_their_own(run_cli) -> None:
+    jobs = _plan(run_cli, "--tier", "gpu", "--driver", "earliest", "--driver", "latest",
+                 "--compat")
+    labels = {j["label"] for j in jobs}
+    assert "gpu-sm_90-driver-earliest+compat" in labels
+    assert "gpu-sm_90-driver-latest+compat" not in labels  # compat helps older drivers only
+    compat = next(j for j in jobs if j["label"].endswith("+compat"))
+    assert "--cuda-compat" in compat["args"] and "--docker-flavour nvidia" in compat["args"]
+    assert compat["runs-on"][-1] == "driver-earliest"
+
+
+def test_cuda_compat_needs_nvidia_images(run_cli, tmp_path: Path) -> None:
+    run = run_cli("run", "--cuda-compat", "--case", "marlin-sm75", out=tmp_path / "out")
+    assert run.code == 2 and "--docker-flavour nvidia" in run.output

@@ -28,37 +28,48 @@ def gpu_label(arch: str) -> str:
 
 def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("latest",),
                   cells_per_job: int = 40, max_jobs: int = GITHUB_MAX_JOBS,
-                  gpu: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """``{"include": [...]}`` for ``strategy.matrix``, one entry per job."""
+                  gpu: bool = True, compat: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``{"include": [...]}`` for ``strategy.matrix``, one entry per job.
+
+    With `compat`, every driver label but ``latest`` also gets jobs that run on NVIDIA's
+    forward-compatibility libraries in NVIDIA's images: the same cells, a runner of
+    their own (``...+compat``), so the merged report shows both side by side.
+    """
     if cells_per_job < 1 or max_jobs < 1:
         raise UserError("--cells-per-job and --max-jobs must be at least 1")
     groups: dict[str, list[Cell]] = defaultdict(list)
     for cell in cells:
         groups[gpu_label(cell.arch) if gpu else "cpu"].append(cell)
     drivers = tuple(drivers) if gpu else ("",)
-    floor = len(groups) * len(drivers)
+    variants = [(d, False) for d in drivers]
+    if gpu and compat:
+        variants += [(d, True) for d in drivers if d != "latest"]
+    floor = len(groups) * len(variants)
     if floor > max_jobs:
-        raise UserError(f"{len(groups)} GPU kinds x {len(drivers)} drivers need {floor} jobs, "
-                        f"over the {max_jobs} a matrix allows")
+        raise UserError(f"{len(groups)} GPU kinds x {len(variants)} driver set-ups need {floor} "
+                        f"jobs, over the {max_jobs} a matrix allows")
     per_job = cells_per_job
 
     def shards(count: int) -> int:
         return max(1, math.ceil(count / per_job))
 
-    while sum(shards(len(c)) for c in groups.values()) * len(drivers) > max_jobs:
+    while sum(shards(len(c)) for c in groups.values()) * len(variants) > max_jobs:
         per_job += max(1, per_job // 4)
     include = []
     for group in sorted(groups):
         archs = sorted({c.arch for c in groups[group]})
         count = shards(len(groups[group]))
-        for driver in drivers:
-            label = f"{group}-driver-{driver}" if gpu else "cpu"
+        for driver, on_compat in variants:
+            label = (f"{group}-driver-{driver}" + ("+compat" if on_compat else "")) if gpu \
+                else "cpu"
             runs_on = [*RUNNER_BASE, group, f"driver-{driver}"] if gpu else ["ubuntu-latest"]
             for index in range(1, count + 1):
                 args = ["--tier", tier, *(a for arch in archs for a in ("--arch", arch)),
                         "--shard", f"{index}/{count}"]
                 if not gpu:
                     args.append("--no-gpu")
+                if on_compat:
+                    args += ["--provider", "docker", "--docker-flavour", "nvidia", "--cuda-compat"]
                 include.append({
                     "name": f"{label} {index}/{count}", "runs-on": runs_on, "label": label,
                     "args": " ".join(args), "artifact": f"results-{label}-{index}-of-{count}",

@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--docker-flavour", choices=("wheels", "nvidia"), default="wheels",
                      help="toolkit images from PyPI wheels on a local Debian base (no registry "
                           "needed), or from NVIDIA's pinned CUDA images")
+    run.add_argument("--cuda-compat", action="store_true",
+                     help="with NVIDIA's images, run on the forward-compatibility libraries "
+                          "(a newer toolkit on an older driver); label the runner apart")
     run.add_argument("--container-timeout", type=float, default=6 * 3600.0,
                      help="seconds a toolkit container may live (default: %(default)s)")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
@@ -140,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="runner driver labels, repeatable (default: latest)")
     plan.add_argument("--cells-per-job", type=int, default=40)
     plan.add_argument("--max-jobs", type=int, default=256)
+    plan.add_argument("--compat", action="store_true",
+                      help="also run older drivers on NVIDIA's forward-compatibility libraries")
     plan.add_argument("--cpu", action="store_true",
                       help="plan for runners without a GPU (compile stages only)")
     plan.add_argument("--github-output", metavar="NAME",
@@ -181,7 +186,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
         compile_here=tuple(args.compile_here or ("cupy",)),
         containers=args.containers, docker_flavour=args.docker_flavour,
-        container_timeout=args.container_timeout)
+        container_timeout=args.container_timeout, cuda_compat=args.cuda_compat)
     if args.cache:
         extra["cache"] = args.cache
     options = _options(args, **extra)
@@ -248,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         elif args.command == "plan":
             made = make_plan(_options(args))
             matrix = github_matrix(made.cells, made.tier.name, args.drivers or ["latest"],
-                                   args.cells_per_job, args.max_jobs, gpu=not args.cpu)
+                                   args.cells_per_job, args.max_jobs, gpu=not args.cpu,
+                                   compat=args.compat)
             text = json.dumps(matrix, separators=(",", ":"))
             print(text)
             if args.github_output:

@@ -36,6 +36,7 @@ from .plan import BUNDLED, Cell, check_excludes, expand, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import (
     BASE_TAG,
+    CUDA_COMPAT_IN_IMAGE,
     DEFAULT_CONTAINER_TIMEOUT_S,
     PYTHON_IN_IMAGE,
     WORK_IN_IMAGE,
@@ -86,6 +87,9 @@ class RunOptions:
     containers: Path = Path("containers")
     docker_flavour: str = "wheels"
     container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
+    # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
+    # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
+    cuda_compat: bool = False
 
 
 def default_cache() -> Path:
@@ -324,6 +328,7 @@ class DockerCells:
             mounts.append(Mount(str(corpus), f"{WORK_IN_IMAGE}/corpus/{number}"))
         self.mounts = mounts
         self.stopping = False
+        self.compat = options.cuda_compat
         self.pool = ContainerPool(envs.docker_client(), mounts,
                                   f"{os.getpid()}-{int(time.time())}", gpu=gpu,
                                   lifetime_s=options.container_timeout)
@@ -343,8 +348,10 @@ class DockerCells:
         if os.geteuid() == 0:  # the cell's user must be able to write its own folder
             os.chown(job.work, CELL_UID, CELL_UID)
         started = time.monotonic()
-        variables = {"LD_LIBRARY_PATH": os.pathsep.join(job.env.library_dirs)} \
-            if job.env and job.env.library_dirs else {}
+        folders = list(job.env.library_dirs) if job.env else []
+        if self.compat:  # NVIDIA's forward-compatibility libcuda before the host driver's
+            folders.insert(0, CUDA_COMPAT_IN_IMAGE)
+        variables = {"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {}
         code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
                                              variables)
         if self.stopping:  # the run was interrupted and its containers removed under the cell
@@ -539,6 +546,10 @@ class CellRunner:
 
 def choose_provider(options: RunOptions, progress: Progress) -> str:
     """``auto``: containers where a Docker engine and its base image are ready, else wheels."""
+    if options.cuda_compat and (options.provider != "docker" or options.docker_flavour != "nvidia"):
+        raise UserError("--cuda-compat needs --provider docker --docker-flavour nvidia: only "
+                        f"NVIDIA's images carry the forward-compatibility libraries "
+                        f"({CUDA_COMPAT_IN_IMAGE}); PyPI has no wheel of them")
     if options.provider == "docker":
         try:
             engine()

@@ -48,6 +48,7 @@ CELL_UID = 10001
 TOOLKIT_IN_IMAGE = "/opt/cudamatrix/toolkit"
 PYTHON_IN_IMAGE = "/opt/cudamatrix/python"
 WORK_IN_IMAGE = "/work"
+CUDA_COMPAT_IN_IMAGE = "/usr/local/cuda/compat"  # where NVIDIA's devel images keep cuda-compat
 DEFAULT_MEMORY = "8g"
 DEFAULT_PIDS = 1024
 DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
