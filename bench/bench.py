@@ -30,8 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
+from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.gpu import DeviceInfo
 from cudamatrix.plan import BUNDLED
+from cudamatrix.providers.docker import engine
 from cudamatrix.runner import CellRunner, Environments, Progress, RunOptions, Workers, make_plan
 from cudamatrix.stages.compile import COMPILERS
 from cudamatrix.stages.job import Job
@@ -138,14 +140,26 @@ def main() -> None:
     plain_s, invocations = plain_loop(options, envs)
     print(f"plain compiler loop: {invocations} compiles in {plain_s:.1f} s")
 
-    run_args = ["--cache", str(cache), "--out", str(work / "run"), "--no-gpu",
-                "--jobs", str(args.jobs)] + (["--tier", args.tier] if args.tier else [])
+    # The wheels provider, as the plain loop uses: like for like. Containers are timed
+    # apart below, where an engine is up.
+    common = ["--cache", str(cache), "--no-gpu", "--jobs", str(args.jobs)] + \
+        (["--tier", args.tier] if args.tier else [])
+    run_args = [*common, "--provider", "wheels", "--out", str(work / "run")]
     # Create the nox session's environment once, untimed, so both runs below reuse it.
     subprocess.run(["nox", "-s", "matrix", "--", "--help"], cwd=REPO, capture_output=True,
                    check=True)
     shutil.rmtree(cache / "compile", ignore_errors=True)
     cold_s = nox_matrix(run_args)
     warm_s = nox_matrix(run_args)
+    docker_s = None
+    try:
+        engine()
+        shutil.rmtree(cache / "compile", ignore_errors=True)
+        nox_matrix([*common, "--provider", "docker", "--out", str(work / "docker")])  # images
+        shutil.rmtree(cache / "compile", ignore_errors=True)
+        docker_s = nox_matrix([*common, "--provider", "docker", "--out", str(work / "docker")])
+    except EnvironmentUnavailable as exc:
+        print(f"containers not timed: {exc}")
     results = json.loads((work / "run" / "results.json").read_text())
     hits = sum(1 for c in results["cells"]
                if c["stages"] and c["stages"][0].get("details", {}).get("cache") == "hit")
@@ -160,8 +174,13 @@ def main() -> None:
         ("slowest environment set-up", f"{worst_setup:.1f} s", f"< {TARGET_SETUP_S:.0f} s",
          worst_setup < TARGET_SETUP_S),
     ]
+    if docker_s is not None:
+        rows.append(("cold run in containers (`--provider docker`) / plain loop",
+                     f"{docker_s / plain_s:.2f}x ({docker_s:.1f} s; images already built)",
+                     "-", True))
     for name, value, target, met in rows:
-        print(f"{name}: {value}  target {target}: {'met' if met else 'MISSED'}")
+        verdict = "" if target == "-" else f"  target {target}: {'met' if met else 'MISSED'}"
+        print(f"{name}: {value}{verdict}")
     if args.write:
         lines = [
             "# Benchmark results",
@@ -172,7 +191,8 @@ def main() -> None:
             "",
             "| measure | value | target | met |",
             "|---|---|---|---|",
-            *(f"| {n} | {v} | {t} | {'yes' if m else 'no'} |" for n, v, t, m in rows),
+            *(f"| {n} | {v} | {t} | {'-' if t == '-' else 'yes' if m else 'no'} |"
+              for n, v, t, m in rows),
             "",
             "Environment set-up, from a warm pip cache into an empty cudamatrix cache:",
             "",
@@ -183,8 +203,10 @@ def main() -> None:
             "The plain loop calls the same compilers with the same options for the same cells",
             "(NVRTC through its library in a thread, then ptxas; nvcc; the CuTe DSL script)",
             "from a thread pool of the same width, longest builds first as the tool orders",
-            "them. The cold run is the whole tool: worker process per cell, artifact checks,",
-            "result files and the three reports; its environments are already prepared.",
+            "them. The cold run is the whole tool on the same wheels toolkits: a worker",
+            "process per cell, artifact checks, result files and the four reports; its",
+            "environments are already prepared. The container run adds a `docker exec`",
+            "per cell.",
             "",
         ]
         (REPO / "bench" / "RESULTS.md").write_text("\n".join(lines))
