@@ -30,13 +30,15 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
+from cudamatrix.environments import Environments
 from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.gpu import DeviceInfo
 from cudamatrix.plan import BUNDLED
 from cudamatrix.providers.docker import engine
-from cudamatrix.runner import CellRunner, Environments, Progress, RunOptions, Workers, make_plan
+from cudamatrix.runner import CellRunner, Progress, RunOptions, make_plan
 from cudamatrix.stages.compile import COMPILERS
 from cudamatrix.stages.job import Job
+from cudamatrix.workers import Workers
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_COLD_RATIO = 1.15

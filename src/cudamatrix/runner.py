@@ -1,21 +1,18 @@
 """One matrix run: plan the cells, prepare environments, run every cell, keep every result.
 
-Cells run in worker processes (one each, in its own process group, under a
-time limit) from a thread pool sized to the cores. Each result is saved the
-moment it exists, so an interrupted run loses nothing it finished.
+Cells run in worker processes (one each, here in its own process group or in its
+toolkit's container, under a time limit; see workers.py) from a thread pool sized
+to the cores, after the compile cache had its say. Each result is saved the moment
+it exists, so an interrupted run loses nothing it finished.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,30 +26,19 @@ from . import __version__
 from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
 from .diagnose import diagnose_stage
-from .errors import EnvironmentUnavailable, UserError
+from .environments import Environments, choose_provider
+from .errors import UserError
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
 from .plan import BUNDLED, Cell, check_excludes, expand, shard
 from .providers import Environment, LibraryEnvironment
-from .providers.docker import (
-    BASE_TAG,
-    CUDA_COMPAT_IN_IMAGE,
-    DEFAULT_CONTAINER_TIMEOUT_S,
-    PYTHON_IN_IMAGE,
-    WORK_IN_IMAGE,
-    build_toolkit_image,
-    engine,
-    ensure_base_image,
-)
-from .providers.host import prepare_host
-from .providers.wheels import prepare_library, prepare_toolkit
+from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .stages.inspect import inspect_artifacts
 from .stages.job import Job
-from .stages.logs import error_lines
 from .stages.result import StageResult
-from .stages.worker import PARENT_ENV, RESULT_FILE
 from .verdict import decide
+from .workers import DockerCells, Workers, worker_env
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
 # CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
@@ -143,242 +129,6 @@ class Progress:
 
     def finish(self) -> None:
         pass
-
-
-class Environments:
-    """Toolkit and library environments, prepared once per run and shared by every cell."""
-
-    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Progress,
-                 containers: Path = Path("containers"), flavour: str = "wheels") -> None:
-        self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
-        self.containers, self.flavour = containers, flavour
-        self._client: object | None = None
-        self._base: str | None = None
-        self.toolkits: dict[str, Environment | str] = {}
-        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
-        self._host: Environment | str | None = None
-        # What could not be installed or found, by environment: the user's to fix.
-        self.failures: dict[str, str] = {}
-        # Cells ask from many threads; each environment must be prepared exactly once.
-        self._lock = threading.Lock()
-
-    def _host_env(self) -> Environment | str:
-        if self._host is None:
-            try:
-                self._host = prepare_host()
-            except EnvironmentUnavailable as exc:
-                self._host = self.failures["host toolkit"] = str(exc)
-        return self._host
-
-    def docker_client(self) -> object:
-        if self._client is None:
-            self._client = engine()
-        return self._client
-
-    def base_image(self) -> str | None:
-        """The docker provider's base image (for cells that bring their own toolchain)."""
-        with self._lock:
-            if self._base is None:
-                try:
-                    ensure_base_image(self.docker_client())
-                    self._base = BASE_TAG
-                except EnvironmentUnavailable as exc:
-                    self.failures["docker base image"] = str(exc)
-                    self._base = ""
-            return self._base or None
-
-    def toolkit(self, version: str) -> Environment | str:
-        """The environment, or the reason it could not be had."""
-        with self._lock:
-            return self._toolkit(version)
-
-    def _toolkit(self, version: str) -> Environment | str:
-        if version in self.toolkits:
-            return self.toolkits[version]
-        started = time.monotonic()
-        self.progress.note(f"preparing toolkit {version} ({self.provider})")
-        result: Environment | str
-        if self.provider == "docker":
-            try:
-                image = build_toolkit_image(self.docker_client(), self.matrix, version,
-                                            self.cache, self.containers, self.flavour)
-                result = image.environment
-                self.progress.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
-            except EnvironmentUnavailable as exc:
-                result = self.failures[f"toolkit {version}"] = str(exc)
-        elif self.provider == "host":
-            host = self._host_env()
-            if isinstance(host, Environment) and host.toolkit != version:
-                result = f"the host provider has toolkit {host.toolkit} only"
-            else:
-                result = host
-        else:
-            try:
-                result = prepare_toolkit(self.matrix, version, self.cache)
-            except EnvironmentUnavailable as exc:
-                result = self.failures[f"toolkit {version}"] = str(exc)
-        state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
-        self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
-        self.toolkits[version] = result
-        return result
-
-    def library(self, name: str, version: str, cuda_major: int | None) -> LibraryEnvironment | str:
-        key = (name, version, cuda_major)
-        with self._lock:
-            return self._library(key)
-
-    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
-        name, version, cuda_major = key
-        if key not in self.libraries:
-            started = time.monotonic()
-            self.progress.note(f"preparing {name} {version}")
-            try:
-                self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
-                                                      self.cache)
-            except EnvironmentUnavailable as exc:
-                self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
-            self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
-        return self.libraries[key]
-
-
-class Workers:
-    """Cell worker processes, each in its own process group so a timeout kills its compilers."""
-
-    def __init__(self) -> None:
-        self._running: set[subprocess.Popen[str]] = set()
-        self._lock = threading.Lock()
-        self.stopping = False
-
-    def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
-        if self.stopping:
-            raise KeyboardInterrupt
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            start_new_session=True)
-        with self._lock:
-            self._running.add(process)
-        try:
-            stdout, stderr = process.communicate(job.to_json(), timeout=job.timeout + 15)
-        except subprocess.TimeoutExpired:
-            self._kill(process)
-            process.communicate()
-            return [_timed_out(job)]
-        finally:
-            with self._lock:
-                self._running.discard(process)
-        if process.returncode != 0 and self.stopping:
-            raise KeyboardInterrupt
-        code = process.returncode
-        how = (f"killed by {signal.Signals(-code).name}" if code < 0
-               else f"exited with status {code}")
-        return collect_stages(job, code, how, (stdout + stderr).strip())
-
-    @staticmethod
-    def _kill(process: subprocess.Popen[str]) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-
-    def stop_all(self) -> None:
-        self.stopping = True
-        with self._lock:
-            for process in list(self._running):
-                self._kill(process)
-
-
-def _timed_out(job: Job) -> StageResult:
-    return StageResult("compile", "timeout",
-                       f"cell ran past its {job.timeout:.0f} s limit and was killed")
-
-
-def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
-    """The stages a finished worker left in its folder, or why it left none."""
-    result_file = job.work / RESULT_FILE
-    if code != 0 or not result_file.exists():
-        return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
-    stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
-    if output:  # device printf and library chatter belong to the last stage's story
-        last = stages[-1]
-        said = error_lines(output)
-        message = last.message
-        if last.status != "ok" and said and said[0] not in message:
-            message = f"{message} (process output: {said[0][:200]})"
-        stages[-1] = replace(last, message=message,
-                             log=f"{last.log}\n--- process output ---\n"
-                                 f"{output[-20_000:]}".strip())
-    return stages
-
-
-class DockerCells:
-    """Runs cell workers inside the run's toolkit containers (the docker provider)."""
-
-    def __init__(self, options: RunOptions, envs: Environments, gpu: bool) -> None:
-        from .providers.docker import ContainerPool, Mount
-
-        self.envs = envs
-        package = Path(__file__).resolve().parent  # the cudamatrix package, mounted read-only
-        artifacts = (options.out / "artifacts").resolve()
-        artifacts.mkdir(parents=True, exist_ok=True)
-        mounts = [Mount(str(package), f"{PYTHON_IN_IMAGE}/cudamatrix"),
-                  Mount(str(artifacts), f"{WORK_IN_IMAGE}/out", writable=True),
-                  Mount(str((options.cache / "libraries").resolve()),
-                        f"{WORK_IN_IMAGE}/libraries")]
-        (options.cache / "libraries").mkdir(parents=True, exist_ok=True)
-        for number, corpus in enumerate(dict.fromkeys(p.resolve() for p in options.corpus)):
-            mounts.append(Mount(str(corpus), f"{WORK_IN_IMAGE}/corpus/{number}"))
-        self.mounts = mounts
-        self.stopping = False
-        self.compat = options.cuda_compat
-        self.pool = ContainerPool(envs.docker_client(), mounts,
-                                  f"{os.getpid()}-{int(time.time())}", gpu=gpu,
-                                  lifetime_s=options.container_timeout)
-
-    def run(self, job: Job) -> list[StageResult]:
-        from .providers.docker import CELL_UID, translate
-
-        image = job.env.image if job.env and job.env.image else self.envs.base_image()
-        if image is None:
-            return [StageResult("compile", "error", "no base image for cells without a toolkit")]
-        try:
-            container = self.pool.get(image)
-        except EnvironmentUnavailable as exc:
-            return [StageResult("compile", "error", str(exc))]
-        inside = translate(job, self.mounts)
-        (job.work / "job.json").write_text(inside.to_json())
-        if os.geteuid() == 0:  # the cell's user must be able to write its own folder
-            os.chown(job.work, CELL_UID, CELL_UID)
-        started = time.monotonic()
-        folders = list(job.env.library_dirs) if job.env else []
-        if self.compat:  # NVIDIA's forward-compatibility libcuda before the host driver's
-            folders.insert(0, CUDA_COMPAT_IN_IMAGE)
-        variables = {"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {}
-        code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
-                                             variables)
-        if self.stopping:  # the run was interrupted and its containers removed under the cell
-            raise KeyboardInterrupt
-        if code == 137 and time.monotonic() - started >= job.timeout:
-            return [_timed_out(job)]
-        how = "killed (SIGKILL: memory limit or container limit)" if code == 137 \
-            else f"exited with status {code}"
-        return collect_stages(job, code, how, output.strip())
-
-    def stop(self) -> None:
-        self.stopping = True
-        self.pool.close()
-
-    def close(self) -> None:
-        self.pool.close()
-
-
-def _worker_env(env: Environment | None) -> dict[str, str]:
-    variables = dict(os.environ)
-    variables[PARENT_ENV] = str(os.getpid())
-    folders = list(env.library_dirs if env else ())
-    if variables.get("LD_LIBRARY_PATH"):
-        folders.append(variables["LD_LIBRARY_PATH"])
-    if folders:
-        variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
-    return variables
 
 
 def _found(path: Path) -> Path | None:
@@ -483,7 +233,7 @@ class CellRunner:
                                                 _found(workdir / "kernel.cubin")))
         else:
             stages = self.docker.run(job) if self.docker \
-                else self.workers.run(job, _worker_env(job.env))
+                else self.workers.run(job, worker_env(job.env))
             if key and cached is None:
                 self.cache.store(key, workdir, stages[0])
         if not self.device.present and stages[0].status == "ok" \
@@ -544,38 +294,6 @@ class CellRunner:
             device=self.device.to_dict() if self.device.present else None)
 
 
-def choose_provider(options: RunOptions, progress: Progress) -> str:
-    """``auto``: containers where a Docker engine and its base image are ready, else wheels."""
-    if options.cuda_compat and (options.provider != "docker" or options.docker_flavour != "nvidia"):
-        raise UserError("--cuda-compat needs --provider docker --docker-flavour nvidia: only "
-                        f"NVIDIA's images carry the forward-compatibility libraries "
-                        f"({CUDA_COMPAT_IN_IMAGE}); PyPI has no wheel of them")
-    if options.provider == "docker":
-        try:
-            engine()
-        except EnvironmentUnavailable as exc:
-            raise UserError(f"--provider docker: {exc}") from None
-        return "docker"
-    if options.provider != "auto":
-        return options.provider
-    try:
-        client = engine()
-    except EnvironmentUnavailable as exc:
-        progress.note(f"provider: wheels ({exc})")
-        return "wheels"
-    if options.docker_flavour == "wheels":
-        import docker
-
-        try:
-            client.images.get(BASE_TAG)
-        except docker.errors.ImageNotFound:
-            progress.note(f"provider: wheels (a Docker engine answers, but the base image "
-                          f"{BASE_TAG} is missing: containers/base.sh makes it)")
-            return "wheels"
-    progress.note("provider: docker")
-    return "docker"
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -604,7 +322,8 @@ def execute(options: RunOptions, progress: Progress,
     device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
-    provider = choose_provider(options, progress)
+    provider = choose_provider(options.provider, options.docker_flavour, options.cuda_compat,
+                               progress)
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour)
     todo = [c for c in plan.cells if c.id not in done]
@@ -617,7 +336,10 @@ def execute(options: RunOptions, progress: Progress,
     workers = Workers()
     runner = CellRunner(plan, options, envs, device, workers)
     if provider == "docker":
-        runner.docker = DockerCells(options, envs, gpu=device.present)
+        runner.docker = DockerCells(
+            envs.docker_client(), out=options.out, cache=options.cache, corpus=options.corpus,
+            base_image=envs.base_image, gpu=device.present,
+            lifetime_s=options.container_timeout, compat=options.cuda_compat)
     results = list(done.values())
     progress.start(len(plan.cells))
     for result in results:
@@ -645,11 +367,13 @@ def execute(options: RunOptions, progress: Progress,
         for future in futures:
             future.result()
     except KeyboardInterrupt:
+        # Cancel what has not started before stopping what has, so no queued cell starts
+        # against a stopped worker pool and reports that as its result.
+        for future in futures:
+            future.cancel()
         workers.stop_all()
         if runner.docker:
             runner.docker.stop()
-        for future in futures:
-            future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         progress.finish()
         raise

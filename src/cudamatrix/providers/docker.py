@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -331,9 +332,12 @@ class ContainerPool:
         self.gpu, self.lifetime_s = gpu, lifetime_s
         self._containers: dict[str, CellContainer | str] = {}
         self._lock = threading.Lock()
+        self.closed = False
 
     def get(self, image: str) -> CellContainer:
         with self._lock:
+            if self.closed:
+                raise EnvironmentUnavailable("the run is stopping: no new containers")
             if image not in self._containers:
                 try:
                     self._containers[image] = CellContainer(
@@ -350,6 +354,19 @@ class ContainerPool:
         return iter(c for c in self._containers.values() if isinstance(c, CellContainer))
 
     def close(self) -> None:
-        for container in list(self):
+        with self._lock:
+            self.closed = True
+            started = [c for c in self._containers.values() if isinstance(c, CellContainer)]
+            self._containers.clear()
+        for container in started:
             container.stop()
-        self._containers.clear()
+        # Whatever of this run is still there (a removal the engine refused while an exec
+        # was ending): ask again, by label, a few times.
+        for _ in range(5):
+            left = leftover_containers(self.client, self.run_id)
+            if not left:
+                return
+            for container in left:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+            time.sleep(0.5)

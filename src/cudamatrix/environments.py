@@ -1,0 +1,158 @@
+"""The run's toolkit and library environments, from the provider the run settled on.
+
+Each environment is prepared once, on first demand, under a lock (cells ask from
+many threads), and a failure is kept as its reason: the user's to fix, reported
+once the other cells are done.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+from .errors import EnvironmentUnavailable, UserError
+from .matrix import Matrix
+from .providers import Environment, LibraryEnvironment
+from .providers.docker import (
+    BASE_TAG,
+    CUDA_COMPAT_IN_IMAGE,
+    build_toolkit_image,
+    engine,
+    ensure_base_image,
+)
+from .providers.host import prepare_host
+from .providers.wheels import prepare_library, prepare_toolkit
+
+
+class Notes(Protocol):
+    def note(self, text: str) -> None: ...
+
+
+def choose_provider(provider: str, flavour: str, cuda_compat: bool, progress: Notes) -> str:
+    """``auto``: containers where a Docker engine and its base image are ready, else wheels."""
+    if cuda_compat and (provider != "docker" or flavour != "nvidia"):
+        raise UserError("--cuda-compat needs --provider docker --docker-flavour nvidia: only "
+                        f"NVIDIA's images carry the forward-compatibility libraries "
+                        f"({CUDA_COMPAT_IN_IMAGE}); PyPI has no wheel of them")
+    if provider == "docker":
+        try:
+            engine()
+        except EnvironmentUnavailable as exc:
+            raise UserError(f"--provider docker: {exc}") from None
+        return "docker"
+    if provider != "auto":
+        return provider
+    try:
+        client = engine()
+    except EnvironmentUnavailable as exc:
+        progress.note(f"provider: wheels ({exc})")
+        return "wheels"
+    if flavour == "wheels":
+        import docker
+
+        try:
+            client.images.get(BASE_TAG)
+        except docker.errors.ImageNotFound:
+            progress.note(f"provider: wheels (a Docker engine answers, but the base image "
+                          f"{BASE_TAG} is missing: containers/base.sh makes it)")
+            return "wheels"
+    progress.note("provider: docker")
+    return "docker"
+
+
+class Environments:
+    """Toolkit and library environments, prepared once per run and shared by every cell."""
+
+    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Notes,
+                 containers: Path = Path("containers"), flavour: str = "wheels") -> None:
+        self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
+        self.containers, self.flavour = containers, flavour
+        self._client: object | None = None
+        self._base: str | None = None
+        self.toolkits: dict[str, Environment | str] = {}
+        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
+        self._host: Environment | str | None = None
+        # What could not be installed or found, by environment: the user's to fix.
+        self.failures: dict[str, str] = {}
+        # Cells ask from many threads; each environment must be prepared exactly once.
+        self._lock = threading.Lock()
+
+    def _host_env(self) -> Environment | str:
+        if self._host is None:
+            try:
+                self._host = prepare_host()
+            except EnvironmentUnavailable as exc:
+                self._host = self.failures["host toolkit"] = str(exc)
+        return self._host
+
+    def docker_client(self) -> object:
+        if self._client is None:
+            self._client = engine()
+        return self._client
+
+    def base_image(self) -> str | None:
+        """The docker provider's base image (for cells that bring their own toolchain)."""
+        with self._lock:
+            if self._base is None:
+                try:
+                    ensure_base_image(self.docker_client())
+                    self._base = BASE_TAG
+                except EnvironmentUnavailable as exc:
+                    self.failures["docker base image"] = str(exc)
+                    self._base = ""
+            return self._base or None
+
+    def toolkit(self, version: str) -> Environment | str:
+        """The environment, or the reason it could not be had."""
+        with self._lock:
+            return self._toolkit(version)
+
+    def _toolkit(self, version: str) -> Environment | str:
+        if version in self.toolkits:
+            return self.toolkits[version]
+        started = time.monotonic()
+        self.progress.note(f"preparing toolkit {version} ({self.provider})")
+        result: Environment | str
+        if self.provider == "docker":
+            try:
+                image = build_toolkit_image(self.docker_client(), self.matrix, version,
+                                            self.cache, self.containers, self.flavour)
+                result = image.environment
+                self.progress.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
+            except EnvironmentUnavailable as exc:
+                result = self.failures[f"toolkit {version}"] = str(exc)
+        elif self.provider == "host":
+            host = self._host_env()
+            if isinstance(host, Environment) and host.toolkit != version:
+                result = f"the host provider has toolkit {host.toolkit} only"
+            else:
+                result = host
+        else:
+            try:
+                result = prepare_toolkit(self.matrix, version, self.cache)
+            except EnvironmentUnavailable as exc:
+                result = self.failures[f"toolkit {version}"] = str(exc)
+        state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
+        self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
+        self.toolkits[version] = result
+        return result
+
+    def library(self, name: str, version: str, cuda_major: int | None) -> LibraryEnvironment | str:
+        key = (name, version, cuda_major)
+        with self._lock:
+            return self._library(key)
+
+    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
+        name, version, cuda_major = key
+        if key not in self.libraries:
+            started = time.monotonic()
+            self.progress.note(f"preparing {name} {version}")
+            try:
+                self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
+                                                      self.cache)
+            except EnvironmentUnavailable as exc:
+                self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+            self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+        return self.libraries[key]

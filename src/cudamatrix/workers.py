@@ -1,0 +1,176 @@
+"""Where a cell's worker runs: a process of its own here, or a `docker exec` in its
+toolkit's container. Either way the worker writes its stages to the cell's folder and
+the run reads them back, so a crash, a hang or an interrupted run costs one cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .errors import EnvironmentUnavailable
+from .providers.docker import (
+    CELL_UID,
+    CUDA_COMPAT_IN_IMAGE,
+    PYTHON_IN_IMAGE,
+    WORK_IN_IMAGE,
+    ContainerPool,
+    Mount,
+    translate,
+)
+from .providers.environment import Environment
+from .stages.job import Job
+from .stages.logs import error_lines
+from .stages.result import StageResult
+from .stages.worker import PARENT_ENV, RESULT_FILE
+
+
+class Workers:
+    """Cell worker processes, each in its own process group so a timeout kills its compilers."""
+
+    def __init__(self) -> None:
+        self._running: set[subprocess.Popen[str]] = set()
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
+        if self.stopping:
+            raise KeyboardInterrupt
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cudamatrix.stages.worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            start_new_session=True)
+        with self._lock:
+            self._running.add(process)
+        try:
+            stdout, stderr = process.communicate(job.to_json(), timeout=job.timeout + 15)
+        except subprocess.TimeoutExpired:
+            self._kill(process)
+            process.communicate()
+            return [timed_out(job)]
+        finally:
+            with self._lock:
+                self._running.discard(process)
+        if process.returncode != 0 and self.stopping:
+            raise KeyboardInterrupt
+        code = process.returncode
+        how = (f"killed by {signal.Signals(-code).name}" if code < 0
+               else f"exited with status {code}")
+        return collect_stages(job, code, how, (stdout + stderr).strip())
+
+    @staticmethod
+    def _kill(process: subprocess.Popen[str]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    def stop_all(self) -> None:
+        self.stopping = True
+        with self._lock:
+            for process in list(self._running):
+                self._kill(process)
+
+
+def timed_out(job: Job) -> StageResult:
+    return StageResult("compile", "timeout",
+                       f"cell ran past its {job.timeout:.0f} s limit and was killed")
+
+
+def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
+    """The stages a finished worker left in its folder, or why it left none."""
+    result_file = job.work / RESULT_FILE
+    if code != 0 or not result_file.exists():
+        return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
+    stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
+    if output:  # device printf and library chatter belong to the last stage's story
+        last = stages[-1]
+        said = error_lines(output)
+        message = last.message
+        if last.status != "ok" and said and said[0] not in message:
+            message = f"{message} (process output: {said[0][:200]})"
+        stages[-1] = replace(last, message=message,
+                             log=f"{last.log}\n--- process output ---\n"
+                                 f"{output[-20_000:]}".strip())
+    return stages
+
+
+class DockerCells:
+    """Runs cell workers inside the run's toolkit containers (the docker provider)."""
+
+    def __init__(self, client: Any, *, out: Path, cache: Path, corpus: Sequence[Path],
+                 base_image: Callable[[], str | None], gpu: bool, lifetime_s: float,
+                 compat: bool) -> None:
+        package = Path(__file__).resolve().parent  # the cudamatrix package, mounted read-only
+        artifacts = (out / "artifacts").resolve()
+        artifacts.mkdir(parents=True, exist_ok=True)
+        libraries = (cache / "libraries").resolve()
+        libraries.mkdir(parents=True, exist_ok=True)
+        mounts = [Mount(str(package), f"{PYTHON_IN_IMAGE}/cudamatrix"),
+                  Mount(str(artifacts), f"{WORK_IN_IMAGE}/out", writable=True),
+                  Mount(str(libraries), f"{WORK_IN_IMAGE}/libraries")]
+        for number, folder in enumerate(dict.fromkeys(p.resolve() for p in corpus)):
+            mounts.append(Mount(str(folder), f"{WORK_IN_IMAGE}/corpus/{number}"))
+        self.mounts = mounts
+        self.base_image = base_image
+        self.stopping = False
+        self.compat = compat
+        self.pool = ContainerPool(client, mounts, f"{os.getpid()}-{int(time.time())}", gpu=gpu,
+                                  lifetime_s=lifetime_s)
+
+    def run(self, job: Job) -> list[StageResult]:
+        if self.stopping:
+            raise KeyboardInterrupt
+        image = job.env.image if job.env and job.env.image else self.base_image()
+        if image is None:
+            return [StageResult("compile", "error", "no base image for cells without a toolkit")]
+        try:
+            container = self.pool.get(image)
+        except EnvironmentUnavailable as exc:
+            if self.stopping:
+                raise KeyboardInterrupt from None
+            return [StageResult("compile", "error", str(exc))]
+        inside = translate(job, self.mounts)
+        (job.work / "job.json").write_text(inside.to_json())
+        if os.geteuid() == 0:  # the cell's user must be able to write its own folder
+            os.chown(job.work, CELL_UID, CELL_UID)
+        started = time.monotonic()
+        folders = list(job.env.library_dirs) if job.env else []
+        if self.compat:  # NVIDIA's forward-compatibility libcuda before the host driver's
+            folders.insert(0, CUDA_COMPAT_IN_IMAGE)
+        variables = {"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {}
+        code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
+                                             variables)
+        if self.stopping:  # the run was interrupted and its containers removed under the cell
+            raise KeyboardInterrupt
+        if code == 137 and time.monotonic() - started >= job.timeout:
+            return [timed_out(job)]
+        how = "killed (SIGKILL: memory limit or container limit)" if code == 137 \
+            else f"exited with status {code}"
+        return collect_stages(job, code, how, output.strip())
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.pool.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def worker_env(env: Environment | None) -> dict[str, str]:
+    variables = dict(os.environ)
+    variables[PARENT_ENV] = str(os.getpid())
+    folders = list(env.library_dirs if env else ())
+    if variables.get("LD_LIBRARY_PATH"):
+        folders.append(variables["LD_LIBRARY_PATH"])
+    if folders:
+        variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
+    return variables
