@@ -56,8 +56,9 @@ class Workers:
             stdout, stderr = process.communicate(job.to_json(), timeout=job.timeout + 15)
         except subprocess.TimeoutExpired:
             self._kill(process)
-            process.communicate()
-            return [timed_out(job)]
+            stdout, stderr = process.communicate()
+            # What it said before it was stopped is the only clue to where it hung.
+            return [replace(timed_out(job), log=(stdout + stderr).strip()[-20_000:])]
         finally:
             with self._lock:
                 self._running.discard(process)
