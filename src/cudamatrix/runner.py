@@ -375,9 +375,11 @@ def execute(options: RunOptions, progress: Progress,
         if runner.docker:
             runner.docker.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        workers.close()
         progress.finish()
         raise
     pool.shutdown(wait=True)
+    workers.close()
     if runner.docker:
         runner.docker.close()
     progress.finish()

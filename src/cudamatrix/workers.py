@@ -8,9 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,56 +32,122 @@ from .providers.docker import (
     translate,
 )
 from .providers.environment import Environment
+from .stages.forkserver import OUTPUT_FILE
 from .stages.job import Job
 from .stages.logs import error_lines
 from .stages.result import StageResult
 from .stages.worker import PARENT_ENV, RESULT_FILE
 
 
+class ForkServer:
+    """One warm worker parent for one worker environment (see stages/forkserver.py)."""
+
+    def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
+        self.socket_path = str(folder / f"server-{number}.sock")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cudamatrix.stages.forkserver", self.socket_path],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            self.stop()
+            raise RuntimeError(f"cell worker server did not start: {ready}"
+                               f"{self.process.stdout.read()[-2000:]}")
+
+    def start_cell(self, job_file: Path) -> tuple[socket.socket, int]:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(60)
+        connection.connect(self.socket_path)
+        connection.sendall(f"{job_file}\n".encode())
+        return connection, int(_read_line(connection))
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def _read_line(connection: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(64)
+        if not chunk:
+            raise ConnectionError("cell worker server closed the connection")
+        data += chunk
+    return data.decode().strip()
+
+
 class Workers:
-    """Cell worker processes, each in its own process group so a timeout kills its compilers."""
+    """Cell worker processes: each cell a process of its own, in a process group of its own
+    (so a timeout kills its compilers), forked from a warm server per environment."""
 
     def __init__(self) -> None:
-        self._running: set[subprocess.Popen[str]] = set()
+        self._running: set[int] = set()
+        self._servers: dict[tuple[str, str], ForkServer] = {}
         self._lock = threading.Lock()
+        self._folder = Path(tempfile.mkdtemp(prefix="cudamatrix-workers-"))
         self.stopping = False
+
+    def _server(self, env: dict[str, str]) -> ForkServer:
+        key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))
+        with self._lock:
+            if self.stopping:
+                raise KeyboardInterrupt
+            if key not in self._servers:
+                self._servers[key] = ForkServer(env, self._folder, len(self._servers))
+            return self._servers[key]
 
     def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
         if self.stopping:
             raise KeyboardInterrupt
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            start_new_session=True)
+        job_file = job.work / "job.json"
+        job_file.write_text(job.to_json())
+        connection, pid = self._server(env).start_cell(job_file)
         with self._lock:
-            self._running.add(process)
+            self._running.add(pid)
         try:
-            stdout, stderr = process.communicate(job.to_json(), timeout=job.timeout + 15)
-        except subprocess.TimeoutExpired:
-            self._kill(process)
-            stdout, stderr = process.communicate()
-            # What it said before it was stopped is the only clue to where it hung.
-            return [replace(timed_out(job), log=(stdout + stderr).strip()[-20_000:])]
+            connection.settimeout(job.timeout + 15)
+            try:
+                code = int(_read_line(connection))
+                killed = False
+            except TimeoutError:
+                self._kill(pid)
+                connection.settimeout(30)
+                code, killed = int(_read_line(connection)), True
         finally:
+            connection.close()
             with self._lock:
-                self._running.discard(process)
-        if process.returncode != 0 and self.stopping:
+                self._running.discard(pid)
+        output_file = job.work / OUTPUT_FILE
+        output = output_file.read_text(errors="replace").strip() if output_file.exists() else ""
+        if killed:
+            # What it said before it was stopped is the only clue to where it hung.
+            return [replace(timed_out(job), log=output[-20_000:])]
+        if code != 0 and self.stopping:
             raise KeyboardInterrupt
-        code = process.returncode
         how = (f"killed by {signal.Signals(-code).name}" if code < 0
                else f"exited with status {code}")
-        return collect_stages(job, code, how, (stdout + stderr).strip())
+        return collect_stages(job, code, how, output)
 
     @staticmethod
-    def _kill(process: subprocess.Popen[str]) -> None:
+    def _kill(pid: int) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
 
     def stop_all(self) -> None:
         self.stopping = True
         with self._lock:
-            for process in list(self._running):
-                self._kill(process)
+            for pid in list(self._running):
+                self._kill(pid)
+
+    def close(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.stop()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def timed_out(job: Job) -> StageResult:
@@ -169,6 +238,8 @@ class DockerCells:
 def worker_env(env: Environment | None) -> dict[str, str]:
     variables = dict(os.environ)
     variables[PARENT_ENV] = str(os.getpid())
+    if env is not None and env.nvrtc:  # loaded once by the warm server, not per cell
+        variables["CUDAMATRIX_PRELOAD"] = env.nvrtc
     folders = list(env.library_dirs if env else ())
     if variables.get("LD_LIBRARY_PATH"):
         folders.append(variables["LD_LIBRARY_PATH"])

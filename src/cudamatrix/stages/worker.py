@@ -29,7 +29,7 @@ PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int | None = None) -> None:
     """End this cell, compilers included, when the run that started it is killed.
 
     The worker leads its own process group (so a timeout can kill its compilers); a
@@ -42,8 +42,8 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         return  # not Linux: the run's own clean-up is all there is
-    expected = os.environ.get(PARENT_ENV)
-    if expected and os.getppid() != int(expected):  # the run died before prctl took hold
+    expected = parent if parent is not None else os.environ.get(PARENT_ENV)
+    if expected and os.getppid() != int(expected):  # the parent died before prctl took hold
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
@@ -90,12 +90,20 @@ def execute(job: Job) -> list[StageResult]:
     return stages
 
 
+def run_job(text: str) -> None:
+    job = Job.from_json(text)
+    stages = execute(job)
+    (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
+
+
+def run_job_file(path: str) -> None:
+    run_job(Path(path).read_text())
+
+
 def main() -> None:
     _die_with_parent()
     # The job comes on stdin, or as a file (a docker exec has no stdin to give).
-    job = Job.from_json(Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read())
-    stages = execute(job)
-    (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
+    run_job(Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read())
 
 
 if __name__ == "__main__":
