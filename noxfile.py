@@ -27,6 +27,12 @@ def _install(session: nox.Session) -> None:
     session.install("-e", ".[gpu]" if gpu else ".")
 
 
+def _command(session: nox.Session, command: str) -> None:
+    """A cudamatrix subcommand that needs no GPU packages, with the session's arguments."""
+    session.install("-e", ".")
+    session.run("cudamatrix", command, *session.posargs)
+
+
 @nox.session
 def matrix(session: nox.Session) -> None:
     """Expand the matrix, run every cell, write results.json, COMPATIBILITY.md, junit.xml."""
@@ -37,22 +43,19 @@ def matrix(session: nox.Session) -> None:
 @nox.session
 def validate(session: nox.Session) -> None:
     """Check matrix/matrix.toml and the corpus without running anything."""
-    session.install("-e", ".")
-    session.run("cudamatrix", "validate", *session.posargs)
+    _command(session, "validate")
 
 
 @nox.session
 def plan(session: nox.Session) -> None:
     """Print the GitHub Actions job matrix for a tier (see .github/workflows/matrix.yml)."""
-    session.install("-e", ".")
-    session.run("cudamatrix", "plan", *session.posargs)
+    _command(session, "plan")
 
 
 @nox.session
 def merge(session: nox.Session) -> None:
     """Merge shards' results into one report (the workflow's merge job)."""
-    session.install("-e", ".")
-    session.run("cudamatrix", "merge", *session.posargs)
+    _command(session, "merge")
 
 
 @nox.session
