@@ -86,7 +86,12 @@ class Workers:
         self._running: set[int] = set()
         self._servers: dict[tuple[str, str], ForkServer] = {}
         self._lock = threading.Lock()
-        self._folder = Path(tempfile.mkdtemp(prefix="cudamatrix-workers-"))
+        # UNIX socket paths must stay under ~100 bytes: a long $TMPDIR falls back to /tmp.
+        folder = tempfile.mkdtemp(prefix="cudamatrix-workers-")
+        if len(folder) > 80 and os.path.isdir("/tmp"):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = tempfile.mkdtemp(prefix="cm-", dir="/tmp")
+        self._folder = Path(folder)
         self.stopping = False
 
     def _server(self, env: dict[str, str]) -> ForkServer:
