@@ -19,6 +19,20 @@ def _write_case(root: Path, case_id: str, files: dict[str, str]) -> None:
         (folder / name).write_text(text)
 
 
+def _hanging_and_fine_cases(root: Path, hang_id: str, extra: str = "") -> None:
+    """A case that sleeps for two minutes (sm_90a only) and one that compiles at once."""
+    _write_case(root, hang_id, {
+        "hang.py": "import time\ntime.sleep(120)\n",
+        "case.toml": 'title = "hangs"\n[[variant]]\nname = "sleeps"\nsource = "hang.py"\n'
+                     f'frontend = "cute-dsl"\n{extra}only = {{ arch = "sm_90a" }}\n',
+    })
+    _write_case(root, "fine", {
+        "add.cu": KERNEL,
+        "case.toml": 'title = "fine"\n[[variant]]\nname = "v"\nsource = "add.cu"\n'
+                     'frontend = "nvrtc"\n',
+    })
+
+
 def test_user_case_runs_without_touching_the_package(run_cli, tmp_path: Path) -> None:
     cases = tmp_path / "my-cases"
     _write_case(cases, "add-one", {
@@ -58,16 +72,7 @@ def test_broken_user_kernel_fails_with_its_message(run_cli, tmp_path: Path) -> N
 
 def test_hanging_case_times_out_alone(run_cli, tmp_path: Path) -> None:
     cases = tmp_path / "my-cases"
-    _write_case(cases, "hang", {
-        "hang.py": "import time\ntime.sleep(120)\n",
-        "case.toml": 'title = "hangs"\n[[variant]]\nname = "sleeps"\nsource = "hang.py"\n'
-                     'frontend = "cute-dsl"\ntimeout = 3\nonly = { arch = "sm_90a" }\n',
-    })
-    _write_case(cases, "fine", {
-        "add.cu": KERNEL,
-        "case.toml": 'title = "fine"\n[[variant]]\nname = "v"\nsource = "add.cu"\n'
-                     'frontend = "nvrtc"\n',
-    })
+    _hanging_and_fine_cases(cases, "hang", "timeout = 3\n")
     run = run_cli("run", "--corpus", str(cases), "--case", "hang", "--case", "fine",
                   "--toolkit", "13.0", "--arch", "sm_90a", out=tmp_path / "out", timeout=600)
     cells = run.cells()
@@ -81,16 +86,7 @@ def test_hanging_case_times_out_alone(run_cli, tmp_path: Path) -> None:
 
 def test_run_time_limit_cuts_the_run_and_resume_finishes_it(run_cli, tmp_path: Path) -> None:
     cases = tmp_path / "my-cases"
-    _write_case(cases, "a-hang", {
-        "hang.py": "import time\ntime.sleep(120)\n",
-        "case.toml": 'title = "hangs"\n[[variant]]\nname = "sleeps"\nsource = "hang.py"\n'
-                     'frontend = "cute-dsl"\nonly = { arch = "sm_90a" }\n',
-    })
-    _write_case(cases, "fine", {
-        "add.cu": KERNEL,
-        "case.toml": 'title = "fine"\n[[variant]]\nname = "v"\nsource = "add.cu"\n'
-                     'frontend = "nvrtc"\n',
-    })
+    _hanging_and_fine_cases(cases, "a-hang")
     args = ("run", "--corpus", str(cases), "--case", "a-hang", "--case", "fine",
             "--toolkit", "13.0", "--arch", "sm_80", "--arch", "sm_90a", "--jobs", "1")
     out = tmp_path / "out"

@@ -26,9 +26,9 @@ from .ci import github_matrix
 from .errors import UserError
 from .merge import merge_results
 from .providers import PROVIDERS
+from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .reports import write_reports
 from .reports.github import publish
-from .reports.markdown import markdown_report
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
 from .runner import RunOptions, execute, exit_status, make_plan
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cuda-compat", action="store_true",
                      help="with NVIDIA's images, run on the forward-compatibility libraries "
                           "(a newer toolkit on an older driver); label the runner apart")
-    run.add_argument("--container-timeout", type=float, default=6 * 3600.0,
+    run.add_argument("--container-timeout", type=float, default=DEFAULT_CONTAINER_TIMEOUT_S,
                      help="seconds a toolkit container may live (default: %(default)s)")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                      help="cells run in parallel (default: the number of cores)")
@@ -215,8 +215,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     if args.baseline:
         diff = compare(str(args.baseline), load_baseline(args.baseline), results)
     written = write_reports(out, info, results, diff)
-    publish(markdown_report(info, sorted(results, key=lambda r: r.cell.sort_key()), diff),
-            results, diff)
+    publish(out / "COMPATIBILITY.md", results, diff)
     counts = summary(results)
     console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
                   f" ({len(results)} cells, {info.wall_seconds:.1f} s)")

@@ -21,6 +21,7 @@ from .providers.docker import (
     build_toolkit_image,
     engine,
     ensure_base_image,
+    image_exists,
 )
 from .providers.host import prepare_host
 from .providers.wheels import prepare_library, prepare_toolkit
@@ -49,15 +50,10 @@ def choose_provider(provider: str, flavour: str, cuda_compat: bool, progress: No
     except EnvironmentUnavailable as exc:
         progress.note(f"provider: wheels ({exc})")
         return "wheels"
-    if flavour == "wheels":
-        import docker
-
-        try:
-            client.images.get(BASE_TAG)
-        except docker.errors.ImageNotFound:
-            progress.note(f"provider: wheels (a Docker engine answers, but the base image "
-                          f"{BASE_TAG} is missing: containers/base.sh makes it)")
-            return "wheels"
+    if flavour == "wheels" and not image_exists(client, BASE_TAG):
+        progress.note(f"provider: wheels (a Docker engine answers, but the base image "
+                      f"{BASE_TAG} is missing: containers/base.sh makes it)")
+        return "wheels"
     progress.note("provider: docker")
     return "docker"
 
@@ -69,7 +65,6 @@ class Environments:
                  containers: Path = Path("containers"), flavour: str = "wheels") -> None:
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
         self.containers, self.flavour = containers, flavour
-        self._client: object | None = None
         self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
@@ -88,9 +83,7 @@ class Environments:
         return self._host
 
     def docker_client(self) -> object:
-        if self._client is None:
-            self._client = engine()
-        return self._client
+        return engine()  # one connection per process, made when the provider was chosen
 
     def base_image(self) -> str | None:
         """The docker provider's base image (for cells that bring their own toolchain)."""

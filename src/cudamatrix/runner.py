@@ -41,9 +41,9 @@ from .verdict import decide
 from .workers import DockerCells, Workers, worker_env
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
-# CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
+# CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
 CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl", "cutlass-python"})
 
 

@@ -20,6 +20,7 @@ memory and process limits, and GPUs only when the run has one; each cell is a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -55,8 +56,9 @@ DEFAULT_PIDS = 1024
 DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
 
 
+@functools.cache
 def engine() -> Any:
-    """A connected docker SDK client, or EnvironmentUnavailable saying why not."""
+    """A connected docker SDK client (one per process), or EnvironmentUnavailable saying why."""
     try:
         import docker
     except ImportError:
@@ -72,7 +74,7 @@ def engine() -> Any:
     return client
 
 
-def _image_exists(client: Any, tag: str) -> bool:
+def image_exists(client: Any, tag: str) -> bool:
     import docker
 
     try:
@@ -85,7 +87,7 @@ def _image_exists(client: Any, tag: str) -> bool:
 def ensure_base_image(client: Any, tag: str = BASE_TAG,
                       mirror: str = "http://deb.debian.org/debian") -> str:
     """The local Debian base image; made with debootstrap + import the first time."""
-    if _image_exists(client, tag):
+    if image_exists(client, tag):
         return str(client.images.get(tag).id)
     if shutil.which("debootstrap") is None or os.geteuid() != 0:
         raise EnvironmentUnavailable(
@@ -122,11 +124,6 @@ def _link_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, copy_function=place, symlinks=True)
 
 
-def _remap(paths: Sequence[str], host_root: str, image_root: str) -> tuple[str, ...]:
-    return tuple(image_root + p[len(host_root):] if p.startswith(host_root) else p
-                 for p in paths)
-
-
 @dataclass(frozen=True)
 class ToolkitImage:
     tag: str
@@ -148,14 +145,18 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
     buildargs = {"BASE": BASE_TAG, "TOOLKIT": toolkit, "CELL_UID": str(CELL_UID)}
     key = _digest(dockerfile.read_text(), buildargs, host.packages, base_id)
     tag = f"{IMAGE_REPOSITORY}:{toolkit}-wheels-{key[:12]}"
+
+    def inside(path: str) -> str:  # the tree is copied whole to TOOLKIT_IN_IMAGE
+        return TOOLKIT_IN_IMAGE + path.removeprefix(host.root)
+
     environment = replace(
         host, provider="docker", root=TOOLKIT_IN_IMAGE, image=tag,
-        nvrtc=_remap([host.nvrtc], host.root, TOOLKIT_IN_IMAGE)[0] if host.nvrtc else None,
-        ptxas=_remap([host.ptxas], host.root, TOOLKIT_IN_IMAGE)[0] if host.ptxas else None,
-        nvcc=_remap([host.nvcc], host.root, TOOLKIT_IN_IMAGE)[0] if host.nvcc else None,
-        include_dirs=_remap(host.include_dirs, host.root, TOOLKIT_IN_IMAGE),
-        library_dirs=_remap(host.library_dirs, host.root, TOOLKIT_IN_IMAGE))
-    if _image_exists(client, tag):
+        nvrtc=inside(host.nvrtc) if host.nvrtc else None,
+        ptxas=inside(host.ptxas) if host.ptxas else None,
+        nvcc=inside(host.nvcc) if host.nvcc else None,
+        include_dirs=tuple(inside(p) for p in host.include_dirs),
+        library_dirs=tuple(inside(p) for p in host.library_dirs))
+    if image_exists(client, tag):
         return ToolkitImage(tag, environment, built=False)
     with tempfile.TemporaryDirectory(prefix="cudamatrix-context-", dir=cache) as folder:
         context = Path(folder)
@@ -199,7 +200,7 @@ def _nvidia_image(client: Any, toolkit: str, cache: Path, containers: Path) -> T
         nvrtc=f"/usr/local/cuda/lib64/libnvrtc.so.{major}", ptxas="/usr/local/cuda/bin/ptxas",
         nvcc="/usr/local/cuda/bin/nvcc", include_dirs=("/usr/local/cuda/include",),
         library_dirs=("/usr/local/cuda/lib64",), tool_versions={"image": table[toolkit]})
-    if _image_exists(client, tag):
+    if image_exists(client, tag):
         return ToolkitImage(tag, environment, built=False)
     with tempfile.TemporaryDirectory(prefix="cudamatrix-context-", dir=cache) as folder:
         shutil.copy2(dockerfile, Path(folder) / "Dockerfile")

@@ -77,8 +77,9 @@ def step_summary(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:
                             f"is {report_name} in the run's artifacts.\n")
 
 
-def publish(markdown: str, results: Sequence[CellResult], diff: BaselineDiff | None) -> bool:
-    """Under GitHub Actions, print annotations and append the step summary; False elsewhere."""
+def publish(report: Path, results: Sequence[CellResult], diff: BaselineDiff | None) -> bool:
+    """Under GitHub Actions, print annotations and append the written Markdown `report` to the
+    step summary; False elsewhere."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return False
     for line in annotation_lines(results, diff):
@@ -86,5 +87,5 @@ def publish(markdown: str, results: Sequence[CellResult], diff: BaselineDiff | N
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with Path(summary_file).open("a", encoding="utf-8") as handle:
-            handle.write(step_summary(markdown))
+            handle.write(step_summary(report.read_text(encoding="utf-8")))
     return True

@@ -90,20 +90,15 @@ def execute(job: Job) -> list[StageResult]:
     return stages
 
 
-def run_job(text: str) -> None:
-    job = Job.from_json(text)
+def run_job_file(path: str) -> None:
+    job = Job.from_json(Path(path).read_text())
     stages = execute(job)
     (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
 
 
-def run_job_file(path: str) -> None:
-    run_job(Path(path).read_text())
-
-
 def main() -> None:
     _die_with_parent()
-    # The job comes on stdin, or as a file (a docker exec has no stdin to give).
-    run_job(Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read())
+    run_job_file(sys.argv[1])
 
 
 if __name__ == "__main__":
