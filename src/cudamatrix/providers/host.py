@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
 from .environment import Environment, installed_packages
-from .wheels import describe_toolkit_tree
+from .tree import describe_toolkit_tree
 
 
 def host_root() -> Path:
