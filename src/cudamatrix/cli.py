@@ -194,6 +194,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     progress = RichProgress(console) if interactive else PlainProgress()
     # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.
     signal.signal(signal.SIGTERM, _interrupt)
+    # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
+    # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         info, results = execute(options, progress)
     except KeyboardInterrupt:

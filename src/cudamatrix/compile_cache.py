@@ -14,6 +14,7 @@ killed mid-store, or two shards storing the same entry, leave no half entry.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from .stages.job import Job
 from .stages.result import StageResult
 
 # Bump when what a compile stage records or produces changes shape.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHEABLE = frozenset({"ok", "failed", "unsupported"})
 ARTIFACTS = ("compile.json", "kernel.ptx", "kernel.cubin", "libcase.so")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
@@ -56,6 +57,20 @@ def _included_files(source: Path, search: list[Path]) -> list[Path]:
     return list(seen)
 
 
+@functools.cache
+def stage_code_digest() -> str:
+    """A hash of the code that compiles and reads compilers' output.
+
+    A cached verdict is only as good as the code that reached it: when the compile stage
+    changes (how NVRTC is called, how a log is read), entries made by the old code must
+    not be served as if this code had made them.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.joinpath("stages").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def compile_key(job: Job, provider: str) -> str:
     """Everything that decides a compile's outcome, hashed.
 
@@ -70,6 +85,7 @@ def compile_key(job: Job, provider: str) -> str:
     env = job.env
     material: dict[str, Any] = {
         "format": CACHE_FORMAT,
+        "stage_code": stage_code_digest(),
         "provider": provider,
         "frontend": job.frontend,
         "arch": job.arch,

@@ -46,6 +46,8 @@ class Expectation:
     stage: str | None = None
     match: str | None = None
     note: str = ""
+    # A compiler warning the cell must print (regex over the compile stage's warnings).
+    warning: str | None = None
 
     def applies(self, axes: Mapping[str, str | None]) -> bool:
         return _selects(self.when, axes)
@@ -56,6 +58,8 @@ class Expectation:
             text += f" at {self.stage}"
         if self.match:
             text += f" matching /{self.match}/"
+        if self.warning:
+            text += f" with a warning matching /{self.warning}/"
         return text
 
 
@@ -148,7 +152,7 @@ class _Reader:
     def expectation(self, where: str, raw: Any) -> Expectation:
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table")
-        unknown = set(raw) - {"when", "outcome", "stage", "match", "note"}
+        unknown = set(raw) - {"when", "outcome", "stage", "match", "note", "warning"}
         if unknown:
             raise self.fail(where, f"unknown field(s) {sorted(unknown)}")
         outcome = raw.get("outcome")
@@ -157,18 +161,23 @@ class _Reader:
         stage = raw.get("stage")
         if stage is not None and stage not in STAGES:
             raise self.fail(where, f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-        match = raw.get("match")
-        if match is not None:
+        match, warning = raw.get("match"), raw.get("warning")
+        for key, pattern in (("match", match), ("warning", warning)):
+            if pattern is None:
+                continue
+            if not isinstance(pattern, str):
+                raise self.fail(f"{where}.{key}", f"expected a regular expression, got {pattern!r}")
             try:
-                re.compile(match)
+                re.compile(pattern)
             except re.error as exc:
-                raise self.fail(f"{where}.match", f"bad regular expression: {exc}") from None
+                raise self.fail(f"{where}.{key}", f"bad regular expression: {exc}") from None
         return Expectation(
             outcome=outcome,
             when=self.when(f"{where}.when", raw.get("when", {}), EXPECT_KEYS),
             stage=stage,
             match=match,
             note=str(raw.get("note", "")),
+            warning=warning,
         )
 
     def artifact(self, where: str, raw: Any) -> ArtifactCheck:

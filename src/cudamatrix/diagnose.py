@@ -25,6 +25,8 @@ class Rule:
     fix: str
     links: tuple[str, ...]
     statuses: tuple[str, ...] = ()
+    # Tried on the decisive message alone: its words also close logs it does not explain.
+    decisive_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,15 +47,18 @@ def rules() -> tuple[Rule, ...]:
     text = resources.files("cudamatrix").joinpath("rules.toml").read_text()
     return tuple(
         Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
-             tuple(r.get("links", ())), tuple(r.get("status", ())))
+             tuple(r.get("links", ())), tuple(r.get("status", ())),
+             bool(r.get("decisive_only", False)))
         for r in tomllib.loads(text)["rule"]
     )
 
 
 def diagnose(message: str, lines: Sequence[str] = ()) -> Diagnosis:
     """The first rule that matches the decisive message, else one of the error lines."""
-    for text in (message, *lines):
+    for index, text in enumerate((message, *lines)):
         for rule in rules():
+            if rule.decisive_only and index > 0:
+                continue
             if text and rule.pattern.search(text):
                 return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
                                  text)

@@ -186,6 +186,9 @@ class CellRunner:
             missing = env.missing_for(cell.frontend)
             if missing:
                 return [StageResult("compile", "unavailable", missing)], versions
+            unknown = env.lacks_arch(cell.arch)
+            if unknown:
+                return [StageResult("compile", "unsupported", unknown)], versions
         if cell.frontend == "cupy" and not self.device.present:
             reason = f"CuPy compiles through the driver: {self.device.reason}"
             return [StageResult("compile", "unavailable", reason)], versions

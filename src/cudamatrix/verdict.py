@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .corpus import STAGES, Expectation
-from .stages.logs import error_lines
+from .stages.logs import error_lines, warning_lines
 from .stages.result import StageResult
 
 OUTCOMES = ("pass", "xfail", "xpass", "fail", "error", "skip")
@@ -31,8 +31,27 @@ class Verdict:
 
 
 def _matches(pattern: str, failed: StageResult) -> bool:
+    """Whether the failure said what the case expects: its errors, never its warnings.
+
+    The decisive message is an error line, or a script's stated reason; a warning is
+    neither, so a `#warning` mentioning the expected words cannot make a false xfail.
+    """
     candidates = [failed.message, *error_lines(failed.log)]
     return any(re.search(pattern, text) for text in candidates if text)
+
+
+def _warned(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict | None:
+    """A failing verdict when the case expects a compiler warning the compile did not print."""
+    if not expectation.warning or not stages or stages[0].stage != "compile" \
+            or stages[0].status != "ok":
+        return None
+    warnings = stages[0].details.get("warnings") or warning_lines(stages[0].log)
+    if any(re.search(expectation.warning, w) for w in warnings):
+        return None
+    printed = f"it printed: {warnings[0]}" if warnings else "it printed none"
+    return Verdict("fail", "compile", "compile",
+                   f"expected a compiler warning matching /{expectation.warning}/; {printed}",
+                   "the expected warning was not printed")
 
 
 def _order(stage: str) -> int:
@@ -42,6 +61,13 @@ def _order(stage: str) -> int:
 def decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
     if not stages:
         return Verdict("error", "compile", "", "no stage ran", "the cell produced no result")
+    verdict = _decide(expectation, stages)
+    if verdict.outcome in ("pass", "xfail", "xpass"):
+        return _warned(expectation, stages) or verdict
+    return verdict
+
+
+def _decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
     reached = ""
     for result in stages:
         if result.status == "ok":
@@ -61,8 +87,7 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
     if status in ("error", "timeout", "crashed"):
         return Verdict("error", stage, reached, message or status, f"{status} in {stage}")
     if status == "unsupported":
-        return Verdict("skip", stage, reached, message,
-                       "the toolkit does not support this architecture")
+        return Verdict("skip", stage, reached, message, message)
     if status == "unavailable":
         return Verdict("skip", stage, reached, message, "this environment cannot run the cell")
     if status == "skipped":
@@ -84,4 +109,5 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
     if expectation.match and not _matches(expectation.match, result):
         return Verdict("fail", stage, reached, message,
                        f"expected {expectation.describe()}; the failure said something else")
-    return Verdict("xfail", stage, reached, message, f"expected {expectation.describe()}")
+    return Verdict("xfail", stage, reached, message,
+                   f"failed as expected ({expectation.describe()})")

@@ -33,6 +33,10 @@ class Environment:
     tool_versions: dict[str, str] = field(default_factory=dict)
     # The docker provider's image; paths above are then paths inside it.
     image: str | None = None
+    # The real archs the toolkit's own ptxas accepts (empty: not known, nothing pruned).
+    known_archs: tuple[str, ...] = ()
+    # Public headers (tree.PUBLIC_HEADERS) that no include folder of this toolkit holds.
+    missing_headers: tuple[str, ...] = ()
 
     def missing_for(self, frontend: str) -> str | None:
         """Why this environment cannot run `frontend`, or None when it can."""
@@ -42,6 +46,23 @@ class Environment:
                         f"the {frontend} frontend needs it")
         return None
 
+    def lacks_arch(self, arch: str) -> str | None:
+        """Why this toolkit cannot build for `arch`, in its own words, or None when it can."""
+        if not self.known_archs or arch in self.known_archs:
+            return None
+        return (f"toolkit {self.toolkit} does not know {arch} (its ptxas "
+                f"{self.tool_versions.get('ptxas', '')} accepts {self.known_archs[0]} to "
+                f"{self.known_archs[-1]})").replace("ptxas  accepts", "ptxas accepts")
+
+    def lacks_header(self, header: str) -> str | None:
+        """Why a kernel including `header` cannot compile here, when the toolkit's
+        packages do not ship it; None when they do (the kernel's own mistake)."""
+        if header not in self.missing_headers:
+            return None
+        owners = ", ".join(f"{n} {v}" for n, v in sorted(self.packages.items())
+                           if "cccl" in n) or "its packages"
+        return f"toolkit {self.toolkit} ({self.provider}) ships no <{header}>: not in {owners}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -50,6 +71,8 @@ class Environment:
         data = dict(data)
         data["include_dirs"] = tuple(data.get("include_dirs", ()))
         data["library_dirs"] = tuple(data.get("library_dirs", ()))
+        data["known_archs"] = tuple(data.get("known_archs", ()))
+        data["missing_headers"] = tuple(data.get("missing_headers", ()))
         return cls(**data)
 
 

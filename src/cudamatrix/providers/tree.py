@@ -30,6 +30,74 @@ def _first(paths: Iterator[Path]) -> Path | None:
     return found[0] if found else None
 
 
+# Bump when what the reader finds changes: descriptions kept beside installed trees
+# by an older reader are then read again instead of trusted.
+TREE_READER_VERSION = 3
+
+# Files a package's include folder may hold that no kernel includes: the nvrtc and
+# nvvm wheels' own API headers, and the wheels' Python package markers.
+_NOT_KERNEL_HEADERS = frozenset({"nvrtc.h", "nvvm.h", "__init__.py", "__pycache__"})
+
+
+def include_folders(search: Path) -> list[Path]:
+    """The include folders nvcc itself would search, in its order, for any toolkit layout.
+
+    A wheels tree has one top-level ``include`` per package (``nvidia/cuda_runtime/include``,
+    ``nvidia/cuda_cccl/include`` with only ``cub/ cuda/ nv/ thrust/`` in it, ...), CUDA 13
+    one ``nvidia/cu13/include`` with CCCL in its ``cccl/``; a classic install has one
+    ``include``. An ``include`` folder *inside* another (libcu++'s
+    ``cuda/std/detail/libcxx/include``) is a library's internals, never an entry point,
+    and a folder holding nothing but the nvrtc/nvvm API headers offers a kernel nothing.
+    """
+    found = []
+    for folder in sorted(search.glob("**/include")):
+        inside = folder.relative_to(search).parts[:-1]
+        if not folder.is_dir() or "include" in inside:
+            continue
+        if {entry.name for entry in folder.iterdir()} - _NOT_KERNEL_HEADERS:
+            found.append(folder)
+            if (folder / "cccl").is_dir():
+                found.append(folder / "cccl")
+    # cuda_runtime first: its mma.h / cuda_fp16.h are the public entry points.
+    found.sort(key=lambda p: (0 if "runtime" in str(p) else 1, str(p)))
+    return found
+
+
+# The public headers kernels include most, by the folder-relative name a kernel writes.
+# A toolkit whose packages lack one cannot compile such a kernel: that is a fact about
+# the packages (the 12.0-12.2 CCCL wheels ship only libcu++'s internals), not about CUDA.
+PUBLIC_HEADERS = ("cuda/pipeline", "cuda/barrier", "cuda/std/atomic", "nv/target",
+                  "cub/cub.cuh", "thrust/version.h", "cooperative_groups.h", "cuda_fp16.h",
+                  "cuda_bf16.h", "mma.h")
+
+
+def missing_headers(includes: list[Path]) -> tuple[str, ...]:
+    return tuple(h for h in PUBLIC_HEADERS if not any((f / h).is_file() for f in includes))
+
+
+_GPU_NAME_VALUES = re.compile(r"--gpu-name\b.*?Allowed values for this option:(.*?)Default value",
+                              re.DOTALL)
+
+
+def known_archs(ptxas: Path | None) -> tuple[str, ...]:
+    """The real GPU architectures this toolkit's ptxas accepts, from its own ``--help``.
+
+    ptxas is the one tool every toolkit layout carries (nvcc and NVRTC hand it their
+    code), and it lists arch-specific (``sm_90a``) and family (``sm_100f``) targets that
+    ``nvrtcGetSupportedArchs`` cannot express.
+    """
+    if ptxas is None:
+        return ()
+    try:
+        text = subprocess.run([str(ptxas), "--help"], capture_output=True, text=True,
+                              timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    block = _GPU_NAME_VALUES.search(text)
+    names = re.findall(r"'(sm_\d+[af]?)'", block.group(1)) if block else []
+    return tuple(sorted(set(names), key=lambda n: (int(re.sub(r"\D", "", n)), n)))
+
+
 def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dict[str, str],
                           search: Path) -> Environment:
     """Find the compilers and headers in a toolkit tree (wheel layout or a classic install)."""
@@ -37,16 +105,7 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
                    if re.fullmatch(r"libnvrtc\.so\.\d+(\.\d+)*", p.name) and p.is_file())
     ptxas = _first(search.glob("**/bin/ptxas"))
     nvcc = _first(search.glob("**/bin/nvcc"))
-    includes = []
-    for folder in sorted(search.glob("**/include")):
-        headers = {p.name for p in folder.glob("*.h")} if folder.is_dir() else set()
-        # The nvrtc wheel's include folder holds nvrtc.h alone: nothing a kernel includes.
-        if headers - {"nvrtc.h"}:
-            includes.append(folder)
-            if (folder / "cccl").is_dir():
-                includes.append(folder / "cccl")
-    # cuda_runtime first: its mma.h / cuda_fp16.h are the public entry points.
-    includes.sort(key=lambda p: (0 if "runtime" in str(p) else 1, str(p)))
+    includes = include_folders(search)
     tool_versions = {}
     for name, tool in (("ptxas", ptxas), ("nvcc", nvcc)):
         if tool is not None:
@@ -63,4 +122,6 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
         library_dirs=(str(nvrtc.parent),) if nvrtc else (),
         packages=packages,
         tool_versions=tool_versions,
+        known_archs=known_archs(ptxas),
+        missing_headers=missing_headers(includes),
     )

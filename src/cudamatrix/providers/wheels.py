@@ -24,7 +24,7 @@ from packaging.version import Version
 from ..errors import EnvironmentUnavailable
 from ..matrix import Matrix
 from .environment import Environment, LibraryEnvironment, installed_packages
-from .tree import describe_toolkit_tree
+from .tree import TREE_READER_VERSION, describe_toolkit_tree
 
 MARKER = "cudamatrix-environment.json"
 PIP_TIMEOUT_S = 900
@@ -85,11 +85,13 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
     installed = (root / MARKER).read_text()
     if described.is_file():
         data = json.loads(described.read_text())
-        if data.get("marker") == installed and data.get("root") == str(root):
+        if data.get("marker") == installed and data.get("root") == str(root) \
+                and data.get("reader") == TREE_READER_VERSION:
             return Environment.from_dict(data["environment"])
     env = describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
     staging = described.with_name(f"{DESCRIBED}.{os.getpid()}")
     staging.write_text(json.dumps({"marker": installed, "root": str(root),
+                                   "reader": TREE_READER_VERSION,
                                    "environment": env.to_dict()}))
     staging.replace(described)
     return env

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..versions import Arch
+from .flags import resolve_flags, shown
 from .job import Job
-from .logs import arch_unknown, decisive_line, resource_usage
+from .logs import decisive_line, decode, missing_include, resource_usage, warning_lines
 from .nvrtc import Nvrtc
 from .result import StageResult
 
@@ -40,61 +41,87 @@ class Build:
 
 def _run_tool(command: Sequence[str], timeout: float, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> tuple[int, str]:
-    """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it."""
-    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
+    """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it.
+
+    Output is read as bytes and decoded leniently: a compiler quoting a Latin-1 source
+    line in its message is still a compiler's verdict, not a crash of this tool.
+    """
+    done = subprocess.run(list(command), capture_output=True, timeout=timeout,
                           env=env, cwd=cwd, check=False)
-    output = (done.stdout + done.stderr).strip()
+    output = (decode(done.stdout) + decode(done.stderr)).strip()
     if done.returncode < 0:  # a crash prints nothing of its own: say which signal ended it
         name = signal.Signals(-done.returncode).name
         output += f"\nerror: {Path(command[0]).name} was killed by {name}"
     return done.returncode, output.strip()
 
 
-def _failure(status: str, log: str, started: float, **details: object) -> Build:
-    message = decisive_line(log)
-    if status == "failed" and arch_unknown(log):
-        status = "unsupported"
+def _failure(job: Job, log: str, started: float, **details: object) -> Build:
+    """A refused compile; `unavailable` (a skip) when what the compiler could not open is a
+    public header the toolkit's own packages do not ship, so the toolkit, not the code,
+    is what is missing."""
+    status, message = "failed", decisive_line(log)
+    header = missing_include(log)
+    lacking = job.env.lacks_header(header) if header and job.env else None
+    if lacking:
+        status, message = "unavailable", lacking
     return Build(StageResult("compile", status, message, log, time.monotonic() - started,
                              dict(details)))
 
 
+def _compiled(log: str, started: float, details: dict[str, object], ptx: Path | None,
+              cubin: Path | None, library: Path | None = None) -> Build:
+    """A successful compile: its resource usage and warnings read off the tools' own log."""
+    details["resources"] = resource_usage(log)
+    details["warnings"] = warning_lines(log)
+    return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
+                 ptx, cubin, library)
+
+
 def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
            details: dict[str, object]) -> Build:
+    """PTX built for NVRTC's default virtual arch, assembled for the cell's GPU by the
+    toolkit's ptxas: what a driver would do with it when the case names no arch."""
     assert job.env is not None and job.env.ptxas is not None
     cubin = job.work / "kernel.cubin"
     remaining = max(1.0, job.timeout - (time.monotonic() - started))
     # Run where the files are, so messages name kernel.ptx rather than a long path.
-    code, log = _run_tool([job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name],
-                          remaining, cwd=job.work)
-    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v", log) if part)
+    command = [job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name]
+    code, log = _run_tool(command, remaining, cwd=job.work)
+    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v", log)
+                          if part)
     if code != 0:
-        return _failure("failed", full_log, started, **details)
-    details["resources"] = resource_usage(log)
-    return Build(StageResult("compile", "ok", "", full_log, time.monotonic() - started, details),
-                 ptx, cubin)
+        return _failure(job, full_log, started, **details)
+    return _compiled(full_log, started, details, ptx, cubin)
 
 
 def compile_nvrtc(job: Job) -> Build:
+    """NVRTC as a library built on it would call it: straight to a cubin for the cell's real
+    arch (CuPy's path), so every option reaches the code generator (``--maxrregcount``,
+    ``-Xptxas``) and the resource usage is NVRTC's own; the PTX is kept for inspection."""
     started = time.monotonic()
     assert job.env is not None and job.env.nvrtc is not None
-    options = list(job.flags)
-    if job.arch_flag:
-        options.append(f"--gpu-architecture={Arch.parse(job.arch).compute}")
     source = Path(job.source)
+    options = resolve_flags(job.flags, str(source.parent), job.env)
+    if job.arch_flag:
+        options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
     # NVRTC sees the source as text with a bare name: the case's own headers must be
     # put on its search path, as nvcc would find them beside the file.
     options.append(f"-I{source.parent}")
     for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
         options.append(f"-I{folder}")
     nvrtc = Nvrtc(job.env.nvrtc)
-    output = nvrtc.compile(source.read_text(), source.name, options)
-    shown = " ".join(o for o in options if not o.startswith("-I"))
-    log = f"$ nvrtc {nvrtc.version} {shown}\n{output.log}".strip()
-    details: dict[str, object] = {"nvrtc": nvrtc.version, "options": shown}
+    output = nvrtc.compile(source.read_bytes(), source.name, options)
+    log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
+    details: dict[str, object] = {"nvrtc": nvrtc.version,
+                                  "options": shown(options, job.env)}
     if not output.ok:
-        return _failure("failed", log, started, **details)
+        return _failure(job, log, started, **details)
     ptx = job.work / "kernel.ptx"
     ptx.write_bytes(output.ptx)
+    if output.cubin:
+        cubin = job.work / "kernel.cubin"
+        cubin.write_bytes(output.cubin)
+        return _compiled(log, started, details, ptx, cubin)
     return _ptxas(job, ptx, started, log, details)
 
 
@@ -111,7 +138,8 @@ def compile_nvcc(job: Job) -> Build:
     output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library),
               *(f"-L{d}" for d in job.env.library_dirs)] if job.host_entry \
         else ["-cubin", "-o", str(cubin)]
-    command = [job.env.nvcc, *job.flags, *output, "-Xptxas", "-v", "--keep",
+    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
                "--keep-dir", str(keep)]
     if job.arch_flag:
         arch = Arch.parse(job.arch)
@@ -119,28 +147,27 @@ def compile_nvcc(job: Job) -> Build:
     for folder in job.library.include_dirs if job.library else ():
         command.append(f"-I{folder}")
     command.append(job.source)
-    shown = " ".join(Path(c).name if i == 0 else c for i, c in enumerate(command)
-                     if not c.startswith("-I") and "--keep-dir" not in c)
+    logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
+                                       and c != str(keep))]
     try:
         code, log = _run_tool(command, job.timeout)
     except subprocess.TimeoutExpired:
         shutil.rmtree(keep, ignore_errors=True)
         raise
-    full_log = f"$ {shown}\n{log}".strip()
+    full_log = f"$ {shown(logged, job.env)}\n{log}".strip()
     details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
     if code != 0:
         shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
-        return _failure("failed", full_log, started, **details)
-    details["resources"] = resource_usage(log)
+        return _failure(job, full_log, started, **details)
     ptx = job.work / "kernel.ptx"
     for pattern, target in (("*.ptx", ptx), ("*.cubin", cubin)):
         found = sorted(keep.glob(pattern))
         if found and not target.exists():
             target.write_bytes(found[0].read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
-    return Build(StageResult("compile", "ok", "", full_log, time.monotonic() - started, details),
-                 ptx if ptx.exists() else None, cubin if cubin.exists() else None,
-                 library if job.host_entry and library.exists() else None)
+    return _compiled(full_log, started, details, ptx if ptx.exists() else None,
+                     cubin if cubin.exists() else None,
+                     library if job.host_entry and library.exists() else None)
 
 
 def compile_script(job: Job) -> Build:
@@ -165,7 +192,7 @@ def compile_script(job: Job) -> Build:
                 details["report"] = json.loads(line)
             break
     if code != 0:
-        return _failure("failed", log, started, **details)
+        return _failure(job, log, started, **details)
     ptx, cubin = job.work / "kernel.ptx", job.work / "kernel.cubin"
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)

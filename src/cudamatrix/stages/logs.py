@@ -10,12 +10,6 @@ _NOISE = re.compile(
     r"|compilation (failed|terminated)|^\s*$)", re.IGNORECASE)
 _ERROR = re.compile(r"\b(error|fatal|abort|Assertion|exception)\b", re.IGNORECASE)
 
-# How each compiler says it does not know the target architecture.
-_UNKNOWN_ARCH = re.compile(
-    r"(invalid value for --gpu-architecture|Value '\w+' is not defined for option 'gpu-name'"
-    r"|Unsupported gpu architecture|is not defined for option '(gpu-architecture|arch)')",
-    re.IGNORECASE)
-
 _FUNCTION = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?")
 _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -25,22 +19,48 @@ _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+_WARNING = re.compile(r"\bwarning\b", re.IGNORECASE)
+
+
+_MISSING_INCLUDE = re.compile(
+    r'cannot open source file "([^"]+)"|fatal error: ([^:\s]+): No such file or directory')
+
+
+def missing_include(log: str) -> str | None:
+    """The header the compiler's first error says it could not open, if that is the error."""
+    errors = error_lines(log)
+    match = _MISSING_INCLUDE.search(errors[0]) if errors else None
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def decode(data: bytes) -> str:
+    """Tool output as text whatever its encoding: an undecodable byte is shown, not fatal."""
+    return data.decode("utf-8", errors="replace")
+
+
+def warning_lines(log: str) -> list[str]:
+    """What the tools warned about: kept in the cell, shown in the report, and what an
+    expectation's ``warning`` pattern is matched against."""
+    log = _ANSI.sub("", log)
+    return [ln.strip()[:500] for ln in log.splitlines()
+            if _WARNING.search(ln) and not _ERROR.search(ln)][:50]
+
+
 def error_lines(log: str) -> list[str]:
     log = _ANSI.sub("", log)
     return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)]
 
 
 def decisive_line(log: str) -> str:
-    """The line a person would quote: the first real error, else the last non-empty line."""
+    """The line a person would quote: the first real error, else the last line that is
+    not a warning (a script's stated reason). A warning is never the decisive line: it
+    did not decide anything, and an expectation's `match` must not be met by one."""
     errors = error_lines(log)
     if errors:
         return errors[0][:500]
-    lines = [ln.strip() for ln in _ANSI.sub("", log).splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in _ANSI.sub("", log).splitlines()
+             if ln.strip() and not _WARNING.search(ln)]
     return lines[-1][:500] if lines else ""
-
-
-def arch_unknown(log: str) -> bool:
-    return bool(_UNKNOWN_ARCH.search(log))
 
 
 def resource_usage(ptxas_log: str) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ ctypes declarations load every toolkit's library the same way.
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ class NvrtcOutput:
     log: str
     ptx: bytes
     version: str
+    # NVRTC's own cubin when it compiled for a real arch (sm_XX), as CuPy asks it to.
+    cubin: bytes = b""
 
 
 class Nvrtc:
@@ -38,13 +41,37 @@ class Nvrtc:
             message = self._lib.nvrtcGetErrorString(code)
             raise RuntimeError(f"{what}: {message.decode() if message else code}")
 
-    def compile(self, source: str, name: str, options: Sequence[str]) -> NvrtcOutput:
+    def supported_archs(self) -> list[int]:
+        """The real architectures this NVRTC compiles for, as it says itself (11.2+)."""
+        if not hasattr(self._lib, "nvrtcGetNumSupportedArchs"):
+            return []
+        count = ctypes.c_int()
+        self._check(self._lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)),
+                    "nvrtcGetNumSupportedArchs")
+        archs = (ctypes.c_int * count.value)()
+        self._check(self._lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
+        return list(archs)
+
+    def _cubin(self, program: ctypes.c_void_p) -> bytes:
+        """The cubin, or nothing when the program was compiled for a virtual arch."""
+        if not hasattr(self._lib, "nvrtcGetCUBINSize"):
+            return b""
+        size = ctypes.c_size_t()
+        if self._lib.nvrtcGetCUBINSize(program, ctypes.byref(size)) != 0 or size.value == 0:
+            return b""
+        cubin = ctypes.create_string_buffer(size.value)
+        self._check(self._lib.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
+        return cubin.raw
+
+    def compile(self, source: bytes, name: str, options: Sequence[str]) -> NvrtcOutput:
+        """Compile `source` as the bytes on disk: NVRTC reads them as the file nvcc would,
+        so a comment in Latin-1 is no reason to fail."""
         program = ctypes.c_void_p()
-        self._check(self._lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(),
+        self._check(self._lib.nvrtcCreateProgram(ctypes.byref(program), source,
                                                  name.encode(), 0, None, None),
                     "nvrtcCreateProgram")
         try:
-            encoded = [o.encode() for o in options]
+            encoded = [os.fsencode(o) for o in options]
             array = (ctypes.c_char_p * len(encoded))(*encoded)
             result = self._lib.nvrtcCompileProgram(program, len(encoded), array)
             size = ctypes.c_size_t()
@@ -55,10 +82,13 @@ class Nvrtc:
             text = log.value.decode(errors="replace")
             if result != 0:
                 status = self._lib.nvrtcGetErrorString(result).decode()
-                return NvrtcOutput(False, f"{text}\nnvrtc: {status}".strip(), b"", self.version)
+                # NVRTC may fail with nothing in its log (a cubin over a limit its ptxas
+                # accepted): its return code is then the only error, so say it as one.
+                return NvrtcOutput(False, f"{text}\nerror: nvrtcCompileProgram returned "
+                                   f"{status}".strip(), b"", self.version)
             self._check(self._lib.nvrtcGetPTXSize(program, ctypes.byref(size)), "nvrtcGetPTXSize")
             ptx = ctypes.create_string_buffer(size.value)
             self._check(self._lib.nvrtcGetPTX(program, ptx), "nvrtcGetPTX")
-            return NvrtcOutput(True, text, ptx.value, self.version)
+            return NvrtcOutput(True, text, ptx.value, self.version, self._cubin(program))
         finally:
             self._lib.nvrtcDestroyProgram(ctypes.byref(program))

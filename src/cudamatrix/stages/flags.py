@@ -1,0 +1,68 @@
+"""A case's compiler flags as the compiler must see them.
+
+Relative include folders are the case's own: ``-Iinclude`` means the ``include``
+folder beside case.toml, wherever the tool was started and wherever the case is
+mounted (a container sees the corpus at another path). A case names the toolkit's
+folders by placeholder, never by an absolute path that holds on one machine only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from ..providers.environment import Environment
+
+PLACEHOLDERS = ("toolkit_root", "toolkit_include")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
+# Options whose value is a folder: joined (-Ifoo, --include-path=foo) or the next word.
+_PATH_OPTIONS = ("-I", "-isystem", "--include-path", "--system-include")
+
+
+def unknown_placeholders(flag: str) -> list[str]:
+    """The ``{names}`` in a flag that are not placeholders this tool fills in."""
+    return [name for name in _PLACEHOLDER.findall(flag) if name not in PLACEHOLDERS]
+
+
+def _fill(flag: str, env: Environment | None) -> str:
+    if env is None:
+        return flag
+    values = {"toolkit_root": env.root,
+              "toolkit_include": env.include_dirs[0] if env.include_dirs else env.root}
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), flag)
+
+
+def _absolute(path: str, case_dir: str) -> str:
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(case_dir, path))
+
+
+def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) -> list[str]:
+    """Placeholders filled in, every include folder made absolute against the case folder."""
+    resolved: list[str] = []
+    takes_path = False
+    for raw in flags:
+        flag = _fill(raw, env)
+        if takes_path:
+            resolved.append(_absolute(flag, case_dir))
+            takes_path = False
+            continue
+        for option in _PATH_OPTIONS:
+            if flag == option:
+                takes_path = True
+                break
+            joined = option + "=" if option.startswith("--") else option
+            if flag.startswith(joined) and len(flag) > len(joined):
+                flag = joined + _absolute(flag[len(joined):], case_dir)
+                break
+        resolved.append(flag)
+    return resolved
+
+
+def shown(command: Sequence[str], env: Environment | None) -> str:
+    """A command line for the log: every word kept, the toolkit's root written as
+    ``{toolkit_root}`` so the line reads the same on every machine."""
+    text = " ".join(command)
+    if env is not None and env.root:
+        text = text.replace(env.root.rstrip("/"), "{toolkit_root}")
+    return text
