@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .stages.flags import PLACEHOLDERS, unknown_placeholders
 from .tomlfile import load_toml
 from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 
@@ -25,7 +26,9 @@ FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl"
 # Frontends that bring their own compiler, so the toolkit axis does not apply.
 TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl", "cutlass-python"})
 STAGES = ("compile", "inspect", "load", "run")
-ARTIFACT_KINDS = ("ptx", "cubin")
+# ptx: the PTX text; sass: the machine code as cuobjdump -sass prints it; cubin: the
+# cubin's raw bytes (embedded strings such as an abort message, never instructions).
+ARTIFACT_KINDS = ("ptx", "sass", "cubin")
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
 LOAD_MODES = ("auto", "cubin", "ptx")
@@ -232,11 +235,18 @@ class _Reader:
         options = raw.get("options", {})
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
+        flags = self.strings(f"{where}.flags", raw.get("flags", []))
+        for flag in flags:
+            unknown_names = unknown_placeholders(flag)
+            if unknown_names:
+                known_names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                raise self.fail(f"{where}.flags", f"unknown placeholder {{{unknown_names[0]}}} "
+                                f"in {flag!r} (known: {known_names})")
         return Variant(
             name=name,
             source=source,
             frontend=frontend,
-            flags=self.strings(f"{where}.flags", raw.get("flags", [])),
+            flags=flags,
             kernel=raw.get("kernel"),
             arch_flag=bool(raw.get("arch_flag", True)),
             only=self.when(f"{where}.only", raw.get("only", {})),

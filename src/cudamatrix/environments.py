@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -24,6 +25,7 @@ from .providers.docker import (
     image_exists,
 )
 from .providers.host import prepare_host
+from .providers.sass_tools import prepare_sass_tools
 from .providers.wheels import prepare_library, prepare_toolkit
 
 
@@ -127,6 +129,9 @@ class Environments:
                 result = prepare_toolkit(self.matrix, version, self.cache)
             except EnvironmentUnavailable as exc:
                 result = self.failures[f"toolkit {version}"] = str(exc)
+        if isinstance(result, Environment) and result.cuobjdump is None \
+                and self.provider != "docker":
+            result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
         state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
         self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
         self.toolkits[version] = result

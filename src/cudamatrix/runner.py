@@ -231,9 +231,12 @@ class CellRunner:
             job = replace(job, prebuilt=str(workdir))
         if cached is not None and job.prebuilt is None:
             stages = [cached]
-            if cached.status == "ok" and job.artifacts:
-                stages.append(inspect_artifacts(job.artifacts, _found(workdir / "kernel.ptx"),
-                                                _found(workdir / "kernel.cubin")))
+            if cached.status == "ok" and (job.artifacts or job.kernel):
+                stages.append(inspect_artifacts(
+                    job.artifacts, _found(workdir / "kernel.ptx"),
+                    _found(workdir / "kernel.cubin"),
+                    kernel=None if job.host_entry else job.kernel,
+                    cuobjdump=job.env.cuobjdump if job.env else None))
         else:
             stages = self.docker.run(job) if self.docker \
                 else self.workers.run(job, worker_env(job.env))

@@ -37,6 +37,8 @@ class Environment:
     known_archs: tuple[str, ...] = ()
     # Public headers (tree.PUBLIC_HEADERS) that no include folder of this toolkit holds.
     missing_headers: tuple[str, ...] = ()
+    # cuobjdump (nvdisasm beside it) for SASS checks: the toolkit's own, or the 13.x wheels'.
+    cuobjdump: str | None = None
 
     def missing_for(self, frontend: str) -> str | None:
         """Why this environment cannot run `frontend`, or None when it can."""

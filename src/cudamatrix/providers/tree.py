@@ -32,7 +32,7 @@ def _first(paths: Iterator[Path]) -> Path | None:
 
 # Bump when what the reader finds changes: descriptions kept beside installed trees
 # by an older reader are then read again instead of trusted.
-TREE_READER_VERSION = 3
+TREE_READER_VERSION = 4
 
 # Files a package's include folder may hold that no kernel includes: the nvrtc and
 # nvvm wheels' own API headers, and the wheels' Python package markers.
@@ -105,6 +105,8 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
                    if re.fullmatch(r"libnvrtc\.so\.\d+(\.\d+)*", p.name) and p.is_file())
     ptxas = _first(search.glob("**/bin/ptxas"))
     nvcc = _first(search.glob("**/bin/nvcc"))
+    cuobjdump = _first(p for p in search.glob("**/bin/cuobjdump")
+                       if (p.parent / "nvdisasm").is_file())
     includes = include_folders(search)
     tool_versions = {}
     for name, tool in (("ptxas", ptxas), ("nvcc", nvcc)):
@@ -123,5 +125,6 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
         packages=packages,
         tool_versions=tool_versions,
         known_archs=known_archs(ptxas),
+        cuobjdump=str(cuobjdump) if cuobjdump else None,
         missing_headers=missing_headers(includes),
     )

@@ -13,18 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .flags import resolve_flags
 from .job import Job
-from .logs import decisive_line
+from .logs import decisive_line, decode
 from .result import StageResult
 
 
 def _options(job: Job) -> list[str]:
-    options: list[str] = []
-    for flag in job.flags:
-        if flag == "{toolkit_includes}":
-            options += [f"-I{d}" for d in (job.env.include_dirs if job.env else ())]
-        else:
-            options.append(flag)
+    options = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
     if job.arch_flag:
         options.append(f"-arch={job.arch}")
     return options
@@ -44,7 +40,7 @@ def cupy_stages(job: Job) -> list[StageResult]:
                                "enable_cooperative_groups": cooperative, "options": options}
     started = time.monotonic()
     try:
-        module = cupy.RawModule(code=Path(job.source).read_text(), options=tuple(options),
+        module = cupy.RawModule(code=decode(Path(job.source).read_bytes()), options=tuple(options),
                                 jitify=jitify, enable_cooperative_groups=cooperative)
         kernel = module.get_function(job.kernel)
     except Exception as exc:  # CuPy raises CompileException, CUDADriverError, ...

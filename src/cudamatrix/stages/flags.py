@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from ..providers.environment import Environment
 
-PLACEHOLDERS = ("toolkit_root", "toolkit_include")
+# {toolkit_includes}, a flag of its own, stands for one -I per include folder of the toolkit.
+PLACEHOLDERS = ("toolkit_root", "toolkit_include", "toolkit_includes")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
 # Options whose value is a folder: joined (-Ifoo, --include-path=foo) or the next word.
 _PATH_OPTIONS = ("-I", "-isystem", "--include-path", "--system-include")
@@ -42,6 +43,9 @@ def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) 
     resolved: list[str] = []
     takes_path = False
     for raw in flags:
+        if raw == "{toolkit_includes}":
+            resolved += [f"-I{d}" for d in (env.include_dirs if env else ())]
+            continue
         flag = _fill(raw, env)
         if takes_path:
             resolved.append(_absolute(flag, case_dir))

@@ -79,10 +79,15 @@ def execute(job: Job) -> list[StageResult]:
     if build.result.status != "ok":
         return stages
     (job.work / "compile.json").write_text(json.dumps(build.result.to_dict()))
-    if job.artifacts:
+    if job.artifacts or job.kernel:
         # An artifact failure decides the cell, but on a GPU the later stages still run:
         # what the bad build does there (a trap, a wrong result) is evidence worth keeping.
-        stages.append(inspect_artifacts(job.artifacts, build.ptx, build.cubin))
+        inspected = inspect_artifacts(job.artifacts, build.ptx, build.cubin,
+                                      kernel=None if job.host_entry else job.kernel,
+                                      cuobjdump=job.env.cuobjdump if job.env else None)
+        stages.append(inspected)
+        if inspected.status == "error":  # the case names a kernel the module lacks
+            return stages
     if job.gpu_stages:
         from .device import load_and_run
 
