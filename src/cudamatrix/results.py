@@ -50,6 +50,14 @@ class CellResult:
         return []
 
     @property
+    def warnings(self) -> list[str]:
+        """What the compilers warned about: shown with the cell, never a verdict by itself."""
+        for stage in self.stages:
+            if stage.stage == "compile":
+                return list(stage.details.get("warnings", []))
+        return []
+
+    @property
     def log(self) -> str:
         return "\n".join(f"== {s.stage}: {s.status}\n{s.log}".rstrip() for s in self.stages)
 
@@ -72,6 +80,7 @@ class CellResult:
             "expected": self.expected,
             "diagnosis": self.diagnosis,
             "resources": self.resources,
+            "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "title": self.title,
             "upstream": list(self.upstream),

@@ -138,7 +138,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
                       tabulate(table, headers=["toolkit", *archs], tablefmt="github",
                                disable_numparse=True)]
-    details = [r for r in results if r.outcome != "pass"]
+    details = [r for r in results if r.outcome != "pass" or r.warnings]
     if details:
         lines += ["", "## Details", ""]
         table = []
@@ -147,8 +147,11 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             # An expected failure carries its story: the upstream report it reproduces.
             story = " ".join(f"<{u}>" for u in r.upstream) \
                 if r.outcome in ("xfail", "xpass") else ""
+            said = r.message or r.reason
+            if r.outcome == "pass":  # listed for what the compiler warned about
+                said = "warning: " + r.warnings[0]
             table.append([f"`{r.cell.id}`", r.outcome, r.stage,
-                          (r.message or r.reason).replace("|", "\\|")[:200], diagnosis, story])
+                          said.replace("|", "\\|")[:200], diagnosis, story])
         lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
                                               "upstream"],
                               tablefmt="github", disable_numparse=True))

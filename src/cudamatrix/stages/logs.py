@@ -43,12 +43,16 @@ def warning_lines(log: str) -> list[str]:
     expectation's ``warning`` pattern is matched against."""
     log = _ANSI.sub("", log)
     return [ln.strip()[:500] for ln in log.splitlines()
-            if _WARNING.search(ln) and not _ERROR.search(ln)][:50]
+            if _WARNING.search(ln) and not _ERROR.search(ln)
+            and not ln.lstrip().startswith(("Remark", "$ "))][:50]
 
 
 def error_lines(log: str) -> list[str]:
+    """The compilers' error lines; never the command line this tool logged above them
+    (``$ nvrtc ... -I/cases/numba-error``), whose paths may say anything."""
     log = _ANSI.sub("", log)
-    return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)]
+    return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)
+            and not ln.startswith("$ ")]
 
 
 def decisive_line(log: str) -> str:

@@ -1,0 +1,63 @@
+"""Bring the real kernels of sources.toml into a scratch corpus, from cached PyPI packages.
+
+    python tests/realworld/fetch.py OUT_DIR      # what the test does, by hand
+
+Each package is downloaded once (pip download, no dependencies) into
+``$CUDAMATRIX_CACHE/realworld`` and read in place; only the named members are
+written, next to a copy of our case.toml. Nothing fetched is ever committed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from cudamatrix.tomlfile import tomllib
+
+HERE = Path(__file__).parent
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("CUDAMATRIX_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cudamatrix")
+    return Path(base) / "realworld"
+
+
+def _wheel(package: str, version: str) -> Path:
+    folder = cache_dir()
+    stem = re.sub(r"[-_.]+", "_", package).lower() + f"-{version}-"
+    found = [p for p in folder.glob("*.whl") if p.name.lower().startswith(stem)]
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--only-binary=:all:", "--disable-pip-version-check", "-d", str(folder),
+                    f"{package}=={version}"], check=True, timeout=900)
+    found = [p for p in folder.glob("*.whl") if p.name.lower().startswith(stem)]
+    if not found:
+        raise RuntimeError(f"pip download {package}=={version} left no wheel in {folder}")
+    return found[0]
+
+
+def fetch(out: Path) -> dict[str, str]:
+    """Write every case of sources.toml under `out`; returns {package: wheel file name}."""
+    spec = tomllib.loads((HERE / "sources.toml").read_text())
+    wheels = {name: _wheel(name, version) for name, version in spec["packages"].items()}
+    for entry in spec["fetch"]:
+        case = out / entry["case"]
+        shutil.copytree(HERE / "cases" / entry["case"], case, dirs_exist_ok=True)
+        with zipfile.ZipFile(wheels[entry["package"]]) as archive:
+            for target, member in entry["files"].items():
+                path = case / target
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(archive.read(member))
+    return {name: wheel.name for name, wheel in wheels.items()}
+
+
+if __name__ == "__main__":
+    print(fetch(Path(sys.argv[1])))
