@@ -204,3 +204,14 @@ def test_a_wrong_kernel_name_is_caught_at_build_time(run: Run) -> None:
     assert "'scale' is not a kernel of the built module" in cell["message"]
     assert "_Z5scalePf" in cell["message"] and 'extern "C"' in cell["message"]
     assert run.code == 1
+
+
+def test_impossible_library_cells_are_pruned_with_the_reason(tmp_path: Path) -> None:
+    run = cudamatrix("run", "--tier", "nightly", "--case", "wmma-jitify", "--toolkit", "12.4",
+                     "--toolkit", "13.0", "--arch", "sm_80", out=tmp_path)
+    assert run.code == 0, run.output[-2000:]
+    cupy = {(c["toolkit"], c["library_version"]) for c in run.results["cells"]
+            if c["library"] == "cupy"}
+    assert ("13.0", "13.0.0") not in cupy, cupy
+    assert {("13.0", "13.6.0"), ("13.0", "14.2.0")} <= cupy, cupy
+    assert "cupy 13.0.0 with toolkit 13.0: cupy-cuda13x starts at 13.6" in run.output

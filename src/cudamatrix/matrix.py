@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from .errors import UserError
@@ -47,6 +48,17 @@ class Library:
     versions: tuple[str, ...]
     # Installed beside the package (pins its dependencies cannot express).
     requires: tuple[str, ...] = ()
+    # (versions, toolkits, reason): library versions matching `versions` exist only for
+    # toolkits matching `toolkits`; other cells are impossible and pruned at plan time.
+    constraints: tuple[tuple[str, str, str], ...] = ()
+
+    def impossible(self, version: str, toolkit: str) -> str | None:
+        """Why this library version cannot be paired with this toolkit, or None."""
+        for versions, toolkits, reason in self.constraints:
+            if SpecifierSet(versions).contains(version, prereleases=True) and \
+                    not SpecifierSet(toolkits).contains(toolkit, prereleases=True):
+                return f"{self.name} {version} with toolkit {toolkit}: {reason}"
+        return None
 
     def package_for(self, cuda_major: int) -> str:
         return self.package.format(major=cuda_major)
@@ -161,7 +173,22 @@ class _Reader:
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
             requires = tuple(str(r) for r in entry.get("requires", []))
-            result[name] = Library(name, str(entry.get("package", name)), versions, requires)
+            constraints = []
+            for i, row in enumerate(entry.get("constraint", [])):
+                where = f"libraries.{name}.constraint[{i}]"
+                if not isinstance(row, dict) or set(row) != {"versions", "toolkit", "reason"}:
+                    raise self.fail(where, "expected { versions = \"...\", toolkit = \"...\", "
+                                    "reason = \"...\" }")
+                for key in ("versions", "toolkit"):
+                    try:
+                        SpecifierSet(str(row[key]))
+                    except InvalidSpecifier:
+                        raise self.fail(f"{where}.{key}", f"not a version specifier: "
+                                        f"{row[key]!r}") from None
+                constraints.append((str(row["versions"]), str(row["toolkit"]),
+                                    str(row["reason"])))
+            result[name] = Library(name, str(entry.get("package", name)), versions, requires,
+                                   tuple(constraints))
         return result
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .corpus import FRONTEND_LIBRARY, TOOLKIT_FREE_FRONTENDS, Case, Variant
 from .errors import UserError
@@ -101,7 +101,28 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
                     continue
                 cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier))
     kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
-    return sorted(kept, key=Cell.sort_key)
+    return sorted((c for c in kept if impossible(matrix, c) is None), key=Cell.sort_key)
+
+
+def impossible(matrix: Matrix, cell: Cell) -> str | None:
+    """Why a cell cannot exist (matrix.toml's library constraints), or None."""
+    library = matrix.libraries.get(cell.library or "")
+    if library is None or not cell.library_version or cell.toolkit == BUNDLED:
+        return None
+    return library.impossible(cell.library_version, cell.toolkit)
+
+
+def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
+           archs: Sequence[str] = ()) -> dict[str, int]:
+    """The cells the constraints removed from a selection, counted by reason."""
+    unconstrained = replace(matrix, libraries={
+        n: replace(lib, constraints=()) for n, lib in matrix.libraries.items()})
+    counts: dict[str, int] = {}
+    for cell in expand(unconstrained, tier, cases, toolkits=toolkits, archs=archs):
+        why = impossible(matrix, cell)
+        if why:
+            counts[why] = counts.get(why, 0) + 1
+    return counts
 
 
 def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:

@@ -30,7 +30,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
-from .plan import BUNDLED, Cell, check_excludes, expand, shard
+from .plan import BUNDLED, Cell, check_excludes, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
@@ -91,6 +91,8 @@ class Plan:
     tier: Tier
     cases: dict[str, Case]
     cells: list[Cell]
+    # Cells that cannot exist (matrix.toml's library constraints), counted by reason.
+    pruned: dict[str, int] = field(default_factory=dict)
 
     def variant(self, cell: Cell) -> Variant:
         return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
@@ -103,6 +105,7 @@ def make_plan(options: RunOptions) -> Plan:
     check_excludes(matrix, tier, all_cases)
     cases = select_cases(all_cases, options.cases)
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
+    removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
     if options.shard:
         cells = shard(cells, *options.shard)
     if not cells:
@@ -110,7 +113,7 @@ def make_plan(options: RunOptions) -> Plan:
                         f"tier {tier.name!r}, cases {list(options.cases) or 'all'}, "
                         f"toolkits {list(options.toolkits) or list(tier.toolkits)}, "
                         f"archs {list(options.archs) or list(tier.archs)}")
-    return Plan(matrix, tier, {c.id: c for c in cases}, cells)
+    return Plan(matrix, tier, {c.id: c for c in cases}, cells, removed)
 
 
 class Progress:
@@ -310,6 +313,8 @@ def execute(options: RunOptions, progress: Progress,
     """Run the planned cells; returns the run record and every cell's result."""
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
+    for reason, count in sorted(plan.pruned.items()):
+        progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
     out = options.out
     try:
         out.mkdir(parents=True, exist_ok=True)
