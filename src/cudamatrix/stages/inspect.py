@@ -70,6 +70,8 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
         "cubin": cubin.read_bytes().decode("latin-1") if cubin and cubin.exists() else None,
     }
     lines, failures, unavailable = [], [], ""
+    if kernel and ptx_text is not None:
+        lines.append(f"ok   kernel {kernel!r} is an entry of the module")
     if any(c["kind"] == "sass" for c in checks) and cubin and cubin.exists():
         texts["sass"], unavailable = disassemble(cuobjdump, cubin)
     for check in checks:
