@@ -17,6 +17,11 @@ FRONTEND_NEEDS = {
 }
 
 
+def _in_cccl(header: str) -> bool:
+    """Whether a header lives in one of CCCL's folders (libcu++, CUB, Thrust)."""
+    return header.split("/")[0] in ("cuda", "nv", "cub", "thrust")
+
+
 @dataclass(frozen=True)
 class Environment:
     """One toolkit, ready to compile: tool paths, include folders and exact versions."""
@@ -52,17 +57,16 @@ class Environment:
         """Why this toolkit cannot build for `arch`, in its own words, or None when it can."""
         if not self.known_archs or arch in self.known_archs:
             return None
-        return (f"toolkit {self.toolkit} does not know {arch} (its ptxas "
-                f"{self.tool_versions.get('ptxas', '')} accepts {self.known_archs[0]} to "
-                f"{self.known_archs[-1]})").replace("ptxas  accepts", "ptxas accepts")
+        ptxas = " ".join(filter(None, ("ptxas", self.tool_versions.get("ptxas"))))
+        return (f"toolkit {self.toolkit} does not know {arch} (its {ptxas} accepts "
+                f"{self.known_archs[0]} to {self.known_archs[-1]})")
 
     def lacks_header(self, header: str) -> str | None:
         """Why a kernel including `header` cannot compile here, when the toolkit's
         packages do not ship it; None when they do (the kernel's own mistake)."""
         # A header under CCCL's folders that this toolkit lacks, where its CCCL is known to
         # be incomplete, is the packages' fault too (<cuda/atomic> beside <cuda/pipeline>).
-        cccl = header.split("/")[0] in ("cuda", "nv", "cub", "thrust") and any(
-            h.split("/")[0] in ("cuda", "nv", "cub", "thrust") for h in self.missing_headers)
+        cccl = _in_cccl(header) and any(_in_cccl(h) for h in self.missing_headers)
         if header not in self.missing_headers and not cccl:
             return None
         owners = ", ".join(f"{n} {v}" for n, v in sorted(self.packages.items())
