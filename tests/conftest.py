@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,20 @@ def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=variables, check=False)
     return Run(done.returncode, done.stdout + done.stderr, out or REPO)
+
+
+def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) -> None:
+    """A case folder: case.toml (dedented) and its files, text or bytes."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "case.toml").write_text(textwrap.dedent(toml))
+    for relative, content in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
 
 
 @pytest.fixture

@@ -6,13 +6,12 @@ Every test here reproduces one way the tool once gave a wrong verdict on real co
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Run, cudamatrix
+from conftest import Run, cudamatrix, write_case
 
 SPILLER = """\
 extern "C" __global__ void spill(float *x) {
@@ -23,19 +22,6 @@ extern "C" __global__ void spill(float *x) {
     x[threadIdx.x] = s;
 }
 """
-
-
-def _case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) -> None:
-    folder = root / name
-    folder.mkdir(parents=True)
-    (folder / "case.toml").write_text(textwrap.dedent(toml))
-    for relative, content in files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
 
 
 def _run(corpus: Path, out: Path, *args: str) -> Run:
@@ -51,7 +37,7 @@ def _cell(run: Run, cell_id: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("truth-corpus")
-    _case(root, "regs", """
+    write_case(root, "regs", """
         title = "--maxrregcount reaches NVRTC's code generator"
         [[variant]]
         name = "capped"
@@ -72,7 +58,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
           stage = "inspect"
           match = "sass contains"
         """, {"spill.cu": SPILLER})
-    _case(root, "relative-include", """
+    write_case(root, "relative-include", """
         title = "relative include folders are the case's own"
         [[variant]]
         name = "inc"
@@ -82,7 +68,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         """, {"k.cu": '#include "value.h"\n#include "other.h"\n#include <cuda_fp16.h>\n'
                       'extern "C" __global__ void k(float *x) { x[0] = VALUE + OTHER; }\n',
               "inc/value.h": "#define VALUE 1.0f\n", "more/other.h": "#define OTHER 2.0f\n"})
-    _case(root, "warning-words", """
+    write_case(root, "warning-words", """
         title = "a warning that names an unknown arch decides nothing"
         [[variant]]
         name = "real-error"
@@ -102,7 +88,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
               "ok.cu": '#warning "Unsupported gpu architecture in this build"\n'
                        '#ifdef BREAK\n#error "this kernel is broken on purpose"\n#endif\n'
                        'extern "C" __global__ void k(float *x) { x[0] = 1.0f; }\n'})
-    _case(root, "latin1", """
+    write_case(root, "latin1", """
         title = "sources are bytes: a Latin-1 comment is no error"
         [[variant]]
         name = "valid"
@@ -120,7 +106,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
                        b'extern "C" __global__ void k(float *x) { x[0] = 1.0f; }\n',
               "bad.cu": b'extern "C" __global__ void k(float *x) { x[0] = undefined_caf; }'
                         b' // caf\xe9\n'})
-    _case(root, "kernel-name", """
+    write_case(root, "kernel-name", """
         title = "a kernel name the module does not define is the case's mistake"
         [[variant]]
         name = "mangled"
@@ -166,7 +152,7 @@ def test_relative_includes_are_the_cases_own_and_logged(run: Run, corpus: Path) 
 
 
 def test_unknown_placeholder_is_refused(tmp_path: Path) -> None:
-    _case(tmp_path / "c", "bad", """
+    write_case(tmp_path / "c", "bad", """
         title = "t"
         [[variant]]
         name = "v"
