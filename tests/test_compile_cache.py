@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from cudamatrix.plan import cell_slug
+
 HEADER = "#pragma once\n#define SCALE 3.0f\n"
 KERNEL = """#include "scale.h"
 extern "C" __global__ void scale(float* x, int n) {
@@ -48,7 +50,7 @@ def test_warm_run_compiles_nothing_and_edits_recompile(run_cli, tmp_path: Path) 
         assert (cell["outcome"], cell["message"]) == (before["outcome"], before["message"])
         # The restored artifacts are the compiled ones, and the artifact check ran on them.
         assert [s["stage"] for s in cell["stages"]] == ["compile", "inspect", "load"]
-        ptx = tmp_path / "warm" / "artifacts" / cell_id.replace("/", "__") / "kernel.ptx"
+        ptx = tmp_path / "warm" / "artifacts" / cell_slug(cell_id) / "kernel.ptx"
         assert "mul.f32" in ptx.read_text()
 
     # An edit in an included header is an edit: it compiles again, and the change shows.

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -45,7 +47,7 @@ class RichProgress(PlainProgress):
         self.task: TaskID | None = None
 
     def note(self, text: str) -> None:
-        self.console.print(text)
+        self.console.print(text, markup=False)
 
     def start(self, total: int) -> None:
         self.bar.start()
@@ -54,12 +56,23 @@ class RichProgress(PlainProgress):
     def cell_done(self, result: CellResult) -> None:
         if result.outcome not in ("pass", "xfail", "skip"):
             self.bar.console.print(f"{result.outcome:>5}  {result.cell.id}: "
-                                   f"{(result.message or result.reason)[:120]}")
+                                   f"{(result.message or result.reason)[:120]}", markup=False)
         if self.task is not None:
             self.bar.advance(self.task)
 
     def finish(self) -> None:
         self.bar.stop()
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number (seconds, GiB): nan, inf and 0 are refused by name."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -106,15 +119,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cuda-compat", action="store_true",
                      help="with NVIDIA's images, run on the forward-compatibility libraries "
                           "(a newer toolkit on an older driver); label the runner apart")
-    run.add_argument("--container-timeout", type=float, default=DEFAULT_CONTAINER_TIMEOUT_S,
+    run.add_argument("--container-timeout", type=_seconds, default=DEFAULT_CONTAINER_TIMEOUT_S,
                      help="seconds a toolkit container may live (default: %(default)s)")
     run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                      help="cells run in parallel (default: the number of cores)")
     run.add_argument("--cache", type=Path, help="where environments are kept "
                      "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
-    run.add_argument("--cell-timeout", type=float, default=300.0,
+    run.add_argument("--cell-timeout", type=_seconds, default=300.0,
                      help="seconds one cell may take (default: %(default)s)")
-    run.add_argument("--run-timeout", type=float, default=None,
+    run.add_argument("--cell-memory", type=_seconds, default=None, metavar="GIB",
+                     help="address space each compiler may take (default: the machine's "
+                          "memory shared by --jobs, 4 to 16 GiB)")
+    run.add_argument("--run-timeout", type=_seconds, default=None,
                      help="seconds the whole run may take; cells it cannot start are reported "
                           "as timeouts and left for --resume")
     run.add_argument("--resume", action="store_true",
@@ -181,6 +197,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def _run(args: argparse.Namespace, console: Console) -> int:
     extra: dict[str, object] = dict(
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
+        cell_memory_gib=args.cell_memory,
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
@@ -197,13 +214,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
     # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # A malformed baseline is found now, not after the whole run.
+    baseline = load_baseline(args.baseline) if args.baseline else None
     try:
         info, results = execute(options, progress)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
         return 130
-    code = publish_reports(args, console, options.out, info, results)
+    code = publish_reports(args, console, options.out, info, results, baseline)
     for name, reason in info.environment_errors.items():
         console.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
@@ -211,12 +230,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
 
 def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
-                    results: list[CellResult]) -> int:
+                    results: list[CellResult],
+                    baseline: dict[str, dict[str, Any]] | None = None) -> int:
     """Write every report (with the baseline diff when asked), publish to GitHub when there;
     the exit status: new failures with a baseline, any failure without."""
     diff = None
     if args.baseline:
-        diff = compare(str(args.baseline), load_baseline(args.baseline), results)
+        before = baseline if baseline is not None else load_baseline(args.baseline)
+        diff = compare(str(args.baseline), before, results)
     written = write_reports(out, info, results, diff)
     publish(out / "COMPATIBILITY.md", results, diff)
     counts = summary(results)
@@ -236,7 +257,8 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    console = Console(stderr=False, highlight=False)
+    # Nothing printed is markup: case ids, paths and compiler messages may hold "[/bold]".
+    console = Console(stderr=False, highlight=False, markup=False)
     try:
         if args.command in (None, "run"):
             if args.command is None:

@@ -1,14 +1,22 @@
 """The compile cache: a cell whose compile inputs have not changed is not compiled again.
 
 A compile's outcome, refusals included, is decided by the source and every file
-it includes, the flags, the frontend, the target arch, and the exact toolkit and
-library builds (package versions, tool versions). The key hashes all of them;
-the entry keeps the compile stage's record (``compile.json``) and its artifacts
-(PTX, cubin, shared library). Timeouts, crashes and tool errors say nothing
-about the code and are never stored.
+it reads, the flags, the frontend, the target arch, and the exact toolkit and
+library builds (package versions, tool versions). The key hashes all of them.
+Which files a compile reads cannot be read off the source (``#include MACRO``,
+``--include-path=``, a module a script imports), and NVRTC 11.8 to 13.0 have no
+dependency output; so the key holds every file the compile *could* read outside
+the toolkit: the whole case folder and every include folder its flags name. An
+edit anywhere there recompiles; an unchanged tree never replays a stale verdict.
 
-Entries are written under a temporary name and renamed into place, so a run
-killed mid-store, or two shards storing the same entry, leave no half entry.
+The cache is shared by every case and every run, and case code runs beside it, so an
+entry is written only by this process (never by a cell), from regular files in the
+cell's own folder opened without following links, copied (never linked) in and out,
+and carries a SHA-256 per file that is checked on every read: a damaged entry is
+dropped and compiled again, with a note. Only a compiler's verdict on its inputs is
+kept: a signal, the memory limit, a timeout or a crash say nothing about the code.
+Entries are written under a temporary name and renamed into place, so a run killed
+mid-store, or two shards storing the same entry, leave no half entry.
 """
 
 from __future__ import annotations
@@ -18,43 +26,54 @@ import functools
 import hashlib
 import json
 import os
-import re
 import shutil
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .stages.flags import include_folders
 from .stages.job import Job
 from .stages.result import StageResult
 
 # Bump when what a compile stage records or produces changes shape.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 CACHEABLE = frozenset({"ok", "failed", "unsupported"})
-ARTIFACTS = ("compile.json", "kernel.ptx", "kernel.cubin", "libcase.so")
-_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
+RECORD = "compile.json"
+MANIFEST = "manifest.json"
+ARTIFACTS = ("kernel.ptx", "kernel.cubin", "libcase.so")
+# No artifact a compile stage makes comes near this: anything larger is not stored.
+MAX_ARTIFACT_BYTES = 1 << 30
+# Folders no compile reads that change on their own (Python's bytecode caches).
+_SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
 
 
-def _included_files(source: Path, search: list[Path]) -> list[Path]:
-    """The source and the files it includes that live beside it or in its own -I folders.
+@functools.lru_cache(maxsize=65536)
+def _file_digest(path: str, identity: tuple[int, int, int]) -> str:
+    """A file's SHA-256, remembered for as long as its inode, size and mtime stay the same."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
-    Toolkit and library headers are covered by their package versions in the key;
-    these are the files a user edits.
-    """
-    seen: dict[Path, None] = {}
-    pending = [source.resolve()]
-    while pending:
-        path = pending.pop()
-        if path in seen or not path.is_file():
-            continue
-        seen[path] = None
-        if path.suffix == ".py":
-            continue
-        for name in _INCLUDE.findall(path.read_text(errors="replace")):
-            for folder in (path.parent, *search):
-                candidate = (folder / name).resolve()
-                if candidate.is_file():
-                    pending.append(candidate)
-                    break
-    return list(seen)
+
+def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
+    """Every file under `folders` by path, with its hash; a link by where it points,
+    never followed (a link is the case's own statement, its target may be anything)."""
+    files: dict[str, str] = {}
+    for folder in dict.fromkeys(folders):
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS)
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    files[path] = "link:" + os.readlink(path)
+                elif stat.S_ISREG(info.st_mode):
+                    files[path] = _file_digest(path, (info.st_ino, info.st_size,
+                                                      info.st_mtime_ns))
+    return files
 
 
 @functools.cache
@@ -78,10 +97,8 @@ def compile_key(job: Job, provider: str) -> str:
     compiler) behaves differently in a container than on the host.
     """
     source = Path(job.source)
-    search = [source.parent / f[2:] for f in job.flags if f.startswith("-I")]
-    files = {}
-    for path in sorted(_included_files(source, search)):
-        files[os.path.relpath(path, source.parent)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    folders = [source.parent, *map(Path, include_folders(job.flags, str(source.parent),
+                                                         job.env))]
     env = job.env
     material: dict[str, Any] = {
         "format": CACHE_FORMAT,
@@ -93,7 +110,9 @@ def compile_key(job: Job, provider: str) -> str:
         "flags": list(job.flags),
         "host_entry": job.host_entry,
         "options": job.options,
-        "files": files,
+        # Where the case is: its logs name its paths, so another copy of it is another key.
+        "source": str(source),
+        "files": folder_inputs(f for f in folders if f.is_dir()),
         "toolkit": None if env is None else {
             "version": env.toolkit, "provider": env.provider,
             "packages": env.packages, "tools": env.tool_versions,
@@ -107,12 +126,31 @@ def compile_key(job: Job, provider: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _place(source: Path, target: Path) -> None:
-    """Hard-link when the cache and the output share a file system; copy otherwise."""
+def _read_regular(path: Path, limit: int = MAX_ARTIFACT_BYTES) -> bytes | None:
+    """A cell's file as the cell left it: a regular file of its own, read without following
+    a link (a case can make kernel.ptx point at any file of the host); None otherwise."""
     try:
-        os.link(source, target)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        shutil.copy2(source, target)
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return handle.read(limit + 1)[:limit]
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A fresh file of our own, never through a link a cell may have left in its folder."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 class CompileCache:
@@ -124,48 +162,83 @@ class CompileCache:
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
 
-    def restore(self, key: str, workdir: Path) -> StageResult | None:
-        """Put a cached compile's artifacts into `workdir`; its compile stage, or None on a miss."""
-        if not self.enabled:
-            return None
-        entry = self._entry(key)
-        record = entry / "compile.json"
-        if not record.is_file():
-            return None
+    def _verified(self, entry: Path) -> tuple[dict[str, bytes] | None, str]:
+        """The entry's files, each checked against its manifest; or why it cannot be used."""
+        manifest = _read_regular(entry / MANIFEST, 1 << 20)
+        if manifest is None:
+            return None, "no manifest"
         try:
-            stage = StageResult.from_dict(json.loads(record.read_text()))
+            expected = json.loads(manifest)
+            names = dict(expected["files"])
         except (ValueError, KeyError, TypeError):
-            return None  # a damaged entry is a miss; the next store replaces it
+            return None, "its manifest is damaged"
+        if RECORD not in names or not set(names) <= {RECORD, *ARTIFACTS}:
+            return None, "its manifest names unexpected files"
+        files: dict[str, bytes] = {}
+        for name, digest in names.items():
+            data = _read_regular(entry / name)
+            if data is None:
+                return None, f"{name} is missing"
+            if _sha256(data) != digest:
+                return None, f"{name} does not match its hash"
+            files[name] = data
+        return files, ""
+
+    def restore(self, key: str, workdir: Path) -> tuple[StageResult | None, str]:
+        """Put a cached compile's artifacts into `workdir`: its compile stage (None on a miss)
+        and a note when an entry was there but damaged (it is then dropped)."""
+        if not self.enabled:
+            return None, ""
+        entry = self._entry(key)
+        if not entry.is_dir():
+            return None, ""
+        files, problem = self._verified(entry)
+        stage = None
+        if files is not None:
+            try:
+                stage = StageResult.from_dict(json.loads(files.pop(RECORD)))
+            except (ValueError, KeyError, TypeError):
+                problem = f"{RECORD} is damaged"
+        if stage is None:
+            shutil.rmtree(entry, ignore_errors=True)
+            return None, f"compile cache entry {key[:16]} dropped ({problem}); compiled again"
+        assert files is not None
         workdir.mkdir(parents=True, exist_ok=True)
-        for name in ARTIFACTS[1:]:
-            if (entry / name).is_file():
-                target = workdir / name
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                _place(entry / name, target)
+        for name, data in files.items():
+            _write_new(workdir / name, data)
         details = {**stage.details, "cache": "hit", "cache_key": key[:16]}
         restored = StageResult(stage.stage, stage.status, stage.message, stage.log, stage.seconds,
                                details)
-        # Written, not linked: the record says "hit", and the entry itself stays untouched.
-        (workdir / "compile.json").write_text(json.dumps(restored.to_dict()))
-        return restored
+        _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())
+        return restored, ""
 
     def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
-        """Keep a finished compile; False when it says nothing about the code (timeout, crash)."""
-        if not self.enabled or stage.stage != "compile" or stage.status not in CACHEABLE:
+        """Keep a compiler's verdict; False when the stage says nothing about the code
+        (a timeout, a crash, a signal, the memory limit) or its artifacts are not plain files."""
+        if not self.enabled or stage.stage != "compile" or stage.status not in CACHEABLE \
+                or stage.details.get("accident"):
             return False
         entry = self._entry(key)
-        if (entry / "compile.json").is_file():
+        if entry.is_dir():
             return True
+        files = {RECORD: json.dumps(stage.to_dict()).encode()}
+        if stage.status == "ok":
+            for name in ARTIFACTS:
+                if not os.path.lexists(workdir / name):
+                    continue
+                data = _read_regular(workdir / name)
+                if data is None:  # a link or a device where an artifact should be
+                    return False
+                files[name] = data
         staging = entry.with_name(f"{entry.name}.partial-{os.getpid()}-{id(stage)}")
         shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
         try:
-            if stage.status == "ok":
-                for name in ARTIFACTS[1:]:
-                    if (workdir / name).is_file():
-                        shutil.copy2(workdir / name, staging / name)
-            (staging / "compile.json").write_text(json.dumps(stage.to_dict()))
+            staging.mkdir(parents=True)
+            for name, data in files.items():
+                _write_new(staging / name, data)
+            manifest = {"format": CACHE_FORMAT,
+                        "files": {name: _sha256(data) for name, data in files.items()}}
+            _write_new(staging / MANIFEST, json.dumps(manifest).encode())
             try:
                 staging.rename(entry)
             except OSError:  # another process stored it first

@@ -8,6 +8,8 @@ The field names are a user-facing format: change them only with a migration.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .stages.flags import PLACEHOLDERS, unknown_placeholders
+from .keys import check_keys
+from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .tomlfile import load_toml
 from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 
@@ -32,8 +35,21 @@ ARTIFACT_KINDS = ("ptx", "sass", "cubin")
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
 LOAD_MODES = ("auto", "cubin", "ptx")
+# The keys of each table of case.toml.
+CASE_KEYS = ("title", "description", "upstream", "variant")
+VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
+                "artifact", "timeout", "run", "load", "options")
+EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
+ARTIFACT_KEYS = ("in", "contains", "lacks", "why")
+RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
+            "seed", "host")
+ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range")
+# [variant.options]: how a library compiles (CuPy's RawModule flags).
+OPTION_KEYS = ("jitify", "enable_cooperative_groups")
 
 Spec = str | tuple[str, ...]
+# A case id is its folder's name and travels into file names, XML, Markdown and HTML.
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def _selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:
@@ -124,8 +140,23 @@ class Case:
 class _Reader:
     """Validates one case.toml, prefixing every error with the file and entry."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, root: Path) -> None:
         self.path = path
+        # The corpus folder the case came from: its sources and include folders stay inside.
+        self.root = root.resolve()
+
+    def inside(self, where: str, what: str, value: str, directory: Path) -> Path:
+        """`value`, relative to the case folder, as a path inside the corpus folder; a path
+        that leaves it (``../..``, absolute, a link out) would let a case read any file of
+        the machine into the reports."""
+        if os.path.isabs(value):
+            raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
+                            "to the case folder (or use a {toolkit_...} placeholder)")
+        resolved = (directory / value).resolve()
+        if not resolved.is_relative_to(self.root):
+            raise self.fail(where, f"{what} {value!r} leads outside the corpus folder "
+                            f"{self.root} (to {resolved})")
+        return resolved
 
     def fail(self, where: str, message: str) -> UserError:
         return UserError(f"{self.path}: {where}: {message}")
@@ -141,10 +172,11 @@ class _Reader:
         if not isinstance(table, dict):
             raise self.fail(where, f"expected a table like {{ arch = \"<sm_80\" }}, got {table!r}")
         result: dict[str, Spec] = {}
+        check_keys(where, table, keys, self.fail)
         for key, spec in table.items():
-            if key not in keys:
-                raise self.fail(where, f"unknown key {key!r} (known: {', '.join(keys)})")
             specs = self.strings(f"{where}.{key}", spec)
+            if not all(s.strip() for s in specs):
+                raise self.fail(f"{where}.{key}", "an empty value selects nothing")
             try:
                 check_specifier(key, specs)
             except ValueError as exc:
@@ -155,9 +187,7 @@ class _Reader:
     def expectation(self, where: str, raw: Any) -> Expectation:
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table")
-        unknown = set(raw) - {"when", "outcome", "stage", "match", "note", "warning"}
-        if unknown:
-            raise self.fail(where, f"unknown field(s) {sorted(unknown)}")
+        check_keys(where, raw, EXPECT_FIELDS, self.fail)
         outcome = raw.get("outcome")
         if outcome not in ("pass", "fail"):
             raise self.fail(where, f"outcome must be 'pass' or 'fail', got {outcome!r}")
@@ -186,6 +216,7 @@ class _Reader:
     def artifact(self, where: str, raw: Any) -> ArtifactCheck:
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table")
+        check_keys(where, raw, ARTIFACT_KEYS, self.fail)
         kind = raw.get("in", "ptx")
         if kind not in ARTIFACT_KINDS:
             raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}")
@@ -208,11 +239,7 @@ class _Reader:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
             raise self.fail(where, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
         where = f"variant {name!r}"
-        known = {"name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                 "artifact", "timeout", "run", "load", "options"}
-        unknown = set(raw) - known
-        if unknown:
-            raise self.fail(where, f"unknown field(s) {sorted(unknown)} (known: {sorted(known)})")
+        check_keys(where, raw, VARIANT_KEYS, self.fail)
         frontend = raw.get("frontend")
         if frontend not in FRONTENDS:
             raise self.fail(where, f"frontend must be one of {', '.join(FRONTENDS)}, "
@@ -220,22 +247,35 @@ class _Reader:
         source_name = raw.get("source")
         if not isinstance(source_name, str):
             raise self.fail(where, "source is required (a file next to case.toml)")
+        self.inside(where, "source", source_name, directory)
         source = directory / source_name
         if not source.is_file():
             raise self.fail(where, f"source file {source} does not exist")
         timeout = raw.get("timeout")
-        if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, int | float)
+                                    or not math.isfinite(timeout) or timeout <= 0):
             raise self.fail(where, f"timeout must be a positive number of seconds, got {timeout!r}")
         run = raw.get("run", {})
         if not isinstance(run, dict):
             raise self.fail(f"{where}.run", "expected a table")
+        check_keys(f"{where}.run", run, RUN_KEYS, self.fail)
+        args = run.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, dict) for a in args):
+            raise self.fail(f"{where}.run.args", "expected a list of tables")
+        for number, arg in enumerate(args):
+            check_keys(f"{where}.run.args[{number}]", arg, ARG_KEYS, self.fail)
         load = raw.get("load", "auto")
         if load not in LOAD_MODES:
             raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")
         options = raw.get("options", {})
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
+        check_keys(f"{where}.options", options, OPTION_KEYS, self.fail)
         flags = self.strings(f"{where}.flags", raw.get("flags", []))
+        for folder in path_values(flags):
+            if not folder.startswith("{"):
+                self.inside(f"{where}.flags", "include folder", folder, directory)
         for flag in flags:
             unknown_names = unknown_placeholders(flag)
             if unknown_names:
@@ -261,10 +301,12 @@ class _Reader:
         )
 
 
-def load_case(directory: Path) -> Case:
+def load_case(directory: Path, root: Path | None = None) -> Case:
+    """The case in `directory`; its files must lie inside `root` (its corpus folder)."""
     path = directory / "case.toml"
     raw = load_toml(path)
-    reader = _Reader(path)
+    reader = _Reader(path, root if root is not None else directory.parent)
+    check_keys("case", raw, CASE_KEYS, reader.fail)
     title = raw.get("title")
     if not isinstance(title, str) or not title:
         raise reader.fail("title", "a case needs a title")
@@ -296,7 +338,10 @@ def load_corpus(directories: Iterable[Path]) -> list[Case]:
         if not found:
             raise UserError(f"{directory}: no cases (expected <case-id>/case.toml folders)")
         for case_dir in found:
-            case = load_case(case_dir)
+            if not CASE_ID.fullmatch(case_dir.name):
+                raise UserError(f"{str(case_dir)!a}: a case folder's name is its id: "
+                                "letters, digits, '.', '_' or '-' only")
+            case = load_case(case_dir, directory)
             if case.id in cases:
                 raise UserError(f"{case_dir}: case id {case.id!r} already defined in "
                                 f"{cases[case.id].directory}")

@@ -11,6 +11,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from .errors import UserError
+from .keys import check_keys
 from .tomlfile import load_toml
 from .versions import Arch, axis_matches, check_specifier, parse_version
 
@@ -110,6 +111,11 @@ class Matrix:
         return self.tiers[chosen]
 
 
+# The top-level tables and values of matrix.toml.
+MATRIX_KEYS = ("schema", "default_tier", "toolkits", "archs", "wheels", "drivers", "driver_cuda",
+               "libraries", "tiers")
+
+
 class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -136,6 +142,7 @@ class _Reader:
             self.version(where, version)
             if not isinstance(entry, dict) or "ptx_isa" not in entry:
                 raise self.fail(where, "needs ptx_isa")
+            check_keys(where, entry, ("ptx_isa", "min_driver", "pins"), self.fail)
             pins = entry.get("pins", {})
             for package, spec in pins.items():
                 try:
@@ -158,6 +165,7 @@ class _Reader:
                 raise self.fail(where, str(exc)) from None
             if not isinstance(entry, dict) or "first" not in entry:
                 raise self.fail(where, "needs first = \"<toolkit>\"")
+            check_keys(where, entry, ("first", "last"), self.fail)
             last = entry.get("last")
             result[name] = ArchSupport(arch, self.version(f"{where}.first", entry["first"]),
                                        self.version(f"{where}.last", last) if last else None)
@@ -166,9 +174,11 @@ class _Reader:
     def libraries(self, raw: Mapping[str, Any]) -> dict[str, Library]:
         result = {}
         for name, entry in self.table(raw, "libraries").items():
-            if name not in LIBRARY_AXES:
-                raise self.fail(f"libraries.{name}",
-                                f"unknown library axis (known: {', '.join(LIBRARY_AXES)})")
+            check_keys("libraries", {name: entry}, LIBRARY_AXES, self.fail)
+            if not isinstance(entry, dict):
+                raise self.fail(f"libraries.{name}", "expected a table")
+            check_keys(f"libraries.{name}", entry,
+                       ("package", "versions", "requires", "constraint"), self.fail)
             versions = tuple(str(v) for v in entry.get("versions", []))
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
@@ -209,10 +219,7 @@ class _Reader:
         for i, row in enumerate(value):
             if not isinstance(row, dict) or not row:
                 raise self.fail(f"{where}[{i}]", "expected a non-empty table")
-            unknown = set(row) - set(ROW_KEYS)
-            if unknown:
-                raise self.fail(f"{where}[{i}]", f"unknown key(s) {sorted(unknown)} "
-                                f"(known: {', '.join(ROW_KEYS)})")
+            check_keys(f"{where}[{i}]", row, ROW_KEYS, self.fail)
             rows.append({k: str(v) for k, v in row.items()})
         return tuple(rows)
 
@@ -221,10 +228,8 @@ class _Reader:
         result = {}
         for name, entry in self.table(raw, "tiers").items():
             where = f"tiers.{name}"
-            unknown = set(entry) - {"toolkit", "arch", "include", "exclude", "case",
-                                    *LIBRARY_AXES}
-            if unknown:
-                raise self.fail(where, f"unknown key(s) {sorted(unknown)}")
+            check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
+                                      *LIBRARY_AXES), self.fail)
             libs = {lib: self.axis(f"{where}.{lib}", entry.get(lib, "*"),
                                    list(libraries[lib].versions), f"{lib} version")
                     for lib in libraries}
@@ -247,6 +252,7 @@ class _Reader:
 def load_matrix(path: Path) -> Matrix:
     raw = load_toml(path)
     reader = _Reader(path)
+    check_keys("matrix", raw, MATRIX_KEYS, reader.fail)
     if raw.get("schema") != 1:
         raise reader.fail("schema", f"unsupported schema {raw.get('schema')!r} (this tool reads 1)")
     toolkits = reader.toolkits(raw)
@@ -254,7 +260,8 @@ def load_matrix(path: Path) -> Matrix:
     libraries = reader.libraries(raw)
     wheels: dict[int, tuple[str, ...]] = {}
     for major, entry in reader.table(raw, "wheels").items():
-        if not major.isdigit() or not isinstance(entry.get("packages"), list):
+        if not major.isdigit() or not isinstance(entry, dict) \
+                or not isinstance(entry.get("packages"), list):
             raise reader.fail(f"wheels.{major}", "expected [wheels.<major>] packages = [...]")
         wheels[int(major)] = tuple(entry["packages"])
     drivers = {k: str(v) for k, v in reader.table(raw, "drivers").items()}

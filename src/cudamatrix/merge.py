@@ -21,10 +21,7 @@ def _load(folder: Path) -> tuple[RunInfo, list[CellResult]]:
     path = folder / "results.json" if folder.is_dir() else folder
     if not path.is_file():
         raise UserError(f"{folder}: no results.json (is it a shard's --out folder?)")
-    try:
-        return load_results(path)
-    except (ValueError, KeyError) as exc:
-        raise UserError(f"{path}: not a cudamatrix results file ({exc})") from None
+    return load_results(path)
 
 
 def merge_results(shards: Sequence[Path]) -> tuple[RunInfo, list[CellResult]]:

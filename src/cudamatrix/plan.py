@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -12,6 +14,15 @@ from .versions import Arch
 
 # What a cell's toolkit column shows when its frontend brings its own compiler.
 BUNDLED = "bundled"
+
+
+def cell_slug(cell_id: str) -> str:
+    """A file name for a cell id, one to one: the id made readable (letters, digits,
+    '.', '-', '_'; at most 120 of them) and a hash of the whole id, so case ``p__a``
+    variant ``b`` and case ``p`` variant ``a__b`` never share a folder."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", cell_id.replace("/", "__").replace("@", "__at__"))
+    digest = hashlib.sha256(cell_id.encode()).hexdigest()[:12]
+    return f"{readable[:120]}-{digest}"
 
 
 @dataclass(frozen=True, order=True)
@@ -38,8 +49,8 @@ class Cell:
 
     @property
     def slug(self) -> str:
-        """A file-name-safe form of the id, for per-cell files."""
-        return self.id.replace("/", "__").replace("@", "__at__")
+        """The cell's file name (see cell_slug)."""
+        return cell_slug(self.id)
 
     def axes(self) -> dict[str, str | None]:
         """Values for `when`/`only`/exclude matching; the driver is added once one is seen."""
@@ -134,6 +145,23 @@ def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
         if not any(row_matches(row, c.axes()) for c in cells):
             raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}] {dict(row)} "
                             "matches no cell")
+
+
+def check_only(matrix: Matrix, cases: Sequence[Case]) -> None:
+    """Every variant's `only` must select at least one cell of the whole matrix (every
+    toolkit, arch and library version): one that selects none is a typo, not a choice."""
+    everything = Tier("all", tuple(matrix.toolkits), tuple(matrix.archs),
+                      {name: lib.versions for name, lib in matrix.libraries.items()}, (), (), ())
+    for case in cases:
+        for variant in case.variants:
+            # A driver or GPU is known only on a runner: such an `only` is judged there.
+            if not variant.only or set(variant.only) & {"driver", "gpu_arch"}:
+                continue
+            if not _variant_cells(case, variant, everything.toolkits, everything.archs,
+                                  everything):
+                raise UserError(f"{case.directory / 'case.toml'}: variant {variant.name!r}: "
+                                f"only = {dict(variant.only)} selects no cell of "
+                                f"{matrix.path}")
 
 
 def shard(cells: Sequence[Cell], index: int, count: int) -> list[Cell]:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import UserError
 from .plan import Cell
 from .stages.result import StageResult
 from .verdict import OUTCOMES
@@ -165,9 +166,17 @@ def save_cell(out: Path, result: CellResult) -> None:
     write_atomic(out / CELLS_DIR / f"{result.cell.slug}.json", json.dumps(result.to_dict()))
 
 
+def load_cell(path: Path) -> CellResult:
+    """One saved cell; a damaged file is a UserError that names it."""
+    try:
+        return CellResult.from_dict(json.loads(path.read_bytes()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path}: damaged cell record ({type(exc).__name__}: {exc}); "
+                        "delete it to run that cell again") from None
+
+
 def load_cells(folder: Path) -> list[CellResult]:
-    return [CellResult.from_dict(json.loads(p.read_text()))
-            for p in sorted((folder / CELLS_DIR).glob("*.json"))]
+    return [load_cell(p) for p in sorted((folder / CELLS_DIR).glob("*.json"))]
 
 
 def summary(results: Iterable[CellResult]) -> dict[str, int]:
@@ -186,7 +195,16 @@ def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, 
 
 
 def load_results(path: Path) -> tuple[RunInfo, list[CellResult]]:
-    data = json.loads(path.read_text())
-    if data.get("schema") != "cudamatrix-results":
-        raise ValueError(f"{path}: not a cudamatrix results file")
-    return RunInfo.from_dict(data["run"]), [CellResult.from_dict(c) for c in data["cells"]]
+    """A results.json; anything else (unreadable, not JSON, damaged) is a UserError naming it."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
+        raise UserError(f"{path}: not a cudamatrix results file")
+    try:
+        return RunInfo.from_dict(data["run"]), [CellResult.from_dict(c) for c in data["cells"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path}: damaged results file ({type(exc).__name__}: {exc})") from None

@@ -8,6 +8,7 @@ it exists, so an interrupted run loses nothing it finished.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -15,10 +16,11 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 from packaging.version import InvalidVersion, Version
 
@@ -30,7 +32,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
-from .plan import BUNDLED, Cell, check_excludes, expand, pruned, shard
+from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
@@ -60,6 +62,8 @@ class RunOptions:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     cache: Path = field(default_factory=lambda: default_cache())
     cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
+    # Address space per compiler process; None: the machine's memory shared by the jobs.
+    cell_memory_gib: float | None = None
     run_timeout: float | None = None
     shard: tuple[int, int] | None = None
     resume: bool = False
@@ -76,6 +80,17 @@ class RunOptions:
     # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
     # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
     cuda_compat: bool = False
+
+
+def default_cell_memory(jobs: int) -> int:
+    """Bytes of address space one cell's compiler may take: the machine's memory shared by
+    the cells running at once, 4 to 16 GiB. A bound, so that ``#include "/dev/zero"`` or a
+    runaway template ends its own cell, not the machine."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 << 30
+    return int(min(16 << 30, max(4 << 30, total // max(1, jobs))))
 
 
 def default_cache() -> Path:
@@ -103,6 +118,7 @@ def make_plan(options: RunOptions) -> Plan:
     tier = matrix.tier(options.tier)
     all_cases = load_corpus(options.corpus)
     check_excludes(matrix, tier, all_cases)
+    check_only(matrix, all_cases)
     cases = select_cases(all_cases, options.cases)
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
     removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
@@ -146,6 +162,8 @@ class CellRunner:
         self.cache = CompileCache(options.cache, enabled=options.compile_cache)
         self.deadline = (time.monotonic() + options.run_timeout) if options.run_timeout else None
         self.docker: DockerCells | None = None
+        self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
+                             else default_cell_memory(options.jobs))
 
     def time_left(self, cell_limit: float) -> float:
         """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
@@ -218,7 +236,8 @@ class CellRunner:
                              "why": a.why} for a in variant.artifacts),
             run=dict(variant.run), env=env, library=library,
             gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
-            prebuilt=str(prebuilt) if prebuilt else None)
+            prebuilt=str(prebuilt) if prebuilt else None,
+            memory_bytes=self.memory_bytes)
         return job, versions
 
     def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
@@ -229,7 +248,7 @@ class CellRunner:
         workdir = job.work
         cacheable = job.prebuilt is None and cell.frontend in CACHED_FRONTENDS
         key = compile_key(job, self.envs.provider) if cacheable else None
-        cached = self.cache.restore(key, workdir) if key else None
+        cached, cache_note = self.cache.restore(key, workdir) if key else (None, "")
         if cached is not None and cached.status == "ok" and self.device.present:
             job = replace(job, prebuilt=str(workdir))
         if cached is not None and job.prebuilt is None:
@@ -245,6 +264,9 @@ class CellRunner:
                 else self.workers.run(job, worker_env(job.env))
             if key and cached is None:
                 self.cache.store(key, workdir, stages[0])
+            if cache_note:
+                stages[0] = replace(stages[0], details={**stages[0].details,
+                                                        "cache": cache_note})
         if not self.device.present and stages[0].status == "ok" \
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
@@ -323,6 +345,44 @@ def execute(options: RunOptions, progress: Progress,
         probe_file.unlink()
     except OSError as exc:
         raise UserError(f"{out}: output folder is not writable ({exc.strerror})") from None
+    try:
+        options.cache.mkdir(parents=True, exist_ok=True)
+        probe_file = options.cache / f".write-test-{os.getpid()}"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as exc:
+        raise UserError(f"{options.cache}: cache folder is not writable ({exc.strerror}); "
+                        "give another with --cache or $CUDAMATRIX_CACHE") from None
+    lock = lock_output(out)
+    try:
+        return _execute(options, plan, progress, on_result, started_at, started)
+    finally:
+        lock.close()
+
+
+def lock_output(out: Path) -> IO[str]:
+    """Hold `out` for this run alone: two runs writing one folder's cells and artifacts
+    corrupt each other's compiles (ptxas finding its input gone) and results."""
+    handle = (out / ".cudamatrix.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise UserError(f"{out}: another run is writing this folder ({holder}); wait for it "
+                        "or give another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {platform.node()}")
+    handle.flush()
+    return handle
+
+
+def _execute(options: RunOptions, plan: Plan, progress: Progress,
+             on_result: Callable[[CellResult], None] | None, started_at: str,
+             started: float) -> tuple[RunInfo, list[CellResult]]:
+    out = options.out
     done: dict[str, CellResult] = {}
     if options.resume:
         done = {r.cell.id: r for r in load_cells(out) if r.cell in set(plan.cells)}
@@ -356,12 +416,30 @@ def execute(options: RunOptions, progress: Progress,
     for result in results:
         progress.cell_done(result)
 
+    # Where the run could not write (a full disk, a read-only folder): it stops there.
+    unwritten: list[str] = []
+    cell_of: dict[Future[CellResult], Cell] = {}
+
+    def stop_writing(cell: Cell, exc: OSError) -> None:
+        unwritten.append(f"{cell.id}: {exc.strerror} writing {exc.filename or out / CELLS_DIR}")
+        for pending in futures:
+            pending.cancel()
+
     def finished(future: Future[CellResult]) -> None:
-        if future.cancelled() or future.exception() is not None:
+        if future.cancelled():
+            return
+        failure = future.exception()
+        if isinstance(failure, OSError):
+            stop_writing(cell_of[future], failure)
+        if failure is not None:
             return
         result = future.result()
         if not result.stages[0].details.get(NOT_STARTED):
-            save_cell(out, result)
+            try:
+                save_cell(out, result)
+            except OSError as exc:
+                stop_writing(result.cell, exc)
+                return
         results.append(result)
         progress.cell_done(result)
         if on_result:
@@ -373,10 +451,14 @@ def execute(options: RunOptions, progress: Progress,
         # Slow cells (CUTLASS) first, so they do not end up alone at the tail of the run.
         for cell in sorted(todo, key=lambda c: c.frontend != "cutlass"):
             future = pool.submit(runner.run_cell, cell)
+            cell_of[future] = cell
             future.add_done_callback(finished)
             futures.append(future)
-        for future in futures:
-            future.result()
+        wait(futures)
+        for future in futures:  # a cell the run broke on (not one it cancelled) is raised
+            failure = None if future.cancelled() else future.exception()
+            if failure is not None and not isinstance(failure, OSError):
+                future.result()
     except KeyboardInterrupt:
         # Cancel what has not started before stopping what has, so no queued cell starts
         # against a stopped worker pool and reports that as its result.
@@ -394,6 +476,9 @@ def execute(options: RunOptions, progress: Progress,
     if runner.docker:
         runner.docker.close()
     progress.finish()
+    if unwritten:
+        raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
+                        f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
     toolkits: dict[str, dict[str, object]] = {}
     libraries: dict[str, dict[str, object]] = {}
     earlier = options.prebuilt / "results.json" if options.prebuilt else None

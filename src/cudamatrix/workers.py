@@ -34,6 +34,7 @@ from .providers.docker import (
 from .providers.environment import Environment
 from .stages.forkserver import OUTPUT_FILE
 from .stages.job import Job
+from .stages.limits import read_bounded
 from .stages.logs import error_lines
 from .stages.result import StageResult
 from .stages.worker import PARENT_ENV, RESULT_FILE
@@ -125,7 +126,7 @@ class Workers:
             with self._lock:
                 self._running.discard(pid)
         output_file = job.work / OUTPUT_FILE
-        output = output_file.read_text(errors="replace").strip() if output_file.exists() else ""
+        output = read_bounded(output_file).strip()
         if killed:
             # What it said before it was stopped is the only clue to where it hung.
             return [replace(timed_out(job), log=output[-20_000:])]
@@ -137,6 +138,17 @@ class Workers:
 
     @staticmethod
     def _kill(pid: int) -> None:
+        """Stop a cell: SIGTERM lets its worker end the compilers it runs (each in a group
+        of its own); whatever is left of its group is killed a moment later."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
 

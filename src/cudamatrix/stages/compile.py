@@ -13,18 +13,17 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..versions import Arch
 from .flags import resolve_flags, shown
 from .job import Job
-from .logs import decisive_line, decode, missing_include, resource_usage, warning_lines
+from .limits import address_space_limit, run_tool
+from .logs import decisive_line, missing_include, resource_usage, warning_lines
 from .nvrtc import Nvrtc
 from .result import StageResult
 
@@ -39,26 +38,15 @@ class Build:
     library: Path | None = None
 
 
-def _run_tool(command: Sequence[str], timeout: float, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> tuple[int, str]:
-    """Run a compiler; a hang past `timeout` raises TimeoutExpired after killing it.
-
-    Output is read as bytes and decoded leniently: a compiler quoting a Latin-1 source
-    line in its message is still a compiler's verdict, not a crash of this tool.
-    """
-    done = subprocess.run(list(command), capture_output=True, timeout=timeout,
-                          env=env, cwd=cwd, check=False)
-    output = (decode(done.stdout) + decode(done.stderr)).strip()
-    if done.returncode < 0:  # a crash prints nothing of its own: say which signal ended it
-        name = signal.Signals(-done.returncode).name
-        output += f"\nerror: {Path(command[0]).name} was killed by {name}"
-    return done.returncode, output.strip()
-
-
-def _failure(job: Job, log: str, started: float, **details: object) -> Build:
+def _failure(job: Job, log: str, started: float, accident: str | None = None,
+             **details: object) -> Build:
     """A refused compile; `unavailable` (a skip) when what the compiler could not open is a
     public header the toolkit's own packages do not ship, so the toolkit, not the code,
-    is what is missing."""
+    is what is missing; `error` when the compiler did not finish on its own (a signal,
+    the memory limit), which says nothing about the code and is never cached."""
+    if accident:
+        return Build(StageResult("compile", "error", accident, log, time.monotonic() - started,
+                                 {**details, "accident": accident}))
     status, message = "failed", decisive_line(log)
     header = missing_include(log)
     lacking = job.env.lacks_header(header) if header and job.env else None
@@ -86,11 +74,11 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
     remaining = max(1.0, job.timeout - (time.monotonic() - started))
     # Run where the files are, so messages name kernel.ptx rather than a long path.
     command = [job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name]
-    code, log = _run_tool(command, remaining, cwd=job.work)
-    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v", log)
-                          if part)
-    if code != 0:
-        return _failure(job, full_log, started, **details)
+    tool = run_tool(command, remaining, memory_bytes=job.memory_bytes, cwd=job.work)
+    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v",
+                                            tool.output) if part)
+    if tool.code != 0:
+        return _failure(job, full_log, started, tool.accident, **details)
     return _compiled(full_log, started, details, ptx, cubin)
 
 
@@ -110,12 +98,13 @@ def compile_nvrtc(job: Job) -> Build:
     for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
         options.append(f"-I{folder}")
     nvrtc = Nvrtc(job.env.nvrtc)
-    output = nvrtc.compile(source.read_bytes(), source.name, options)
+    with address_space_limit(job.memory_bytes):
+        output = nvrtc.compile(source.read_bytes(), source.name, options)
     log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
     details: dict[str, object] = {"nvrtc": nvrtc.version,
                                   "options": shown(options, job.env)}
     if not output.ok:
-        return _failure(job, log, started, **details)
+        return _failure(job, log, started, output.accident, **details)
     ptx = job.work / "kernel.ptx"
     ptx.write_bytes(output.ptx)
     if output.cubin:
@@ -150,15 +139,15 @@ def compile_nvcc(job: Job) -> Build:
     logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
                                        and c != str(keep))]
     try:
-        code, log = _run_tool(command, job.timeout)
+        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
     except subprocess.TimeoutExpired:
         shutil.rmtree(keep, ignore_errors=True)
         raise
-    full_log = f"$ {shown(logged, job.env)}\n{log}".strip()
+    full_log = f"$ {shown(logged, job.env)}\n{tool.output}".strip()
     details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
-    if code != 0:
+    if tool.code != 0:
         shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
-        return _failure(job, full_log, started, **details)
+        return _failure(job, full_log, started, tool.accident, **details)
     ptx = job.work / "kernel.ptx"
     for pattern, target in (("*.ptx", ptx), ("*.cubin", cubin)):
         found = sorted(keep.glob(pattern))
@@ -182,17 +171,18 @@ def compile_script(job: Job) -> Build:
     env.update(CUDAMATRIX_SITE_DIRS=os.pathsep.join(job.library.python_path if job.library else ()),
                CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
                CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"))
-    code, log = _run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
-                           *job.flags],
-                          job.timeout, env=env, cwd=job.work)
+    tool = run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
+                     *job.flags], job.timeout, memory_bytes=job.memory_bytes, env=env,
+                    cwd=job.work)
+    log = tool.output
     details: dict[str, object] = {}
     for line in reversed(log.splitlines()):
         if line.startswith("{"):
             with contextlib.suppress(json.JSONDecodeError):
                 details["report"] = json.loads(line)
             break
-    if code != 0:
-        return _failure(job, log, started, **details)
+    if tool.code != 0:
+        return _failure(job, log, started, tool.accident, **details)
     ptx, cubin = job.work / "kernel.ptx", job.work / "kernel.cubin"
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)

@@ -63,6 +63,28 @@ def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) 
     return resolved
 
 
+def path_values(flags: Sequence[str]) -> list[str]:
+    """The folder each include option names, as written (``-Ifoo``, ``-I foo``,
+    ``--include-path=foo``)."""
+    found: list[str] = []
+    for index, flag in enumerate(flags):
+        for option in _PATH_OPTIONS:
+            joined = option + "=" if option.startswith("--") else option
+            if flag == option and index + 1 < len(flags):
+                found.append(flags[index + 1])
+            elif flag.startswith(joined) and len(flag) > len(joined):
+                found.append(flag[len(joined):])
+    return found
+
+
+def include_folders(flags: Sequence[str], case_dir: str, env: Environment | None) -> list[str]:
+    """The folders the flags put on the include path, the toolkit's own left out (its
+    package versions stand for them): where a case's headers live besides its folder."""
+    found = path_values(resolve_flags(flags, case_dir, env))
+    root = env.root.rstrip("/") + "/" if env is not None and env.root else None
+    return [f for f in found if root is None or not (f + "/").startswith(root)]
+
+
 def shown(command: Sequence[str], env: Environment | None) -> str:
     """A command line for the log: every word kept, the toolkit's root written as
     ``{toolkit_root}`` so the line reads the same on every machine."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -26,6 +27,7 @@ import traceback
 from pathlib import Path
 
 from . import worker
+from .limits import MAX_FILE_BYTES
 
 OUTPUT_FILE = "output.log"
 
@@ -36,6 +38,8 @@ def _child(job_file: str, server: int) -> int:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     worker._die_with_parent(server)  # the server is this cell's parent
+    # Device printf and library chatter go to a file: a bounded one.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     folder = Path(job_file).parent
     log = os.open(folder / OUTPUT_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)

@@ -29,6 +29,8 @@ class Job:
     load: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
     prebuilt: str | None = None
+    # The address space each compiler process (and NVRTC in the worker) may take.
+    memory_bytes: int | None = None
 
     @property
     def host_entry(self) -> bool:

@@ -23,6 +23,12 @@ class NvrtcOutput:
     version: str
     # NVRTC's own cubin when it compiled for a real arch (sm_XX), as CuPy asks it to.
     cubin: bytes = b""
+    # Why a failure is not NVRTC's verdict on the source and its options: it ran out of
+    # memory (the cell's limit) or could not even create the program.
+    accident: str | None = None
+
+
+_NVRTC_ACCIDENTS = {1: "NVRTC_ERROR_OUT_OF_MEMORY", 2: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE"}
 
 
 class Nvrtc:
@@ -84,8 +90,10 @@ class Nvrtc:
                 status = self._lib.nvrtcGetErrorString(result).decode()
                 # NVRTC may fail with nothing in its log (a cubin over a limit its ptxas
                 # accepted): its return code is then the only error, so say it as one.
+                accident = (f"nvrtcCompileProgram returned {status}"
+                            if result in _NVRTC_ACCIDENTS else None)
                 return NvrtcOutput(False, f"{text}\nerror: nvrtcCompileProgram returned "
-                                   f"{status}".strip(), b"", self.version)
+                                   f"{status}".strip(), b"", self.version, accident=accident)
             self._check(self._lib.nvrtcGetPTXSize(program, ctypes.byref(size)), "nvrtcGetPTXSize")
             ptx = ctypes.create_string_buffer(size.value)
             self._check(self._lib.nvrtcGetPTX(program, ptx), "nvrtcGetPTX")

@@ -22,11 +22,19 @@ from pathlib import Path
 from .compile import COMPILERS, Build
 from .inspect import inspect_artifacts
 from .job import Job
+from .limits import kill_running_tools
 from .result import StageResult
 
 RESULT_FILE = "stages.json"
 PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
+
+
+def _stop_cell(*_: object) -> None:
+    """SIGTERM: the cell is stopped; its compilers (each in a group of its own) and then
+    its own group go, at once."""
+    kill_running_tools()
+    os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def _die_with_parent(parent: int | None = None) -> None:
@@ -37,7 +45,7 @@ def _die_with_parent(parent: int | None = None) -> None:
     takes its whole group down rather than compiling on, orphaned, into a folder a
     resumed run is about to reuse.
     """
-    signal.signal(signal.SIGTERM, lambda *_: os.killpg(os.getpgrp(), signal.SIGKILL))
+    signal.signal(signal.SIGTERM, _stop_cell)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):

@@ -1,0 +1,170 @@
+"""Running a compiler the way a shared machine needs: bounded in time, memory and output,
+and leaving nothing behind.
+
+A compile is the user's code at work (a template recursion, ``#include "/dev/zero"``),
+so every tool runs in a session of its own under an address-space limit, writes its
+output to a file rather than a pipe (a helper that keeps the pipe open cannot turn a
+finished compile into a timeout; 200 MB of output costs no memory), and has its whole
+process group killed when it ends or its time runs out (no orphaned ``cicc`` compiling
+on at 3 GB). What the cell keeps of the output is its head and tail, with the cut said.
+
+Whether a failure is the compiler's verdict on its inputs or an accident (a signal, the
+memory limit) is decided here, from how the process ended and how much memory it took:
+only verdicts are worth caching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+# What a cell keeps of one tool's output: this much of its beginning and of its end.
+KEPT_OUTPUT_BYTES = 256 * 1024
+# A compiler writes a cubin, not gigabytes: a file past this ends it (SIGXFSZ).
+MAX_FILE_BYTES = 4 << 30
+# A compiler driver's own words for a tool it ran that a signal ended (nvcc: "'cicc' died
+# due to signal 9"; gcc: "Killed signal terminated program cc1plus"): an accident too.
+_SUBTOOL_KILLED = re.compile(r"died due to signal|signal terminated program")
+# How the tools say an allocation failed (gcc: "out of memory allocating N bytes"; a C++
+# tool: "std::bad_alloc"; Python: MemoryError): under the cell's limit, that limit, not
+# the code, decided.
+_OUT_OF_MEMORY = re.compile(r"out of memory|std::bad_alloc|Cannot allocate memory|MemoryError",
+                            re.IGNORECASE)
+# A compiler that came this close to its memory limit was stopped by it, not by the code.
+_NEAR_LIMIT = 0.8
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """How one tool run ended: its status, its (bounded) output, and why its failure, if
+    any, is not the compiler's verdict on the code (None when it is)."""
+
+    code: int
+    output: str
+    accident: str | None = None
+
+
+def _bounded_text(handle: BinaryIO, keep: int) -> str:
+    """An open file's text, or its first and last `keep` bytes with how much was cut."""
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(0)
+    if size <= 2 * keep:
+        return handle.read().decode("utf-8", errors="replace")
+    head = handle.read(keep)
+    handle.seek(size - keep)
+    return (head.decode("utf-8", errors="replace")
+            + f"\n[... {size - 2 * keep} bytes of output cut ...]\n"
+            + handle.read().decode("utf-8", errors="replace"))
+
+
+def read_bounded(path: Path, keep: int = KEPT_OUTPUT_BYTES) -> str:
+    """A file's text, bounded as a tool's output is; empty when there is no file."""
+    try:
+        with path.open("rb") as handle:
+            return _bounded_text(handle, keep)
+    except FileNotFoundError:
+        return ""
+
+
+def _limit_child(memory_bytes: int | None) -> None:
+    """In the tool's process, before exec: its own limits (it is already in its own session)."""
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+
+
+# The process groups of the tools this process is running now: a cell being stopped
+# (SIGTERM from its run) takes them down with it, as they are not in its own group.
+_RUNNING: set[int] = set()
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def kill_running_tools() -> None:
+    """End every tool this process started and all their descendants."""
+    for pid in list(_RUNNING):
+        _kill_group(pid)
+
+
+def _peak_rss_bytes() -> int:
+    """The largest resident size any waited-for descendant of this process reached."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None = None,
+             env: dict[str, str] | None = None, cwd: Path | None = None) -> ToolRun:
+    """Run one compiler; past `timeout` its whole process group is killed and
+    TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
+    quoting a Latin-1 source line is still a compiler's verdict."""
+    folder = cwd if cwd is not None else Path(tempfile.gettempdir())
+    with tempfile.TemporaryFile(dir=folder, prefix=".tool-output-") as sink:
+        process = subprocess.Popen(
+            list(command), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+            env=env, cwd=cwd, start_new_session=True,
+            # The cell worker runs no threads, so a pre-exec hook is safe here.
+            preexec_fn=lambda: _limit_child(memory_bytes))
+        _RUNNING.add(process.pid)
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            process.wait()
+            raise
+        finally:
+            _kill_group(process.pid)  # helpers it left running die with it
+            _RUNNING.discard(process.pid)
+        output = _bounded_text(sink, KEPT_OUTPUT_BYTES).strip()
+    accident = None
+    if code < 0:  # a crash prints nothing of its own: say which signal ended it
+        name = signal.Signals(-code).name
+        accident = f"{Path(command[0]).name} was killed by {name}"
+        output += f"\nerror: {accident}"
+    elif code != 0 and _SUBTOOL_KILLED.search(output):
+        accident = f"a tool {Path(command[0]).name} ran was ended by a signal"
+    elif code != 0 and memory_bytes and (_OUT_OF_MEMORY.search(output)
+                                         or _peak_rss_bytes() >= _NEAR_LIMIT * memory_bytes):
+        accident = (f"{Path(command[0]).name} reached the cell's memory limit "
+                    f"({memory_bytes / (1 << 30):.1f} GiB)")
+        output += f"\nerror: {accident}"
+    return ToolRun(code, output.strip(), accident)
+
+
+def _address_space_bytes() -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextlib.contextmanager
+def address_space_limit(memory_bytes: int | None) -> Iterator[None]:
+    """Bound this process's own growth while an in-process compiler (NVRTC) runs in it.
+
+    Only the soft limit moves, and it moves back: the GPU stages after the compile map
+    far more address space than they use, as every CUDA process does.
+    """
+    if not memory_bytes:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = _address_space_bytes() + memory_bytes
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -1,0 +1,222 @@
+"""A case cannot harm another cell, the cache or the machine (issue 11, points 1 to 6).
+
+Each test reproduces an attack or an accident that once got through, with real
+compilers, real processes and the real cache; each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Run, cudamatrix, write_case
+from cudamatrix.compile_cache import MANIFEST, CompileCache
+from cudamatrix.plan import cell_slug
+from cudamatrix.stages.limits import KEPT_OUTPUT_BYTES, run_tool
+from cudamatrix.stages.result import StageResult
+
+KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
+CASE = """
+    title = "{title}"
+    [[variant]]
+    name = "{variant}"
+    source = "k.cu"
+    frontend = "nvrtc"
+"""
+CELL = ("--toolkit", "12.4", "--arch", "sm_80")
+
+
+def _run(corpus: Path, out: Path, cache: Path, *args: str) -> Run:
+    """One run of the corpus's cases; a --toolkit in `args` replaces the default one."""
+    cell = CELL[2:] if "--toolkit" in args else CELL
+    cases = [word for folder in sorted(corpus.iterdir()) for word in ("--case", folder.name)]
+    return cudamatrix("run", "--corpus", str(corpus), *cases, *cell, "--cache", str(cache),
+                      *args, out=out)
+
+
+def _only(run: Run) -> dict[str, Any]:
+    cells = list(run.cells().values())
+    assert len(cells) == 1, run.output[-2000:]
+    return cells[0]
+
+
+# -- 1. a link out of a cell's folder never reaches the cache --------------------------
+
+def test_cache_never_stores_what_a_link_points_at(tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret"
+    secret.write_text("HOST SECRET 1234")
+    work = tmp_path / "cell"
+    work.mkdir()
+    (work / "kernel.ptx").symlink_to(secret)
+    cache = CompileCache(tmp_path / "cache")
+    stored = cache.store("ab" * 32, work, StageResult("compile", "ok"))
+    assert not stored
+    for path in (tmp_path / "cache").rglob("*"):
+        assert not path.is_file() or b"HOST SECRET" not in path.read_bytes()
+
+
+# -- 2. artifacts are copies, every entry is checked on read ---------------------------
+
+def _compile_cache(out: Path) -> str:
+    return str(_only(Run(0, "", out))["stages"][0]["details"].get("cache", ""))
+
+
+def test_artifacts_are_copies_and_a_damaged_entry_is_dropped(tmp_path: Path,
+                                                            cache_copy: Path) -> None:
+    write_case(tmp_path / "c", "scale", CASE.format(title="scale", variant="v"),
+               {"k.cu": KERNEL % f"{time.time_ns()}.0f"})
+    cold = _run(tmp_path / "c", tmp_path / "cold", cache_copy)
+    assert cold.code == 0, cold.output[-2000:]
+    warm = _run(tmp_path / "c", tmp_path / "warm", cache_copy)
+    assert _compile_cache(warm.out) == "hit"
+    slug = cell_slug(next(iter(warm.cells())))
+    restored = tmp_path / "warm" / "artifacts" / slug / "kernel.ptx"
+    assert restored.stat().st_nlink == 1  # a copy: editing it cannot edit the cache
+    restored.write_text("poisoned")
+    again = _run(tmp_path / "c", tmp_path / "again", cache_copy)
+    assert _compile_cache(again.out) == "hit"
+    assert "poisoned" not in (tmp_path / "again" / "artifacts" / slug / "kernel.ptx").read_text()
+
+    # Damage the entry itself: it is noticed, dropped, and the cell compiles again.
+    entries = [p.parent for p in (cache_copy / "compile").rglob(MANIFEST)]
+    for entry in entries:
+        (entry / "kernel.ptx").write_text("truncated")
+    damaged = _run(tmp_path / "c", tmp_path / "damaged", cache_copy)
+    cell = _only(damaged)
+    assert cell["outcome"] == "pass", cell["message"]
+    assert "dropped (kernel.ptx does not match its hash)" in _compile_cache(damaged.out)
+    healed = _run(tmp_path / "c", tmp_path / "healed", cache_copy)
+    assert _compile_cache(healed.out) == "hit"
+
+
+@pytest.fixture
+def cache_copy(tmp_path: Path) -> Path:
+    """A cache of its own, sharing the prepared toolkits (read-only use) by link."""
+    shared = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
+    own = tmp_path / "cache"
+    own.mkdir()
+    for name in ("toolkits", "tools"):
+        if (shared / name).exists():
+            (own / name).symlink_to(shared / name)
+    return own
+
+
+# -- 3. an accident is never cached; one --out, one run --------------------------------
+
+def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
+                                                        cache_copy: Path) -> None:
+    # NVRTC refuses a file that is not a regular one; nvcc's host preprocessor reads on.
+    write_case(tmp_path / "c", "zero", CASE.format(title="reads /dev/zero", variant="v")
+               .replace("nvrtc", "nvcc"), {"k.cu": '#include "/dev/zero"\n' + KERNEL % "2.0f"})
+    started = time.monotonic()
+    nvcc = ("--toolkit", "13.0", "--cell-memory", "1")
+    first = _run(tmp_path / "c", tmp_path / "first", cache_copy, *nvcc)
+    cell = _only(first)
+    assert cell["outcome"] == "error", (cell["outcome"], cell["message"])
+    assert time.monotonic() - started < 120
+    second = _run(tmp_path / "c", tmp_path / "second", cache_copy, *nvcc)
+    assert _only(second)["stages"][0]["details"].get("cache") != "hit"
+    assert not list((cache_copy / "compile").rglob(MANIFEST))
+
+
+def test_a_second_run_on_the_same_out_is_refused(tmp_path: Path, cache_copy: Path) -> None:
+    write_case(tmp_path / "c", "one", CASE.format(title="one", variant="v"),
+               {"k.cu": KERNEL % "2.0f"})
+    out = tmp_path / "out"
+    out.mkdir()
+    with (out / ".cudamatrix.lock").open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused = _run(tmp_path / "c", out, cache_copy)
+    assert refused.code == 2, refused.output[-2000:]
+    assert f"{out}: another run is writing this folder" in refused.output
+    assert "Traceback" not in refused.output
+    assert _run(tmp_path / "c", out, cache_copy).code == 0
+
+
+# -- 4. processes and output -----------------------------------------------------------
+
+def _alive(marker: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False)
+    return found.returncode == 0
+
+
+def test_a_helper_holding_the_output_open_does_not_hang_a_finished_tool() -> None:
+    marker = f"sleep {4000 + os.getpid() % 1000}.5"
+    started = time.monotonic()
+    tool = run_tool(["sh", "-c", f"{marker} & echo compiled"], timeout=30)
+    assert time.monotonic() - started < 10
+    assert (tool.code, tool.output) == (0, "compiled")
+    assert not _alive(marker)  # the helper died with its tool
+
+
+def test_a_timeout_kills_the_whole_tool_group() -> None:
+    marker = f"sleep {5000 + os.getpid() % 1000}.5"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_tool(["sh", "-c", f"{marker} & {marker}; wait"], timeout=1)
+    time.sleep(0.2)
+    assert not _alive(marker)
+
+
+def test_huge_output_is_cut_to_its_head_and_tail() -> None:
+    script = ("import sys; sys.stdout.write('first line\\n' + 'x' * 200_000_000 "
+              "+ '\\nlast line\\n')")
+    tool = run_tool([sys.executable, "-c", script], timeout=60)
+    assert tool.output.startswith("first line")
+    assert tool.output.endswith("last line")
+    assert len(tool.output) < 3 * KEPT_OUTPUT_BYTES
+    assert "bytes of output cut" in tool.output
+
+
+def test_memory_limit_ends_the_tool_and_says_so() -> None:
+    script = "b = bytearray(3 << 30); print(len(b))"
+    tool = run_tool([sys.executable, "-c", script], timeout=60, memory_bytes=1 << 30)
+    assert tool.code != 0
+    assert tool.accident is not None
+
+
+# -- 6. cell ids map one to one to files -----------------------------------------------
+
+def test_ids_that_join_alike_keep_their_own_files(tmp_path: Path, cache_copy: Path) -> None:
+    assert cell_slug("p__a/b/12.4/sm_80") != cell_slug("p/a__b/12.4/sm_80")
+    write_case(tmp_path / "c", "p__a", CASE.format(title="passes", variant="b"),
+               {"k.cu": KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "p", CASE.format(title="fails", variant="a__b"),
+               {"k.cu": KERNEL % "undefined_name"})
+    run = _run(tmp_path / "c", tmp_path / "out", cache_copy)
+    outcomes = {cell_id: cell["outcome"] for cell_id, cell in run.cells().items()}
+    assert outcomes == {"p__a/b/12.4/sm_80": "pass", "p/a__b/12.4/sm_80": "fail"}
+    saved = [json.loads(p.read_text())["id"] for p in (tmp_path / "out" / "cells").glob("*")]
+    assert sorted(saved) == sorted(outcomes)
+
+
+# -- 7. sources and include folders stay inside the corpus -----------------------------
+
+@pytest.mark.parametrize("source, flags, says", [
+    ("../../secret.cu", "[]", "source '../../secret.cu' leads outside the corpus folder"),
+    ("{secret}", "[]", "is an absolute path"),
+    ("link.cu", "[]", "source 'link.cu' leads outside the corpus folder"),
+    ("k.cu", '["-I../.."]', "include folder '../..' leads outside the corpus folder"),
+    ("k.cu", '["--include-path=/etc"]', "include folder '/etc' is an absolute path"),
+])
+def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flags: str,
+                                               says: str) -> None:
+    secret = tmp_path / "secret.cu"
+    secret.write_text(KERNEL % "2.0f")
+    corpus = tmp_path / "corpus"
+    toml = CASE.format(title="reaches out", variant="v").replace(
+        'source = "k.cu"', f'source = "{source.format(secret=secret)}"\n    flags = {flags}')
+    write_case(corpus, "sneaky", toml, {"k.cu": KERNEL % "2.0f"})
+    (corpus / "sneaky" / "link.cu").symlink_to(secret)
+    run = cudamatrix("validate", "--corpus", str(corpus))
+    assert run.code == 2, run.output[-2000:]
+    lines = run.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.output
+    assert str(corpus / "sneaky" / "case.toml") in lines[0] and says in lines[0], lines[0]
