@@ -57,6 +57,23 @@ def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) 
             path.write_text(content)
 
 
+def private_cache(root: Path) -> Path:
+    """A compile cache of its own under `root`, sharing the prepared toolkits and tools
+    (used read-only) by link: a test can inspect or damage its entries alone."""
+    shared = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
+    own = root / "cache"
+    own.mkdir()
+    for name in ("toolkits", "tools"):
+        if (shared / name).exists():
+            (own / name).symlink_to(shared / name)
+    return own
+
+
+@pytest.fixture
+def cache_copy(tmp_path: Path) -> Path:
+    return private_cache(tmp_path)
+
+
 @pytest.fixture
 def run_cli():
     return cudamatrix

@@ -97,18 +97,6 @@ def test_artifacts_are_copies_and_a_damaged_entry_is_dropped(tmp_path: Path,
     assert _compile_cache(healed.out) == "hit"
 
 
-@pytest.fixture
-def cache_copy(tmp_path: Path) -> Path:
-    """A cache of its own, sharing the prepared toolkits (read-only use) by link."""
-    shared = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
-    own = tmp_path / "cache"
-    own.mkdir()
-    for name in ("toolkits", "tools"):
-        if (shared / name).exists():
-            (own / name).symlink_to(shared / name)
-    return own
-
-
 # -- 3. an accident is never cached; one --out, one run --------------------------------
 
 def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
@@ -202,8 +190,9 @@ def test_ids_that_join_alike_keep_their_own_files(tmp_path: Path, cache_copy: Pa
 @pytest.mark.parametrize("source, flags, says", [
     ("../../secret.cu", "[]", "source '../../secret.cu' leads outside the corpus folder"),
     ("{secret}", "[]", "is an absolute path"),
-    ("link.cu", "[]", "source 'link.cu' leads outside the corpus folder"),
+    ("link.cu", "[]", "link.cu: a link that leads outside the corpus folder"),
     ("k.cu", '["-I../.."]', "include folder '../..' leads outside the corpus folder"),
+    ("k.cu", "[]", "inc: a link that leads outside the corpus folder"),
     ("k.cu", '["--include-path=/etc"]', "include folder '/etc' is an absolute path"),
 ])
 def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flags: str,
@@ -214,7 +203,10 @@ def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flag
     toml = CASE.format(title="reaches out", variant="v").replace(
         'source = "k.cu"', f'source = "{source.format(secret=secret)}"\n    flags = {flags}')
     write_case(corpus, "sneaky", toml, {"k.cu": KERNEL % "2.0f"})
-    (corpus / "sneaky" / "link.cu").symlink_to(secret)
+    if source == "link.cu":
+        (corpus / "sneaky" / "link.cu").symlink_to(secret)
+    elif flags == "[]" and source == "k.cu":  # #include "inc/secret.cu" would read it
+        (corpus / "sneaky" / "inc").symlink_to(tmp_path)
     run = cudamatrix("validate", "--corpus", str(corpus))
     assert run.code == 2, run.output[-2000:]
     lines = run.output.strip().splitlines()

@@ -168,6 +168,29 @@ class _Reader:
             return tuple(value)
         raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
 
+    def links_stay_inside(self, directory: Path) -> None:
+        """No link in the case folder leads out of the corpus: ``#include "inc/x.h"``
+        through such a link would put any file of the machine into the compiler's
+        messages, and so into the reports."""
+        for root, dirs, names in os.walk(directory):
+            for name in [*dirs, *names]:
+                path = Path(root) / name
+                if path.is_symlink():
+                    target = path.resolve()
+                    if not target.is_relative_to(self.root):
+                        raise self.fail(str(path.relative_to(directory)),
+                                        f"a link that leads outside the corpus folder "
+                                        f"{self.root} (to {target})")
+
+    def links(self, where: str, value: Any) -> tuple[str, ...]:
+        """Web addresses only: the reports make them links, and a ``javascript:`` link
+        from a pull request's case would run in the reader's browser."""
+        links = self.strings(where, value)
+        for link in links:
+            if not re.match(r"https?://[^\s<>\"']+$", link, re.IGNORECASE):
+                raise self.fail(where, f"{link!r} is not an http(s) address")
+        return links
+
     def when(self, where: str, table: Any, keys: tuple[str, ...] = WHEN_KEYS) -> dict[str, Spec]:
         if not isinstance(table, dict):
             raise self.fail(where, f"expected a table like {{ arch = \"<sm_80\" }}, got {table!r}")
@@ -307,6 +330,7 @@ def load_case(directory: Path, root: Path | None = None) -> Case:
     raw = load_toml(path)
     reader = _Reader(path, root if root is not None else directory.parent)
     check_keys("case", raw, CASE_KEYS, reader.fail)
+    reader.links_stay_inside(directory)
     title = raw.get("title")
     if not isinstance(title, str) or not title:
         raise reader.fail("title", "a case needs a title")
@@ -323,7 +347,7 @@ def load_case(directory: Path, root: Path | None = None) -> Case:
         title=title,
         directory=directory,
         variants=parsed,
-        upstream=reader.strings("upstream", raw.get("upstream", [])),
+        upstream=reader.links("upstream", raw.get("upstream", [])),
         description=str(raw.get("description", "")),
     )
 

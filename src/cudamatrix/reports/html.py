@@ -8,6 +8,7 @@ embedded as JSON. Nothing is fetched from the network.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -91,14 +92,26 @@ def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
     return table
 
 
+def is_web_link(text: object) -> bool:
+    """Only http(s) addresses become links: ``javascript:`` from a case file stays text."""
+    return isinstance(text, str) and re.match(r"https?://", text, re.IGNORECASE) is not None
+
+
+def script_json(data: object) -> str:
+    """JSON to embed in a <script> element whatever the logs hold: no '<' (so no
+    ``</script>``, no ``<!--<script>`` that would swallow the page's code), no '>' or '&'."""
+    return (json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026"))
+
+
 def html_report(info: RunInfo, results: Sequence[CellResult],
                 diff: BaselineDiff | None = None) -> str:
     env = Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
                       lstrip_blocks=True)
     cells = {r.cell.id: _cell_data(r) for r in results}
-    # Inside <script>, "</" would end the element: escape it (valid JSON either way).
-    payload = json.dumps(cells).replace("</", "<\\/")
+    env.tests["web_link"] = is_web_link
+    payload = script_json(cells)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
                           key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")]),

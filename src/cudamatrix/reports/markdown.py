@@ -6,6 +6,7 @@ renders in a repository and in a GitHub Actions step summary.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -30,6 +31,26 @@ LEGEND = (
     "case expects · 💥 error: the tool or environment broke · ⏭️ skip: cannot be decided here. "
     "A suffix names the stage that decided the cell (compile, inspect, load, run)."
 )
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def md_text(text: str, limit: int | None = None) -> str:
+    """Text from a case or a tool, safe inside a Markdown table cell or heading: one line,
+    no table pipes, no HTML (GitHub renders raw tags), no control characters."""
+    flat = _CONTROL.sub(" ", text).strip()
+    if limit is not None:
+        flat = flat[:limit]
+    return (flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|"))
+
+
+def md_link(address: str) -> str:
+    """An upstream address: an autolink when it is a web address, quoted text otherwise."""
+    if re.match(r"https?://[^\s<>]+$", address, re.IGNORECASE):
+        return f"<{address}>"
+    return md_text(address)
 
 
 def cell_text(result: CellResult) -> str:
@@ -95,8 +116,8 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
             continue
         lines += ["", f"**{title}**", ""]
         for change in changes[:BASELINE_LIST_LIMIT]:
-            said = f": {change.message[:160]}" if change.message and change.after in FAILING \
-                else ""
+            said = f": {md_text(change.message, 160)}" \
+                if change.message and change.after in FAILING else ""
             lines.append(f"- `{change.cell}`: {change.before or '(absent)'} → "
                          f"{change.after or '(absent)'}{said}")
         if len(changes) > BASELINE_LIST_LIMIT:
@@ -116,16 +137,17 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
     possibly_fixed = [r for r in results if r.outcome == "xpass"]
     if possibly_fixed:
         lines += ["", "> **Possibly fixed upstream** (expected to fail, but worked):"]
-        lines += [f"> - `{r.cell.id}`: {', '.join(r.upstream) or r.expected}"
+        lines += [f"> - `{r.cell.id}`: "
+                  f"{', '.join(map(md_link, r.upstream)) or md_text(r.expected)}"
                   for r in possibly_fixed]
     by_case: dict[str, list[CellResult]] = defaultdict(list)
     for result in results:
         by_case[result.cell.case].append(result)
     for case, case_results in by_case.items():
         first = case_results[0]
-        lines += ["", f"## {case}: {first.title}"]
+        lines += ["", f"## {case}: {md_text(first.title)}"]
         if first.upstream:
-            lines.append("Upstream: " + ", ".join(first.upstream))
+            lines.append("Upstream: " + ", ".join(map(md_link, first.upstream)))
         variants: dict[str, list[CellResult]] = defaultdict(list)
         for result in case_results:
             variants[result.cell.variant].append(result)
@@ -145,13 +167,13 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
         for r in details:
             diagnosis = (r.diagnosis or {}).get("title", "")
             # An expected failure carries its story: the upstream report it reproduces.
-            story = " ".join(f"<{u}>" for u in r.upstream) \
+            story = " ".join(map(md_link, r.upstream)) \
                 if r.outcome in ("xfail", "xpass") else ""
             said = r.message or r.reason
             if r.outcome == "pass":  # listed for what the compiler warned about
                 said = "warning: " + r.warnings[0]
-            table.append([f"`{r.cell.id}`", r.outcome, r.stage,
-                          said.replace("|", "\\|")[:200], diagnosis, story])
+            table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
+                          md_text(diagnosis), story])
         lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
                                               "upstream"],
                               tablefmt="github", disable_numparse=True))
