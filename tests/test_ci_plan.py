@@ -4,9 +4,11 @@ plan fits GitHub's 256-job limit; merging refuses overlapping shards."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
+from conftest import REPO
 from cudamatrix.merge import report_differences
 
 
@@ -73,3 +75,21 @@ def test_forward_compatibility_jobs_are_runners_of_their_own(run_cli) -> None:
 def test_cuda_compat_needs_nvidia_images(run_cli, tmp_path: Path) -> None:
     run = run_cli("run", "--cuda-compat", "--case", "marlin-sm75", out=tmp_path / "out")
     assert run.code == 2 and "--docker-flavour nvidia" in run.output
+
+
+def test_workflow_pins_every_action_and_fails_closed() -> None:
+    """Issue 11, point 12: actions by SHA, untrusted decided positively, caches off the
+    runner's disk, the provider named, lost shards merged with the plan."""
+    workflow = (REPO / ".github" / "workflows" / "matrix.yml").read_text()
+    uses = re.findall(r"uses:\s*(\S+)(.*)", workflow)
+    assert uses
+    for action, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", action), action
+        assert re.fullmatch(r"\s*# v\d+\.\d+\.\d+", comment), (action, comment)
+    # A deleted fork has no head repository: only "head is this repository" is trusted.
+    assert "github.event.pull_request.head.repo.full_name != github.repository" in workflow
+    assert "head.repo.fork" not in workflow
+    assert "needs: [plan, gate]" in workflow and "required_reviewers" in workflow
+    assert "~/.cache/pip" not in workflow and "github.workspace" not in workflow
+    assert "--provider wheels $ARGS" in workflow
+    assert "--plan plan.json" in workflow

@@ -212,3 +212,18 @@ def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flag
     lines = run.output.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.output
     assert str(corpus / "sneaky" / "case.toml") in lines[0] and says in lines[0], lines[0]
+
+
+# -- 13. the provider auto chose is said and recorded ----------------------------------
+
+def test_auto_says_which_provider_it_chose_and_why(tmp_path: Path, cache_copy: Path) -> None:
+    write_case(tmp_path / "c", "one", CASE.format(title="one", variant="v"),
+               {"k.cu": KERNEL % "2.0f"})
+    run = cudamatrix("run", "--corpus", str(tmp_path / "c"), "--case", "one", *CELL,
+                     "--cache", str(cache_copy), "--provider", "auto", out=tmp_path / "out")
+    assert run.code == 0, run.output[-2000:]
+    info = run.results["run"]
+    assert info["provider_choice"].startswith("auto: "), info
+    assert f"provider: {info['provider']} ({info['provider_choice']})" in run.output
+    for report in ("COMPATIBILITY.md", "report.html"):
+        assert info["provider_choice"].split(" (")[0] in (tmp_path / "out" / report).read_text()

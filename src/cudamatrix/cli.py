@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from rich.progress import (
 from .baseline import compare, load_baseline
 from .ci import github_matrix
 from .errors import UserError
-from .merge import merge_results
+from .merge import ExpectedShard, merge_results
 from .providers import PROVIDERS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .reports import write_reports
@@ -166,8 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--github-output", metavar="NAME",
                       help="also append NAME=<json> to $GITHUB_OUTPUT")
     merge = commands.add_parser("merge", help="one report from shards' --out folders")
-    merge.add_argument("shards", type=Path, nargs="+")
+    merge.add_argument("shards", type=Path, nargs="*")
     merge.add_argument("--out", type=Path, required=True)
+    merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
+                       help="the job matrix `cudamatrix plan` printed: every planned cell no "
+                            "shard reported becomes an error naming its job")
+    merge.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"),
+                       help="the matrix the plan was made from (with --plan)")
     for command in (run, report, merge):
         _add_baseline(command)
     return parser
@@ -188,6 +194,26 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
         archs=tuple(args.arch), cases=tuple(args.case), shard=args.shard)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
+
+
+def planned_shards(plan_file: Path, matrix: Path) -> list[ExpectedShard]:
+    """The jobs of a workflow plan, each with the cells its arguments select."""
+    try:
+        jobs = json.loads(plan_file.read_text())["include"]
+        parser = build_parser()
+        expected = []
+        for job in jobs:
+            job_args = parser.parse_args(["run", "--matrix", str(matrix),
+                                          *shlex.split(job["args"])])
+            cells = make_plan(_options(job_args)).cells
+            expected.append(ExpectedShard(job["name"], job["artifact"], job["label"],
+                                          tuple(cells)))
+    except OSError as exc:
+        raise UserError(f"--plan {plan_file}: cannot read it ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--plan {plan_file}: not a plan from `cudamatrix plan` "
+                        f"({type(exc).__name__}: {exc})") from None
+    return expected
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -276,9 +302,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(publish_reports(args, console, args.out, info, results))
         elif args.command == "plan":
             made = make_plan(_options(args))
+            # The plan's own narrowing (cases, toolkits, corpus folders) travels with each job.
+            selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
+                         *(w for c in args.case for w in ("--case", c)),
+                         *(w for t in args.toolkit for w in ("--toolkit", t))]
             matrix = github_matrix(made.cells, made.tier.name, args.drivers or ["latest"],
                                    args.cells_per_job, args.max_jobs, gpu=not args.cpu,
-                                   compat=args.compat)
+                                   compat=args.compat, selection=selection)
             text = json.dumps(matrix, separators=(",", ":"))
             print(text)
             if args.github_output:
@@ -288,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write(f"{args.github_output}={text}\n")
         elif args.command == "merge":
-            info, results = merge_results(args.shards)
+            expected = planned_shards(args.plan, args.matrix) if args.plan else ()
+            info, results = merge_results(args.shards, expected)
             sys.exit(publish_reports(args, console, args.out, info, results))
     except UserError as exc:
         console.print(f"error: {exc}", markup=False, soft_wrap=True)

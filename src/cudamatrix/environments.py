@@ -33,8 +33,11 @@ class Notes(Protocol):
     def note(self, text: str) -> None: ...
 
 
-def choose_provider(provider: str, flavour: str, cuda_compat: bool, progress: Notes) -> str:
-    """``auto``: containers where a Docker engine and its base image are ready, else wheels."""
+def choose_provider(provider: str, flavour: str, cuda_compat: bool,
+                    progress: Notes) -> tuple[str, str]:
+    """The provider to run with and how it was chosen. ``auto``: containers where a Docker
+    engine and its base image are ready, else wheels; the choice is printed, as an engine
+    that appears on a runner would otherwise change the verdicts silently."""
     if cuda_compat and (provider != "docker" or flavour != "nvidia"):
         raise UserError("--cuda-compat needs --provider docker --docker-flavour nvidia: only "
                         f"NVIDIA's images carry the forward-compatibility libraries "
@@ -44,20 +47,22 @@ def choose_provider(provider: str, flavour: str, cuda_compat: bool, progress: No
             engine()
         except EnvironmentUnavailable as exc:
             raise UserError(f"--provider docker: {exc}") from None
-        return "docker"
-    if provider != "auto":
-        return provider
-    try:
-        client = engine()
-    except EnvironmentUnavailable as exc:
-        progress.note(f"provider: wheels ({exc})")
-        return "wheels"
-    if flavour == "wheels" and not image_exists(client, BASE_TAG):
-        progress.note(f"provider: wheels (a Docker engine answers, but the base image "
-                      f"{BASE_TAG} is missing: containers/base.sh makes it)")
-        return "wheels"
-    progress.note("provider: docker")
-    return "docker"
+        chosen, why = "docker", "named (--provider docker)"
+    elif provider != "auto":
+        chosen, why = provider, f"named (--provider {provider})"
+    else:
+        try:
+            client = engine()
+        except EnvironmentUnavailable as exc:
+            chosen, why = "wheels", f"auto: no Docker engine ({exc})"
+        else:
+            if flavour == "wheels" and not image_exists(client, BASE_TAG):
+                chosen, why = "wheels", (f"auto: a Docker engine answers, but the base image "
+                                         f"{BASE_TAG} is missing (containers/base.sh makes it)")
+            else:
+                chosen, why = "docker", "auto: a Docker engine and its images are ready"
+    progress.note(f"provider: {chosen} ({why})")
+    return chosen, why
 
 
 class Environments:

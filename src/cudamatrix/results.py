@@ -131,6 +131,9 @@ class RunInfo:
     runner_label: str = ""
     command: str = ""
     wall_seconds: float = 0.0
+    # How the provider was chosen: named, or what `--provider auto` found (an engine that
+    # appears changes the verdicts, so the report says why this provider ran).
+    provider_choice: str = ""
     # Environments that could not be prepared (a pin pip cannot satisfy, no Docker engine):
     # the user's to fix, so the run ends with status 2 once every other cell is done.
     environment_errors: dict[str, str] = field(default_factory=dict)

@@ -156,11 +156,13 @@ def _found(path: Path) -> Path | None:
 
 class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
-                 workers: Workers) -> None:
+                 workers: Workers, started: float | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
         self.device, self.workers = device, workers
         self.cache = CompileCache(options.cache, enabled=options.compile_cache)
-        self.deadline = (time.monotonic() + options.run_timeout) if options.run_timeout else None
+        # The run's limit counts from its start, set-up included: a CI job's own limit does.
+        begun = time.monotonic() if started is None else started
+        self.deadline = (begun + options.run_timeout) if options.run_timeout else None
         self.docker: DockerCells | None = None
         self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
                              else default_cell_memory(options.jobs))
@@ -393,8 +395,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
-    provider = choose_provider(options.provider, options.docker_flavour, options.cuda_compat,
-                               progress)
+    provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
+                                                options.cuda_compat, progress)
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour)
     todo = [c for c in plan.cells if c.id not in done]
@@ -405,7 +407,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                           key=lambda v: tuple(int(p) for p in v.split("."))):
         envs.toolkit(toolkit)
     workers = Workers()
-    runner = CellRunner(plan, options, envs, device, workers)
+    runner = CellRunner(plan, options, envs, device, workers, started)
     if provider == "docker":
         runner.docker = DockerCells(
             envs.docker_client(), out=options.out, cache=options.cache, corpus=options.corpus,
@@ -495,6 +497,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                       if isinstance(e, LibraryEnvironment)})
     info = RunInfo(
         started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
+        provider_choice=provider_choice,
         host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()})",
         tool_version=__version__, device=device.to_dict(), toolkits=toolkits,

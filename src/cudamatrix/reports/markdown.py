@@ -78,6 +78,8 @@ def header(info: RunInfo) -> list[str]:
         f"cudamatrix {info.tool_version})",
         f"- **Host**: {info.host}",
     ]
+    if info.provider_choice:
+        lines.append(f"- **Provider**: {info.provider} ({md_text(info.provider_choice)})")
     if device.get("name"):
         lines.append(f"- **GPU**: {device['name']} ({device.get('arch', '?')}), driver "
                      f"{device.get('driver', '?')} (CUDA {device.get('driver_cuda', '?')})"
