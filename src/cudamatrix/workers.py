@@ -190,6 +190,10 @@ def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResu
     return stages
 
 
+# Distinct uids for the cells running at once in one run's containers.
+MAX_CELL_UIDS = 256
+
+
 class DockerCells:
     """Runs cell workers inside the run's toolkit containers (the docker provider)."""
 
@@ -210,6 +214,11 @@ class DockerCells:
         self.base_image = base_image
         self.stopping = False
         self.compat = compat
+        # Cells of one toolkit share its container: each running cell gets a uid of its
+        # own (the container's capabilities are dropped), so no cell can signal another
+        # or the container's own process. Only a root orchestrator can hand its folder over.
+        self._free_uids = list(range(CELL_UID + 1, CELL_UID + 1 + MAX_CELL_UIDS))
+        self._uid_lock = threading.Lock()
         self.pool = ContainerPool(client, mounts, f"{os.getpid()}-{int(time.time())}", gpu=gpu,
                                   lifetime_s=lifetime_s)
 
@@ -227,15 +236,32 @@ class DockerCells:
             return [StageResult("compile", "error", str(exc))]
         inside = translate(job, self.mounts)
         (job.work / "job.json").write_text(inside.to_json())
-        if os.geteuid() == 0:  # the cell's user must be able to write its own folder
-            os.chown(job.work, CELL_UID, CELL_UID)
+        uid = self._take_uid() if os.geteuid() == 0 else None
+        try:
+            return self._exec(container, job, inside, uid)
+        finally:
+            if uid is not None:
+                with self._uid_lock:
+                    self._free_uids.append(uid)
+
+    def _take_uid(self) -> int:
+        with self._uid_lock:
+            if not self._free_uids:  # more cells at once than uids: share the last one
+                return CELL_UID + MAX_CELL_UIDS
+            return self._free_uids.pop(0)
+
+    def _exec(self, container: Any, job: Job, inside: Job, uid: int | None
+              ) -> list[StageResult]:
+        if uid is not None:  # the cell's user must be able to write its own folder
+            os.chown(job.work, uid, CELL_UID)
         started = time.monotonic()
         folders = list(job.env.library_dirs) if job.env else []
         if self.compat:  # NVIDIA's forward-compatibility libcuda before the host driver's
             folders.insert(0, CUDA_COMPAT_IN_IMAGE)
         variables = {"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {}
         code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
-                                             variables)
+                                             variables,
+                                             f"{uid}:{CELL_UID}" if uid is not None else None)
         if self.stopping:  # the run was interrupted and its containers removed under the cell
             raise KeyboardInterrupt
         if code == 137 and time.monotonic() - started >= job.timeout:

@@ -248,12 +248,13 @@ class CellContainer:
             raise EnvironmentUnavailable(
                 f"container for {image} did not start: {exc.explanation or exc}") from None
 
-    def exec_worker(self, job_path: str, timeout: float,
-                    environment: dict[str, str]) -> tuple[int, str]:
-        """Run one cell's worker; (exit status, output). Status 137 means it was killed."""
+    def exec_worker(self, job_path: str, timeout: float, environment: dict[str, str],
+                    user: str | None = None) -> tuple[int, str]:
+        """Run one cell's worker, as `user` (uid:gid) when given; (exit status, output).
+        Status 137 means it was killed."""
         command = ["timeout", "-s", "KILL", str(int(timeout) + 1), "python3", "-m",
                    "cudamatrix.stages.worker", job_path]
-        result = self.container.exec_run(command, user=self.user, workdir="/tmp",
+        result = self.container.exec_run(command, user=user or self.user, workdir="/tmp",
                                          environment=environment)
         output = result.output.decode(errors="replace") if result.output else ""
         return int(result.exit_code if result.exit_code is not None else -1), output
