@@ -227,3 +227,14 @@ def test_auto_says_which_provider_it_chose_and_why(tmp_path: Path, cache_copy: P
     assert f"provider: {info['provider']} ({info['provider_choice']})" in run.output
     for report in ("COMPATIBILITY.md", "report.html"):
         assert info["provider_choice"].split(" (")[0] in (tmp_path / "out" / report).read_text()
+
+
+def test_a_scripts_stated_reason_stays_its_last_word() -> None:
+    """stdout is block-buffered into a file and flushed at exit, after stderr's sys.exit
+    reason: the two streams are kept apart so the reason is still the decisive line."""
+    from cudamatrix.stages.logs import decisive_line
+
+    script = "import sys; print('{\"report\": 1}'); sys.exit('the reason it failed')"
+    tool = run_tool([sys.executable, "-c", script], timeout=60)
+    assert tool.code == 1
+    assert decisive_line(tool.output) == "the reason it failed"

@@ -109,9 +109,12 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
     TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
     quoting a Latin-1 source line is still a compiler's verdict."""
     folder = cwd if cwd is not None else Path(tempfile.gettempdir())
-    with tempfile.TemporaryFile(dir=folder, prefix=".tool-output-") as sink:
+    # stdout, then stderr, as separate files: where a tool's own last word is (a script's
+    # sys.exit reason on stderr) must not depend on how the two streams were buffered.
+    with tempfile.TemporaryFile(dir=folder, prefix=".tool-stdout-") as out, \
+            tempfile.TemporaryFile(dir=folder, prefix=".tool-stderr-") as err:
         process = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+            list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             env=env, cwd=cwd, start_new_session=True,
             # The cell worker runs no threads, so a pre-exec hook is safe here.
             preexec_fn=lambda: _limit_child(memory_bytes))
@@ -125,7 +128,8 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
         finally:
             _kill_group(process.pid)  # helpers it left running die with it
             _RUNNING.discard(process.pid)
-        output = _bounded_text(sink, KEPT_OUTPUT_BYTES).strip()
+        output = (_bounded_text(out, KEPT_OUTPUT_BYTES) + "\n"
+                  + _bounded_text(err, KEPT_OUTPUT_BYTES)).strip()
     accident = None
     if code < 0:  # a crash prints nothing of its own: say which signal ended it
         name = signal.Signals(-code).name
