@@ -28,7 +28,7 @@ def _sample(path: Path) -> dict:
 def test_real_log_gets_its_rule(path: Path) -> None:
     sample = _sample(path)
     stage = StageResult(**sample["stage"])
-    diagnosis = diagnose_stage(sample["message"], stage)
+    diagnosis = diagnose_stage(sample["message"], stage, sample.get("arch_reached"))
     assert diagnosis.rule == sample["rule"], (sample["cell"], diagnosis.evidence)
     if diagnosis.rule == UNCLASSIFIED:
         # Never hidden: the decisive line is shown as the evidence.

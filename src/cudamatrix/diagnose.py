@@ -27,6 +27,13 @@ class Rule:
     statuses: tuple[str, ...] = ()
     # Tried on the decisive message alone: its words also close logs it does not explain.
     decisive_only: bool = False
+    # Applies only when the compile did (True) or did not (False) name a target arch: the
+    # same words ("incomplete type") mean "no arch reached the preprocessor" without one
+    # and "this type needs a newer arch" with one. None: either.
+    arch_reached: bool | None = None
+
+    def fits(self, arch_reached: bool | None) -> bool:
+        return self.arch_reached is None or self.arch_reached == arch_reached
 
 
 @dataclass(frozen=True)
@@ -48,16 +55,18 @@ def rules() -> tuple[Rule, ...]:
     return tuple(
         Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
              tuple(r.get("links", ())), tuple(r.get("status", ())),
-             bool(r.get("decisive_only", False)))
+             bool(r.get("decisive_only", False)), r.get("arch_reached"))
         for r in tomllib.loads(text)["rule"]
     )
 
 
-def diagnose(message: str, lines: Sequence[str] = ()) -> Diagnosis:
-    """The first rule that matches the decisive message, else one of the error lines."""
+def diagnose(message: str, lines: Sequence[str] = (),
+             arch_reached: bool | None = None) -> Diagnosis:
+    """The first rule that matches the decisive message, else one of the error lines.
+    `arch_reached`: whether the compile named its target arch (None: not known)."""
     for index, text in enumerate((message, *lines)):
         for rule in rules():
-            if rule.decisive_only and index > 0:
+            if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
                 continue
             if text and rule.pattern.search(text):
                 return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
@@ -65,8 +74,10 @@ def diagnose(message: str, lines: Sequence[str] = ()) -> Diagnosis:
     return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
 
 
-def diagnose_stage(message: str, stage: StageResult) -> Diagnosis:
-    """A cell's diagnosis from its decisive message and the stage that decided it.
+def diagnose_stage(message: str, stage: StageResult,
+                   arch_reached: bool | None = None) -> Diagnosis:
+    """A cell's diagnosis from its decisive message, the stage that decided it and whether
+    the compile named its target arch.
 
     A stage that timed out or crashed is named by its status first: its output, cut
     short, may mention anything.
@@ -75,4 +86,4 @@ def diagnose_stage(message: str, stage: StageResult) -> Diagnosis:
         if stage.status in rule.statuses:
             return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
                              message)
-    return diagnose(message, error_lines(stage.log))
+    return diagnose(message, error_lines(stage.log), arch_reached)

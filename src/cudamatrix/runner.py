@@ -317,7 +317,10 @@ class CellRunner:
         diagnosis = None
         if verdict.outcome != "pass":
             failing = next((s for s in stages if s.status != "ok"), stages[-1])
-            diagnosis = diagnose_stage(verdict.message, failing).to_dict()
+            # CuPy's Jitify preprocesses before CuPy adds the arch option.
+            arch_reached = variant.arch_flag and not (cell.frontend == "cupy"
+                                                      and variant.options.get("jitify"))
+            diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
         return CellResult(
             prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
