@@ -68,3 +68,25 @@ def test_warm_run_compiles_nothing_and_edits_recompile(run_cli, tmp_path: Path) 
 
     fresh = run_cli(*args, "--no-compile-cache", out=tmp_path / "fresh")
     assert set(_hits(fresh).values()) == {False}
+
+
+def test_headers_the_source_does_not_name_literally_are_keyed_too(run_cli, tmp_path: Path,
+                                                                 cache_copy: Path) -> None:
+    """Issue 10, point 5: a computed ``#include HEADER`` and a header found through
+    ``--include-path=`` are read by the compiler, so an edit there must recompile."""
+    folder = tmp_path / "cases" / "computed"
+    (folder / "inc").mkdir(parents=True)
+    (folder / "inc" / "factor.h").write_text(f"// {uuid.uuid4()}\n#define FACTOR 2.0f\n")
+    (folder / "k.cu").write_text('#define HEADER "factor.h"\n#include HEADER\n'
+                                 'extern "C" __global__ void k(float* x) { x[0] *= FACTOR; }\n')
+    (folder / "case.toml").write_text(
+        'title = "computed include"\n[[variant]]\nname = "v"\nsource = "k.cu"\n'
+        'frontend = "nvrtc"\nflags = ["--include-path=inc"]\n')
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "computed", "--toolkit",
+            "12.4", "--arch", "sm_80", "--cache", str(cache_copy))
+    assert run_cli(*args, out=tmp_path / "cold").code == 0
+    assert set(_hits(run_cli(*args, out=tmp_path / "warm")).values()) == {True}
+    (folder / "inc" / "factor.h").write_text("#define FACTOR undefined_name\n")
+    edited = run_cli(*args, out=tmp_path / "edited")
+    assert set(_hits(edited).values()) == {False}
+    assert {c["outcome"] for c in edited.cells().values()} == {"fail"}
