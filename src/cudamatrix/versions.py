@@ -124,3 +124,10 @@ def axis_matches(key: str, spec: str | Sequence[str], value: str | None) -> bool
         arch = Arch.parse(value)
         return any(arch_matches(one, arch) for one in alternatives)
     return any(version_matches(one, value) for one in alternatives)
+
+
+def sass_runs_on(target: Arch, gpu: Arch) -> bool:
+    """Can a cubin built for `target` run on `gpu`? Same major, not newer; `a` needs exact."""
+    if target.suffix == "a":
+        return target.capability == gpu.capability
+    return target.capability // 10 == gpu.capability // 10 and target.capability <= gpu.capability

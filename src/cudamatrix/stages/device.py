@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
-from ..versions import Arch
+from ..versions import Arch, sass_runs_on
 from .job import Job
 from .result import StageResult
 
@@ -51,13 +51,6 @@ def _device_arch(device: Any) -> Arch:
     minor = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
         attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device))
     return Arch.parse(f"sm_{major}{minor}")
-
-
-def sass_runs_on(target: Arch, gpu: Arch) -> bool:
-    """Can a cubin built for `target` run on `gpu`? Same major, not newer; `a` needs exact."""
-    if target.suffix == "a":
-        return target.capability == gpu.capability
-    return target.capability // 10 == gpu.capability // 10 and target.capability <= gpu.capability
 
 
 def _timed(stage: str, body: Callable[[], tuple[str, str, str, dict[str, Any]]]) -> StageResult:
