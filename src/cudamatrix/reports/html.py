@@ -38,7 +38,7 @@ def _cell_data(result: CellResult) -> dict[str, Any]:
         "outcome": result.outcome, "stage": result.stage, "reached": result.reached,
         "message": result.message, "reason": result.reason, "expected": result.expected,
         "diagnosis": result.diagnosis, "upstream": list(result.upstream),
-        "resources": result.resources, "warnings": result.warnings,
+        "resources": result.resources, "warnings": result.warnings, "ships": result.ships,
         "prediction": result.prediction,
         "seconds": round(result.seconds, 2), "versions": result.versions,
         "stages": [{"stage": s.stage, "status": s.status, "message": s.message,

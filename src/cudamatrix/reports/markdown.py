@@ -61,7 +61,8 @@ def cell_text(result: CellResult) -> str:
 
 
 def row_label(cell: Cell) -> str:
-    label = cell.toolkit
+    # An audit's rows are drivers: its "toolkit" column holds the driver branch.
+    label = f"driver {cell.toolkit}" if cell.frontend == "audit" else cell.toolkit
     if cell.library:
         label += f" · {cell.library} {cell.library_version}"
     if cell.runner:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..audit.facts import shipped_images
 from ..versions import Arch
 from .flags import resolve_flags, shown
 from .job import Job
@@ -56,11 +57,14 @@ def _failure(job: Job, log: str, started: float, accident: str | None = None,
                              dict(details)))
 
 
-def _compiled(log: str, started: float, details: dict[str, object], ptx: Path | None,
-              cubin: Path | None, library: Path | None = None) -> Build:
-    """A successful compile: its resource usage and warnings read off the tools' own log."""
+def _compiled(job: Job, log: str, started: float, details: dict[str, object],
+              ptx: Path | None, cubin: Path | None, library: Path | None = None) -> Build:
+    """A successful compile: its resource usage and warnings read off the tools' own log,
+    and what the build ships (SASS arch, PTX ISA, sizes), read off the artifacts as the
+    audit reads a wheel's."""
     details["resources"] = resource_usage(log)
     details["warnings"] = warning_lines(log)
+    details["ships"] = shipped_images(cubin, ptx, job.arch)
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
                  ptx, cubin, library)
 
@@ -79,7 +83,7 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
                                             tool.output) if part)
     if tool.code != 0:
         return _failure(job, full_log, started, tool.accident, **details)
-    return _compiled(full_log, started, details, ptx, cubin)
+    return _compiled(job, full_log, started, details, ptx, cubin)
 
 
 def compile_nvrtc(job: Job) -> Build:
@@ -110,7 +114,7 @@ def compile_nvrtc(job: Job) -> Build:
     if output.cubin:
         cubin = job.work / "kernel.cubin"
         cubin.write_bytes(output.cubin)
-        return _compiled(log, started, details, ptx, cubin)
+        return _compiled(job, log, started, details, ptx, cubin)
     return _ptxas(job, ptx, started, log, details)
 
 
@@ -154,7 +158,7 @@ def compile_nvcc(job: Job) -> Build:
         if found and not target.exists():
             target.write_bytes(found[0].read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
-    return _compiled(full_log, started, details, ptx if ptx.exists() else None,
+    return _compiled(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
                      library if job.host_entry and library.exists() else None)
 
