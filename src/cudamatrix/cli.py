@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -239,7 +240,8 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     matrix = load_matrix(args.matrix)
     cache = args.cache or default_cache()
-    cuobjdump = prepare_sass_tools(cache)
+    # The 13.5 wheel where pip works; else a toolkit's own (a GPU machine without network).
+    cuobjdump = prepare_sass_tools(cache) or shutil.which("cuobjdump")
     if cuobjdump is None:
         raise UserError("audit needs cuobjdump: the nvidia-cuda-cuobjdump wheel could not be "
                         f"installed into {cache}/tools")
