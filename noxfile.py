@@ -43,7 +43,7 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session
 def validate(session: nox.Session) -> None:
-    """Check matrix/matrix.toml and the corpus without running anything."""
+    """Check the matrix and the corpus without running anything."""
     _command(session, "validate")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import REPO
+from cudamatrix.defaults import DEFAULT_MATRIX, KNOWN_BUGS
 
 
 def _matrix_copy(tmp_path: Path, old: str, new: str) -> Path:
-    text = (REPO / "matrix" / "matrix.toml").read_text()
+    text = DEFAULT_MATRIX.read_text()
     assert old in text
     path = tmp_path / "matrix.toml"
     path.write_text(text.replace(old, new, 1))
@@ -89,7 +89,7 @@ def test_unwritable_output_folder(run_cli, tmp_path: Path) -> None:
 
 
 def test_unknown_when_key(run_cli, tmp_path: Path) -> None:
-    shutil.copytree(REPO / "corpus" / "marlin-sm75", tmp_path / "cases" / "mine")
+    shutil.copytree(KNOWN_BUGS / "marlin-sm75", tmp_path / "cases" / "mine")
     case = tmp_path / "cases" / "mine" / "case.toml"
     case.write_text(case.read_text().replace("when = { arch", "when = { archs", 1))
     run = run_cli("validate", "--corpus", str(tmp_path / "cases"))

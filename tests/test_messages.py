@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Run, cudamatrix, write_case
+from cudamatrix.defaults import DEFAULT_MATRIX
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """
@@ -192,7 +193,7 @@ def test_a_misspelt_case_key_is_named_with_the_nearest(tmp_path: Path, where: st
 ])
 def test_a_misspelt_matrix_key_is_named_with_the_nearest(tmp_path: Path, old: str, new: str,
                                                          says: str) -> None:
-    text = (REPO / "matrix" / "matrix.toml").read_text()
+    text = DEFAULT_MATRIX.read_text()
     assert old in text
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(text.replace(old, new, 1))

@@ -27,6 +27,7 @@ from rich.progress import (
 
 from .baseline import compare, load_baseline
 from .ci import github_matrix
+from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
@@ -87,10 +88,10 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"),
+    parser.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX,
                         help="the matrix file (default: %(default)s)")
     parser.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="an extra folder of cases (repeatable); corpus/ is always read")
+                        help="an extra folder of cases (repeatable); the known-bug corpus is always read")
     parser.add_argument("--tier", help="pr or nightly (default: the matrix's default_tier)")
     parser.add_argument("--toolkit", action="append", default=[],
                         help="run only these toolkits (repeatable), e.g. 12.4")
@@ -114,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                      default=os.environ.get("CUDAMATRIX_PROVIDER", "auto"),
                      help="where toolkits come from: docker where an engine and the base image "
                           "are ready, else wheels (auto, the default); $CUDAMATRIX_PROVIDER")
-    run.add_argument("--containers", type=Path, default=Path("containers"),
+    run.add_argument("--containers", type=Path, default=CONTAINERS,
                      help="the Dockerfiles of the docker provider (default: %(default)s)")
     run.add_argument("--docker-flavour", choices=("wheels", "nvidia"), default="wheels",
                      help="toolkit images from PyPI wheels on a local Debian base (no registry "
@@ -174,13 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                        help="the job matrix `cudamatrix plan` printed: every planned cell no "
                             "shard reported becomes an error naming its job")
-    merge.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"),
+    merge.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX,
                        help="the matrix the plan was made from (with --plan)")
     audit = commands.add_parser(
         "audit", help="judge built wheels and libraries for the GPUs and drivers they load on")
     audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
     audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
-    audit.add_argument("--matrix", type=Path, default=Path("matrix/matrix.toml"))
+    audit.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
     audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
                        help="GPU archs to predict for (default: the matrix's)")
     audit.add_argument("--driver", action="append", default=[],
@@ -204,7 +205,7 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
-    corpus = (Path("corpus"), *args.corpus)
+    corpus = (KNOWN_BUGS, *args.corpus)
     values: dict[str, object] = dict(
         matrix=args.matrix, corpus=corpus, tier=args.tier, toolkits=tuple(args.toolkit),
         archs=tuple(args.arch), cases=tuple(args.case), shard=args.shard)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
@@ -58,7 +59,7 @@ def choose_provider(provider: str, flavour: str, cuda_compat: bool,
         else:
             if flavour == "wheels" and not image_exists(client, BASE_TAG):
                 chosen, why = "wheels", (f"auto: a Docker engine answers, but the base image "
-                                         f"{BASE_TAG} is missing (containers/base.sh makes it)")
+                                         f"{BASE_TAG} is missing (its containers/base.sh makes it)")
             else:
                 chosen, why = "docker", "auto: a Docker engine and its images are ready"
     progress.note(f"provider: {chosen} ({why})")
@@ -69,7 +70,7 @@ class Environments:
     """Toolkit and library environments, prepared once per run and shared by every cell."""
 
     def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Notes,
-                 containers: Path = Path("containers"), flavour: str = "wheels") -> None:
+                 containers: Path = CONTAINERS, flavour: str = "wheels") -> None:
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
         self.containers, self.flavour = containers, flavour
         self._base: str | None = None

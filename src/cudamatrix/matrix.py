@@ -1,4 +1,4 @@
-"""The declared matrix (``matrix/matrix.toml``): axes, constraints and tiers, validated."""
+"""The declared matrix (the package's ``data/matrix.toml``): axes, constraints, tiers, validated."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
+from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .diagnose import diagnose_stage
 from .environments import Environments, choose_provider
 from .errors import UserError
@@ -51,8 +52,8 @@ CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl", "cutlass-p
 
 @dataclass(frozen=True)
 class RunOptions:
-    matrix: Path = Path("matrix/matrix.toml")
-    corpus: tuple[Path, ...] = (Path("corpus"),)
+    matrix: Path = DEFAULT_MATRIX
+    corpus: tuple[Path, ...] = (KNOWN_BUGS,)
     out: Path = Path("reports/latest")
     tier: str | None = None
     toolkits: tuple[str, ...] = ()
@@ -74,7 +75,7 @@ class RunOptions:
     # compiles through the driver; the CuTe DSL script may be run here to launch too.
     compile_here: tuple[str, ...] = ("cupy",)
     compile_cache: bool = True
-    containers: Path = Path("containers")
+    containers: Path = CONTAINERS
     docker_flavour: str = "wheels"
     container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
     # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
