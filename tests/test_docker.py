@@ -200,3 +200,21 @@ def test_a_cell_cannot_signal_another_in_the_same_container(run_cli, tmp_path: P
     victim = cells["victim/v/bundled/sm_90a/cute_dsl-4.8.1"]
     assert victim["outcome"] == "pass", (victim["message"], run.output[-3000:])
     assert cells["killer/v/bundled/sm_90a/cute_dsl-4.8.1"]["outcome"] != "pass"
+
+
+def test_sass_checks_run_inside_containers(run_cli, tmp_path: Path) -> None:
+    """The wheels images carry no cuobjdump: the run mounts the cache's 13.5 tools, so an
+    `in = "sass"` check decides in a container as it does outside (it was a skip)."""
+    case = tmp_path / "cases" / "fma"
+    case.mkdir(parents=True)
+    (case / "k.cu").write_text('extern "C" __global__ void k(float a, float* x) '
+                               '{ x[threadIdx.x] = a * x[threadIdx.x] + 1.0f; }\n')
+    (case / "case.toml").write_text(
+        'title = "fma"\n[[variant]]\nname = "v"\nsource = "k.cu"\nfrontend = "nvrtc"\n'
+        '  [[variant.artifact]]\n  in = "sass"\n  contains = "FFMA"\n')
+    run = run_cli("run", "--corpus", str(tmp_path / "cases"), "--case", "fma", "--toolkit",
+                  "13.0", "--arch", "sm_80", "--provider", "docker", "--no-compile-cache",
+                  out=tmp_path / "out", timeout=900)
+    cell = run.cells()["fma/v/13.0/sm_80"]
+    assert cell["outcome"] == "pass", cell["message"]
+    assert [s["status"] for s in cell["stages"][:2]] == ["ok", "ok"]

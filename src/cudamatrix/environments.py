@@ -135,8 +135,8 @@ class Environments:
                 result = prepare_toolkit(self.matrix, version, self.cache)
             except EnvironmentUnavailable as exc:
                 result = self.failures[f"toolkit {version}"] = str(exc)
-        if isinstance(result, Environment) and result.cuobjdump is None \
-                and self.provider != "docker":
+        if isinstance(result, Environment) and result.cuobjdump is None:
+            # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
         state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
         self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")

@@ -205,9 +205,12 @@ class DockerCells:
         artifacts.mkdir(parents=True, exist_ok=True)
         libraries = (cache / "libraries").resolve()
         libraries.mkdir(parents=True, exist_ok=True)
+        tools = (cache / "tools").resolve()  # cuobjdump for SASS checks
+        tools.mkdir(parents=True, exist_ok=True)
         mounts = [Mount(str(package), f"{PYTHON_IN_IMAGE}/cudamatrix"),
                   Mount(str(artifacts), f"{WORK_IN_IMAGE}/out", writable=True),
-                  Mount(str(libraries), f"{WORK_IN_IMAGE}/libraries")]
+                  Mount(str(libraries), f"{WORK_IN_IMAGE}/libraries"),
+                  Mount(str(tools), f"{WORK_IN_IMAGE}/tools")]
         for number, folder in enumerate(dict.fromkeys(p.resolve() for p in corpus)):
             mounts.append(Mount(str(folder), f"{WORK_IN_IMAGE}/corpus/{number}"))
         self.mounts = mounts

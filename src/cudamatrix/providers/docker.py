@@ -296,8 +296,11 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
             library.name, library.version, inside(library.root),
             tuple(inside(p) for p in library.include_dirs),
             tuple(inside(p) for p in library.python_path), library.packages)
+    env = job.env
+    if env is not None and env.cuobjdump:
+        env = replace(env, cuobjdump=inside(env.cuobjdump))
     return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
-                   prebuilt=inside(job.prebuilt) if job.prebuilt else None)
+                   env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None)
 
 
 def remove_orphans(client: Any) -> list[str]:
