@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,23 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
         raise UserError(f"--baseline {path}: not a cudamatrix results.json")
     return {c["id"]: c for c in data.get("cells", [])}
+
+
+def settle_xpass(results: Sequence[CellResult],
+                 baseline: dict[str, dict[str, Any]] | None) -> list[CellResult]:
+    """An expected failure that worked is "possibly fixed upstream" only against a baseline
+    where that cell failed as expected. On its first run it is far likelier a wrong
+    expectation, and a maintainer must hear of it: a `fail` saying so, not an exit 0."""
+    settled = []
+    for result in results:
+        before = (baseline or {}).get(result.cell.id, {}).get("outcome")
+        if result.outcome == "xpass" and before != "xfail":
+            result = replace(result, outcome="fail", reason=(
+                f"expected {result.expected}, but it worked, and no baseline shows it "
+                "failing: check the expectation (an xpass is reported only against a "
+                "--baseline where the cell was xfail)"))
+        settled.append(result)
+    return settled
 
 
 def compare(source: str, before: dict[str, dict[str, Any]],

@@ -25,12 +25,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .baseline import compare, load_baseline
+from . import __version__
+from .baseline import compare, load_baseline, settle_xpass
 from .ci import github_matrix
-from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
+from .defaults import CONTAINERS, KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
+from .project import CONFIG, find_project, init_project
 from .providers import PROVIDERS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .reports import write_reports
@@ -88,10 +90,12 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX,
+    parser.add_argument("--matrix", type=Path, default=None,
                         help="the matrix file (default: %(default)s)")
     parser.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="an extra folder of cases (repeatable); the known-bug corpus is always read")
+                        help="an extra folder of cases (repeatable), besides cudamatrix.toml's")
+    parser.add_argument("--known-bugs", action="store_true",
+                        help="also run the tool's corpus of known CUDA bugs")
     parser.add_argument("--tier", help="pr or nightly (default: the matrix's default_tier)")
     parser.add_argument("--toolkit", action="append", default=[],
                         help="run only these toolkits (repeatable), e.g. 12.4")
@@ -106,7 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cudamatrix",
         description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
                     "and GPU architectures, and report what works where.")
+    parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
     commands = parser.add_subparsers(dest="command")
+    init = commands.add_parser("init", help=f"write a starter {CONFIG} and two example cases "
+                                            "into the current folder")
+    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
     run = commands.add_parser("run", help="run the matrix and write the reports")
     _add_selection(run)
     run.add_argument("--out", type=Path, default=Path("reports/latest"),
@@ -175,13 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                        help="the job matrix `cudamatrix plan` printed: every planned cell no "
                             "shard reported becomes an error naming its job")
-    merge.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX,
+    merge.add_argument("--matrix", type=Path, default=None,
                        help="the matrix the plan was made from (with --plan)")
     audit = commands.add_parser(
         "audit", help="judge built wheels and libraries for the GPUs and drivers they load on")
     audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
     audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
-    audit.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
+    audit.add_argument("--matrix", type=Path, default=None,
+                       help="the matrix whose archs, drivers and PTX ISA table to use")
     audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
                        help="GPU archs to predict for (default: the matrix's)")
     audit.add_argument("--driver", action="append", default=[],
@@ -205,22 +214,30 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
-    corpus = (KNOWN_BUGS, *args.corpus)
+    project = find_project(Path.cwd())
+    corpus = (*project.cases, *args.corpus)
+    if args.known_bugs or project.known_bugs:
+        corpus = (*corpus, KNOWN_BUGS)
+    if not corpus:
+        raise UserError(f"no cases to run: no {CONFIG} in {Path.cwd()} or above "
+                        "(`cudamatrix init` writes one), no --corpus DIR, no --known-bugs")
     values: dict[str, object] = dict(
-        matrix=args.matrix, corpus=corpus, tier=args.tier, toolkits=tuple(args.toolkit),
+        matrix=args.matrix or project.matrix,
+        matrix_overrides={} if args.matrix else project.overrides, corpus=corpus,
+        tier=args.tier, toolkits=tuple(args.toolkit),
         archs=tuple(args.arch), cases=tuple(args.case), shard=args.shard)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
 
 
-def planned_shards(plan_file: Path, matrix: Path) -> list[ExpectedShard]:
+def planned_shards(plan_file: Path, matrix: Path | None) -> list[ExpectedShard]:
     """The jobs of a workflow plan, each with the cells its arguments select."""
     try:
         jobs = json.loads(plan_file.read_text())["include"]
         parser = build_parser()
         expected = []
         for job in jobs:
-            job_args = parser.parse_args(["run", "--matrix", str(matrix),
+            job_args = parser.parse_args(["run", *(["--matrix", str(matrix)] if matrix else []),
                                           *shlex.split(job["args"])])
             cells = make_plan(_options(job_args)).cells
             expected.append(ExpectedShard(job["name"], job["artifact"], job["label"],
@@ -239,7 +256,7 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     from .providers.sass_tools import prepare_sass_tools
 
     baseline = load_baseline(args.baseline) if args.baseline else None
-    matrix = load_matrix(args.matrix)
+    matrix = load_matrix(args.matrix or find_project(Path.cwd()).matrix)
     cache = args.cache or default_cache()
     # The 13.5 wheel where pip works; else a toolkit's own (a GPU machine without network).
     cuobjdump = prepare_sass_tools(cache) or shutil.which("cuobjdump")
@@ -298,8 +315,11 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     """Write every report (with the baseline diff when asked), publish to GitHub when there;
     the exit status: new failures with a baseline, any failure without."""
     diff = None
+    before = None
     if args.baseline:
         before = baseline if baseline is not None else load_baseline(args.baseline)
+    results = settle_xpass(results, before)
+    if args.baseline and before is not None:
         diff = compare(str(args.baseline), before, results)
     written = write_reports(out, info, results, diff)
     publish(out / "COMPATIBILITY.md", results, diff)
@@ -329,8 +349,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(_run(args, console))
         if args.command == "validate":
             plan = make_plan(_options(args))
-            console.print(f"{args.matrix}: ok; {len(plan.cases)} cases, {len(plan.cells)} cells "
-                          f"in tier {plan.tier.name}")
+            console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "
+                          f"{len(plan.cells)} cells in tier {plan.tier.name}")
         elif args.command == "list":
             for cell in make_plan(_options(args)).cells:
                 console.print(cell.id)
@@ -354,6 +374,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                     raise UserError("--github-output: $GITHUB_OUTPUT is not set")
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write(f"{args.github_output}={text}\n")
+        elif args.command == "init":
+            written = init_project(args.folder)
+            console.print("wrote " + ", ".join(str(p) for p in written))
+            console.print(f"next: edit {CONFIG} (tiers: toolkits and archs you support), put "
+                          "your kernels in cudamatrix-cases/ (one folder per case, see the "
+                          "two examples), then `cudamatrix run`")
         elif args.command == "audit":
             sys.exit(_audit(args, console))
         elif args.command == "merge":

@@ -249,8 +249,13 @@ class _Reader:
         return result
 
 
-def load_matrix(path: Path) -> Matrix:
+def load_matrix(path: Path, overrides: Mapping[str, Any] | None = None) -> Matrix:
+    """The matrix in `path`, with a project's tables (its tiers) laid over it."""
     raw = load_toml(path)
+    if overrides:
+        from .project import merge_matrix
+
+        raw = merge_matrix(raw, dict(overrides))
     reader = _Reader(path)
     check_keys("matrix", raw, MATRIX_KEYS, reader.fail)
     if raw.get("schema") != 1:

@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -53,6 +53,8 @@ CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl", "cutlass-p
 @dataclass(frozen=True)
 class RunOptions:
     matrix: Path = DEFAULT_MATRIX
+    # A project's tables laid over the matrix file (cudamatrix.toml's tiers).
+    matrix_overrides: dict[str, Any] = field(default_factory=dict)
     corpus: tuple[Path, ...] = (KNOWN_BUGS,)
     out: Path = Path("reports/latest")
     tier: str | None = None
@@ -115,7 +117,7 @@ class Plan:
 
 
 def make_plan(options: RunOptions) -> Plan:
-    matrix = load_matrix(options.matrix)
+    matrix = load_matrix(options.matrix, options.matrix_overrides)
     tier = matrix.tier(options.tier)
     all_cases = load_corpus(options.corpus)
     check_excludes(matrix, tier, all_cases)
