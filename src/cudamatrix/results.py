@@ -43,28 +43,27 @@ class CellResult:
     device: dict[str, Any] | None = None
     prediction: dict[str, Any] | None = None
 
-    @property
-    def resources(self) -> list[dict[str, Any]]:
+    def _compiled(self, key: str) -> list[Any]:
+        """A list the compile stage recorded about the build (empty without one)."""
         for stage in self.stages:
             if stage.stage == "compile":
-                return list(stage.details.get("resources", []))
+                return list(stage.details.get(key, []))
         return []
+
+    @property
+    def resources(self) -> list[dict[str, Any]]:
+        """ptxas's resource usage per kernel (registers, shared memory, spills)."""
+        return self._compiled("resources")
 
     @property
     def ships(self) -> list[dict[str, Any]]:
         """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
-        for stage in self.stages:
-            if stage.stage == "compile":
-                return list(stage.details.get("ships", []))
-        return []
+        return self._compiled("ships")
 
     @property
     def warnings(self) -> list[str]:
         """What the compilers warned about: shown with the cell, never a verdict by itself."""
-        for stage in self.stages:
-            if stage.stage == "compile":
-                return list(stage.details.get("warnings", []))
-        return []
+        return self._compiled("warnings")
 
     @property
     def log(self) -> str:
