@@ -102,3 +102,25 @@ def test_coverage_counts_each_axis_value(page_and_cells) -> None:
     for row in rows.all():
         value, count = (row.locator("td").nth(i).inner_text() for i in (1, 2))
         assert int(count) == per_toolkit[value]
+
+
+def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> None:
+    """Issue 14, point 4: toolkit x arch across every case, what really happened, before
+    the per-case tables; in the page and in COMPATIBILITY.md, with a repro per failure."""
+    page, cells, _ = page_and_cells
+    glance = page.locator("section#glance")
+    assert glance.is_visible()
+    toolkits = {c["toolkit"] for c in cells}
+    assert glance.locator("tbody tr").count() == len(toolkits)
+    first_case = page.locator("section.case").first.bounding_box()
+    assert glance.bounding_box()["y"] < first_case["y"]
+    assert "runs" in glance.inner_text()  # an H100 run: kernels ran
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    glance.screenshot(path=str(ARTIFACTS / "report-glance.png"))
+    run = cudamatrix("report", str(REPO / "reports" / "results.json"), out=tmp_path)
+    assert run.code in (0, 1)
+    markdown = (tmp_path / "COMPATIBILITY.md").read_text()
+    assert markdown.index("## At a glance") < markdown.index("## Details")
+    failing = next(c for c in cells if c["outcome"] == "fail")
+    repro = f"cudamatrix run --case {failing['case']}"
+    assert repro in markdown

@@ -19,6 +19,7 @@ from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
+from .glance import likely_culprit, support_matrix
 from .markdown import header, row_label
 
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
@@ -123,4 +124,6 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         info=info, header=[_plain(line) for line in header(info)[2:]],
         counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
+        glance=support_matrix([r for r in results if r.cell.frontend != "audit"]),
+        culprit=likely_culprit(results),
         total=len(results))

@@ -16,6 +16,7 @@ from ..baseline import FAILING, BaselineDiff
 from ..plan import Cell
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
+from .glance import UNEXPECTED, axis_rates, likely_culprit, repro, support_matrix
 
 SYMBOLS = {
     "pass": "✅ pass",
@@ -129,12 +130,36 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
     return lines
 
 
+def glance_section(results: Sequence[CellResult]) -> list[str]:
+    """The project's support matrix first: what happened per toolkit x arch across every
+    case, then the rate per axis value and the likely culprit."""
+    archs, rows = support_matrix([r for r in results if r.cell.frontend != "audit"])
+    if not rows:
+        return []
+    table = [[toolkit, *(row[a].text() if a in row else "" for a in archs)]
+             for toolkit, row in rows]
+    lines = ["", "## At a glance", "",
+             "What the builds really did across every case (runs / loads / builds, or the "
+             "stage they fail at), and whether that is what the cases expect.", "",
+             tabulate(table, headers=["toolkit", *archs], tablefmt="github",
+                      disable_numparse=True)]
+    rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
+             in axis_rates(results) if total and good < total]
+    if rates:
+        lines += ["", "As expected, per axis value (where not all were): " + " · ".join(rates)]
+    culprit = likely_culprit(results)
+    if culprit:
+        lines += ["", f"Likely culprit: {culprit}."]
+    return lines
+
+
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
                     diff: BaselineDiff | None = None) -> str:
     lines = header(info)
     counts = summary(results)
     lines += ["", "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
               + f"** ({len(results)} cells, {info.wall_seconds:.0f} s)", "", LEGEND]
+    lines += glance_section(results)
     if diff is not None:
         lines += baseline_section(diff)
     possibly_fixed = [r for r in results if r.outcome == "xpass"]
@@ -175,9 +200,10 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             said = r.message or r.reason
             if r.outcome == "pass":  # listed for what the compiler warned about
                 said = "warning: " + r.warnings[0]
+            command = f"`{repro(r.cell)}`" if r.outcome in UNEXPECTED else ""
             table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
-                          md_text(diagnosis), story])
+                          md_text(diagnosis), story, command])
         lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
-                                              "upstream"],
+                                              "upstream", "repro"],
                               tablefmt="github", disable_numparse=True))
     return "\n".join(lines) + "\n"
