@@ -113,3 +113,12 @@ def test_wheel_that_cannot_be_installed(run_cli, tmp_path: Path) -> None:
                           for c in broken)
     assert all(c["outcome"] in ("pass", "xfail") for i, c in cells.items() if "/13.0/" in i)
     assert run.results["run"]["environment_errors"].keys() == {"toolkit 12.4"}
+
+
+def test_one_cell_by_its_id(run_cli) -> None:
+    """The report's repro command: --cell ID selects exactly that cell; an unknown id is
+    exit 2 naming it."""
+    one = run_cli("list", "--cell", "marlin-sm75/arch-guard/12.4/sm_80")
+    assert one.code == 0 and one.output.split() == ["marlin-sm75/arch-guard/12.4/sm_80"]
+    bad = run_cli("list", "--cell", "marlin-sm75/arch-guard/12.7/sm_80")
+    assert bad.code == 2 and "--cell marlin-sm75/arch-guard/12.7/sm_80" in bad.output

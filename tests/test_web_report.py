@@ -122,5 +122,5 @@ def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> N
     markdown = (tmp_path / "COMPATIBILITY.md").read_text()
     assert markdown.index("## At a glance") < markdown.index("## Details")
     failing = next(c for c in cells if c["outcome"] == "fail")
-    repro = f"cudamatrix run --case {failing['case']}"
+    repro = f"cudamatrix run --tier gpu --cell {failing['id'].split('@')[0]}"
     assert repro in markdown

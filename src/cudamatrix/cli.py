@@ -102,6 +102,8 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", action="append", default=[],
                         help="run only these archs (repeatable), e.g. sm_90a")
     parser.add_argument("--case", action="append", default=[], help="run only these cases")
+    parser.add_argument("--cell", action="append", default=[], metavar="ID",
+                        help="run only this cell (an id as `cudamatrix list` prints it)")
     parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
 
 
@@ -225,7 +227,8 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
         matrix=args.matrix or project.matrix,
         matrix_overrides={} if args.matrix else project.overrides, corpus=corpus,
         tier=args.tier, toolkits=tuple(args.toolkit),
-        archs=tuple(args.arch), cases=tuple(args.case), shard=args.shard)
+        archs=tuple(args.arch), cases=tuple(args.case), cell_ids=tuple(args.cell),
+        shard=args.shard)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
 

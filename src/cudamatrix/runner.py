@@ -61,6 +61,8 @@ class RunOptions:
     toolkits: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
+    # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
+    cell_ids: tuple[str, ...] = ()
     provider: str = "auto"
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     cache: Path = field(default_factory=lambda: default_cache())
@@ -125,6 +127,12 @@ def make_plan(options: RunOptions) -> Plan:
     cases = select_cases(all_cases, options.cases)
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
     removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
+    if options.cell_ids:
+        unknown = sorted(set(options.cell_ids) - {c.id for c in cells})
+        if unknown:
+            raise UserError(f"--cell {unknown[0]}: no such cell in tier {tier.name!r} "
+                            "(`cudamatrix list` prints them)")
+        cells = [c for c in cells if c.id in set(options.cell_ids)]
     if options.shard:
         cells = shard(cells, *options.shard)
     if not cells:

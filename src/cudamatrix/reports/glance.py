@@ -97,10 +97,6 @@ def likely_culprit(results: Sequence[CellResult]) -> str | None:
     return None
 
 
-def repro(cell: Cell) -> str:
+def repro(cell: Cell, tier: str) -> str:
     """The command that runs this one cell again."""
-    words = ["cudamatrix run", f"--case {cell.case}"]
-    if cell.toolkit != "bundled":
-        words.append(f"--toolkit {cell.toolkit}")
-    words.append(f"--arch {cell.arch}")
-    return " ".join(words)
+    return f"cudamatrix run --tier {tier} --cell {cell.id.split('@')[0]}"

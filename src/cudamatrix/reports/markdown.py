@@ -200,7 +200,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             said = r.message or r.reason
             if r.outcome == "pass":  # listed for what the compiler warned about
                 said = "warning: " + r.warnings[0]
-            command = f"`{repro(r.cell)}`" if r.outcome in UNEXPECTED else ""
+            command = f"`{repro(r.cell, info.tier)}`" if r.outcome in UNEXPECTED else ""
             table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
                           md_text(diagnosis), story, command])
         lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
