@@ -17,6 +17,7 @@ from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
+from .providers.debian import prepare_debian_nvcc, shared_cudart_dirs
 from .providers.docker import (
     BASE_TAG,
     CUDA_COMPAT_IN_IMAGE,
@@ -26,6 +27,7 @@ from .providers.docker import (
     image_exists,
 )
 from .providers.host import prepare_host
+from .providers.host_compiler import choose_gcc
 from .providers.sass_tools import prepare_sass_tools
 from .providers.wheels import prepare_library, prepare_toolkit
 
@@ -105,6 +107,28 @@ class Environments:
                     self._base = ""
             return self._base or None
 
+    def _with_debian_nvcc(self, env: Environment, version: str) -> Environment | str:
+        """A wheels toolkit without nvcc gets Debian's nvcc of the same release, where the
+        matrix names one, and the host compiler that nvcc accepts."""
+        toolkit = self.matrix.toolkits.get(version)
+        if env.nvcc is not None or toolkit is None or toolkit.debian is None:
+            return env
+        self.progress.note(f"toolkit {version}: nvcc from Debian {toolkit.debian}'s "
+                           "nvidia-cuda-toolkit")
+        try:
+            got = prepare_debian_nvcc(toolkit.debian, version, self.cache, env.include_dirs,
+                                      env.library_dirs)
+        except EnvironmentUnavailable as exc:
+            return replace(env, nvcc_unusable=f"toolkit {version} (wheels) has no nvcc, and "
+                                              f"Debian {toolkit.debian}'s could not be had: {exc}")
+        host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)
+        tools = {**env.tool_versions, "nvcc": got.version, "nvcc_from": got.package}
+        if host:
+            tools["host_compiler"] = host
+        return replace(env, nvcc=got.nvcc, tool_versions=tools, host_compiler=host,
+                       nvcc_unusable=why,
+                       library_dirs=(*env.library_dirs, *shared_cudart_dirs(env, self.cache)))
+
     def toolkit(self, version: str) -> Environment | str:
         """The environment, or the reason it could not be had."""
         with self._lock:
@@ -135,6 +159,8 @@ class Environments:
                 result = prepare_toolkit(self.matrix, version, self.cache)
             except EnvironmentUnavailable as exc:
                 result = self.failures[f"toolkit {version}"] = str(exc)
+        if isinstance(result, Environment) and self.provider == "wheels":
+            result = self._with_debian_nvcc(result, version)
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))

@@ -25,6 +25,10 @@ class Toolkit:
     ptx_isa: str
     min_driver: str | None = None
     pins: Mapping[str, str] = field(default_factory=dict)
+    # Debian suite whose non-free nvidia-cuda-toolkit gives this release a real nvcc.
+    debian: str | None = None
+    # The newest GCC major this release's nvcc accepts as its host compiler.
+    gcc_max: int | None = None
 
     @property
     def major(self) -> int:
@@ -142,15 +146,19 @@ class _Reader:
             self.version(where, version)
             if not isinstance(entry, dict) or "ptx_isa" not in entry:
                 raise self.fail(where, "needs ptx_isa")
-            check_keys(where, entry, ("ptx_isa", "min_driver", "pins"), self.fail)
+            check_keys(where, entry, ("ptx_isa", "min_driver", "pins", "debian", "gcc_max"),
+                       self.fail)
             pins = entry.get("pins", {})
             for package, spec in pins.items():
                 try:
                     check_specifier("toolkit", spec)
                 except ValueError as exc:
                     raise self.fail(f"{where}.pins.{package}", str(exc)) from None
+            gcc_max = entry.get("gcc_max")
+            if gcc_max is not None and (isinstance(gcc_max, bool) or not isinstance(gcc_max, int)):
+                raise self.fail(f"{where}.gcc_max", f"expected a GCC major, got {gcc_max!r}")
             result[version] = Toolkit(version, str(entry["ptx_isa"]), entry.get("min_driver"),
-                                      dict(pins))
+                                      dict(pins), entry.get("debian"), gcc_max)
         if not result:
             raise self.fail("toolkits", "declares no toolkit")
         return dict(sorted(result.items(), key=lambda kv: Version(kv[0])))

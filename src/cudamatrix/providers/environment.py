@@ -44,13 +44,23 @@ class Environment:
     missing_headers: tuple[str, ...] = ()
     # cuobjdump (nvdisasm beside it) for SASS checks: the toolkit's own, or the 13.x wheels'.
     cuobjdump: str | None = None
+    # The host compiler nvcc is given (-ccbin), when the run chose one.
+    host_compiler: str | None = None
+    # Why this toolkit's nvcc cannot build here (no GCC it accepts; Debian's nvcc could
+    # not be fetched): its nvcc cells are skips that say so.
+    nvcc_unusable: str | None = None
 
     def missing_for(self, frontend: str) -> str | None:
         """Why this environment cannot run `frontend`, or None when it can."""
         for tool in FRONTEND_NEEDS.get(frontend, ()):
+            if tool == "nvcc" and self.nvcc_unusable:
+                return self.nvcc_unusable
             if getattr(self, tool) is None:
+                where = ("; Debian packages nvcc for 11.8 and 12.4 only, NVIDIA's images "
+                         "(--docker-flavour nvidia) or a host install have the others"
+                         if tool == "nvcc" and self.provider == "wheels" else "")
                 return (f"toolkit {self.toolkit} ({self.provider}) has no {tool}; "
-                        f"the {frontend} frontend needs it")
+                        f"the {frontend} frontend needs it{where}")
         return None
 
     def lacks_arch(self, arch: str) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..audit.facts import shipped_images
+from ..providers.environment import Environment
 from ..versions import Arch
 from .flags import resolve_flags, shown
 from .job import Job
@@ -118,6 +119,13 @@ def compile_nvrtc(job: Job) -> Build:
     return _ptxas(job, ptx, started, log, details)
 
 
+def _cudart(env: Environment) -> list[str]:
+    """How a host build links cudart: statically where the toolkit has the archive (nvcc's
+    default), else the shared library by name (the 12.x wheels have only the .so)."""
+    static = any((Path(d) / "libcudart_static.a").is_file() for d in env.library_dirs)
+    return [] if static else ["-cudart", "none", "-lcudart"]
+
+
 def compile_nvcc(job: Job) -> Build:
     started = time.monotonic()
     assert job.env is not None and job.env.nvcc is not None
@@ -129,11 +137,13 @@ def compile_nvcc(job: Job) -> Build:
     # the PTX and cubin come out of the kept intermediate files either way.
     # Wheel toolkits keep libcudart_static.a where nvcc.profile does not look.
     output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library),
-              *(f"-L{d}" for d in job.env.library_dirs)] if job.host_entry \
+              *(f"-L{d}" for d in job.env.library_dirs), *_cudart(job.env)] if job.host_entry \
         else ["-cubin", "-o", str(cubin)]
     flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
     command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
                "--keep-dir", str(keep)]
+    if job.env.host_compiler:  # the GCC this release accepts, chosen by the run
+        command[1:1] = ["-ccbin", job.env.host_compiler]
     if job.arch_flag:
         arch = Arch.parse(job.arch)
         command.append(f"-gencode=arch={arch.compute},code={arch.name}")

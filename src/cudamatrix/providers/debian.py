@@ -1,0 +1,163 @@
+"""A real nvcc for toolkits whose PyPI wheels carry none, from Debian's archive.
+
+Debian's ``non-free`` section packages NVIDIA's toolkit: ``nvidia-cuda-toolkit`` 11.8.89
+in bookworm and 12.4.131 in trixie hold nvcc, cicc, cudafe++, ptxas, fatbinary, nvlink
+and libdevice, the same releases as the 11.8 and 12.4 wheels. No root and no apt
+configuration is needed: the suite's InRelease is checked with gpgv against the Debian
+archive keyring, the Packages index against the SHA-256 InRelease gives, the .deb against
+the one the index gives; then ``dpkg-deb -x`` unpacks it into the cache. Debian's own
+nvcc.profile points at /usr; the unpacked nvcc gets one of its own that points at its
+own folders and at the headers of the same release's wheels (nvidia-cuda-dev, with the
+headers, is 933 MB: the wheels already have them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import re
+import shutil
+import subprocess
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import EnvironmentUnavailable
+from .environment import Environment
+
+ARCHIVE = "http://deb.debian.org/debian"
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+PACKAGE = "nvidia-cuda-toolkit"
+INDEX = "non-free/binary-amd64/Packages.xz"
+MARKER = "cudamatrix-debian.json"
+_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class DebianNvcc:
+    nvcc: str
+    package: str  # "nvidia-cuda-toolkit 12.4.131~12.4.1-2 (trixie)"
+    version: str  # nvcc's own: "12.4.131"
+
+
+def _fetch(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
+            return bytes(response.read())
+    except OSError as exc:
+        raise EnvironmentUnavailable(f"cannot fetch {url}: {exc}") from None
+
+
+def _verified_release(suite: str, scratch: Path) -> str:
+    """The suite's InRelease text, its signature checked against Debian's keyring."""
+    if not KEYRING.is_file() or shutil.which("gpgv") is None:
+        raise EnvironmentUnavailable(f"checking Debian's signatures needs gpgv and {KEYRING} "
+                                     "(apt-get install gpgv debian-archive-keyring)")
+    signed = scratch / "InRelease"
+    signed.write_bytes(_fetch(f"{ARCHIVE}/dists/{suite}/InRelease"))
+    verify_signed(signed)
+    return signed.read_text()
+
+
+def verify_signed(signed: Path) -> None:
+    """gpgv against Debian's archive keyring; a bad or missing signature raises."""
+    done = subprocess.run(["gpgv", "--keyring", str(KEYRING), str(signed)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["no signature"])[-1]
+        raise EnvironmentUnavailable(f"{signed.name} failed its signature check: {said}")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _package_entry(release: str, suite: str, version_prefix: str) -> dict[str, str]:
+    """The nvidia-cuda-toolkit stanza of the suite's non-free index, the index verified."""
+    listed = re.search(rf"^ ([0-9a-f]{{64}})\s+\d+\s+{re.escape(INDEX)}$", release, re.MULTILINE)
+    if not listed:
+        raise EnvironmentUnavailable(f"Debian {suite}: InRelease lists no {INDEX}")
+    index = _fetch(f"{ARCHIVE}/dists/{suite}/{INDEX}")
+    if _sha256(index) != listed.group(1):
+        raise EnvironmentUnavailable(f"Debian {suite}: {INDEX} does not match its SHA-256")
+    for stanza in lzma.decompress(index).decode().split("\n\n"):
+        fields = dict(re.findall(r"^([A-Za-z0-9-]+): (.*)$", stanza, re.MULTILINE))
+        if fields.get("Package") == PACKAGE and fields.get("Version", "").startswith(
+                version_prefix):
+            return fields
+    raise EnvironmentUnavailable(f"Debian {suite} non-free has no {PACKAGE} {version_prefix}")
+
+
+def _profile(nvcc_dir: Path, include_dirs: tuple[str, ...], library_dirs: tuple[str, ...]) -> str:
+    """nvcc.profile for the unpacked tree: its tools, libdevice, and the wheels' headers."""
+    includes = " ".join(f'"-I{d}"' for d in include_dirs)
+    libraries = " ".join(f'"-L{d}"' for d in library_dirs)
+    return ("# Written by cudamatrix for an unpacked Debian nvidia-cuda-toolkit.\n"
+            "NVVMIR_LIBRARY_DIR = $(_HERE_)/../libdevice\n"
+            "PATH += $(_HERE_):$(_HERE_)/../../../bin:\n"
+            f"INCLUDES += {includes} $(_SPACE_)\n"
+            f"LIBRARIES =+ $(_SPACE_) {libraries}\n")
+
+
+def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tuple[str, ...],
+                        library_dirs: tuple[str, ...]) -> DebianNvcc:
+    """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
+    root = cache / "debian" / f"{suite}-{toolkit}"
+    marker = root / MARKER
+    nvcc_dir = root / "usr" / "lib" / "nvidia-cuda-toolkit" / "bin"
+    if marker.is_file():
+        facts = json.loads(marker.read_text())
+    else:
+        if shutil.which("dpkg-deb") is None:
+            raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
+        staging = root.with_name(root.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            release = _verified_release(suite, staging)
+            entry = _package_entry(release, suite, f"{toolkit}.")
+            deb = staging / "package.deb"
+            deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
+            if _sha256(deb.read_bytes()) != entry["SHA256"]:
+                raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
+                           capture_output=True)
+            deb.unlink()
+            (staging / "InRelease").unlink()
+        except (OSError, subprocess.CalledProcessError, KeyError) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
+        bin_dir = staging / "usr" / "lib" / "nvidia-cuda-toolkit" / "bin"
+        # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
+        # host compiler is chosen by the run instead (-ccbin), and said.
+        for wrapper in ("gcc", "g++", "nvcc.profile"):
+            (bin_dir / wrapper).unlink(missing_ok=True)
+        facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
+        (staging / MARKER).write_text(json.dumps(facts))
+        shutil.rmtree(root, ignore_errors=True)
+        staging.rename(root)
+    (nvcc_dir / "nvcc.profile").write_text(_profile(nvcc_dir, include_dirs, library_dirs))
+    nvcc = nvcc_dir / "nvcc"
+    said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
+    found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
+    if not found:
+        raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
+                                     f"{(said.stderr or said.stdout).strip()[-200:]}")
+    return DebianNvcc(str(nvcc), str(facts["package"]), found.group(1))
+
+
+def shared_cudart_dirs(env: Environment, cache: Path) -> tuple[str, ...]:
+    """Where a host build links the wheels' shared cudart: the 12.x wheels ship only
+    libcudart.so.12 (no static cudart, no unversioned name), so a folder of the cache
+    gives it the name ``-lcudart`` looks for, and its own folder is where it loads from."""
+    found = sorted(Path(env.root).glob("nvidia/cuda_runtime/lib/libcudart.so.*"))
+    if not found:
+        return ()
+    link = cache / "debian" / f"cudart-{env.toolkit}"
+    link.mkdir(parents=True, exist_ok=True)
+    name = link / "libcudart.so"
+    if not name.is_symlink() or name.resolve() != found[0].resolve():
+        name.unlink(missing_ok=True)
+        name.symlink_to(found[0])
+    return str(link), str(found[0].parent)

@@ -1,0 +1,45 @@
+"""The host compiler nvcc gets: the newest GCC installed that the release accepts.
+
+nvcc refuses a GCC newer than it knows (``unsupported GNU version! gcc versions later
+than 11 are not supported!`` from 11.8); the matrix says each release's newest
+(`gcc_max`). Of the ``g++-N`` and ``g++`` on PATH, the newest within it is chosen and
+passed with ``-ccbin``; when none fits, nvcc cells of that toolkit are skips that say so.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+
+def _major(program: str) -> int | None:
+    try:
+        done = subprocess.run([program, "-dumpversion"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except OSError:
+        return None
+    found = re.match(r"(\d+)", done.stdout.strip())
+    return int(found.group(1)) if done.returncode == 0 and found else None
+
+
+def installed_gcc() -> dict[int, str]:
+    """GCC majors on PATH and the program for each."""
+    found: dict[int, str] = {}
+    for name in ["g++", *(f"g++-{n}" for n in range(6, 16))]:
+        path = shutil.which(name)
+        major = _major(path) if path else None
+        if path and major is not None:
+            found.setdefault(major, path)
+    return found
+
+
+def choose_gcc(toolkit: str, gcc_max: int) -> tuple[str | None, str | None]:
+    """(program, None) for the newest GCC <= gcc_max, or (None, why none fits)."""
+    found = installed_gcc()
+    fitting = [major for major in found if major <= gcc_max]
+    if fitting:
+        return found[max(fitting)], None
+    have = ", ".join(f"g++ {m}" for m in sorted(found)) or "no g++"
+    return None, (f"toolkit {toolkit}'s nvcc accepts GCC up to {gcc_max} as host compiler; "
+                  f"this machine has {have} (apt-get install g++-{gcc_max})")

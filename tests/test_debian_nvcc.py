@@ -1,0 +1,84 @@
+"""A real nvcc for 11.8 and 12.4 from Debian's non-free archive, no root (issue 12, point 2):
+fetched, its signatures and hashes checked, unpacked into the cache next to the same
+release's wheels; the nvcc and CUTLASS cells of those toolkits then build instead of
+skipping, with the host compiler each release accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import cudamatrix, write_case
+from cudamatrix.errors import EnvironmentUnavailable
+from cudamatrix.providers.debian import ARCHIVE, verify_signed
+from cudamatrix.providers.host_compiler import choose_gcc, installed_gcc
+
+KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+
+
+@pytest.fixture(scope="module")
+def nvcc_run(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("debian-nvcc")
+    write_case(root / "c", "scale", """
+        title = "nvcc of the release"
+        [[variant]]
+        name = "v"
+        source = "k.cu"
+        frontend = "nvcc"
+          [[variant.artifact]]
+          in = "sass"
+          contains = "FMUL|FADD"
+    """, {"k.cu": KERNEL})
+    return cudamatrix("run", "--corpus", str(root / "c"), "--case", "scale", "--known-bugs",
+                      "--case", "cutlass-sm90", "--toolkit", "11.8", "--toolkit", "12.4",
+                      "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_90a",
+                      out=root / "out", timeout=1800)
+
+
+def test_nvcc_cells_of_11_8_and_12_4_build(nvcc_run) -> None:
+    tools = nvcc_run.results["run"]["toolkits"]
+    assert tools["12.4"]["tool_versions"]["nvcc"] == "12.4.131"
+    assert "trixie" in tools["12.4"]["tool_versions"]["nvcc_from"]
+    assert tools["11.8"]["tool_versions"]["nvcc"] == "11.8.89"
+    assert "bookworm" in tools["11.8"]["tool_versions"]["nvcc_from"]
+    cells = nvcc_run.cells()
+    for toolkit in ("11.8", "12.4"):
+        cell = cells[f"scale/v/{toolkit}/sm_80"]
+        if 11 in installed_gcc() or toolkit == "12.4":
+            assert cell["outcome"] == "pass", cell["message"]
+        else:
+            assert cell["outcome"] == "skip" and "GCC up to 11" in cell["message"]
+    # CUTLASS 4.2's Hopper GEMM, built by 12.4 for sm_90a: a real build, no longer a skip.
+    assert cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]["outcome"] == "pass"
+    assert not [c for c in cells.values() if c["outcome"] in ("fail", "error", "xpass")]
+
+
+def test_nvcc_11_8_refuses_a_newer_gcc_as_the_matrix_says(nvcc_run, tmp_path: Path) -> None:
+    """gcc_max is data: the real nvcc 11.8 refuses GCC 12 (and the run never hands it one)."""
+    newest = max(installed_gcc())
+    if newest <= 11:
+        pytest.skip("no GCC newer than 11 here to be refused")
+    nvcc = next(Path.home().glob(".cache/cudamatrix/debian/bookworm-11.8/usr/lib/"
+                                 "nvidia-cuda-toolkit/bin/nvcc"), None)
+    assert nvcc is not None
+    (tmp_path / "k.cu").write_text(KERNEL)
+    done = subprocess.run([str(nvcc), "-ccbin", installed_gcc()[newest], "-cubin",
+                           "-arch=sm_80", "-o", str(tmp_path / "k.cubin"),
+                           str(tmp_path / "k.cu")], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "unsupported GNU version" in done.stderr
+    program, why = choose_gcc("11.8", 5)
+    assert program is None and why and "accepts GCC up to 5" in why
+
+
+def test_a_tampered_release_file_fails_its_signature(tmp_path: Path) -> None:
+    signed = tmp_path / "InRelease"
+    with urllib.request.urlopen(f"{ARCHIVE}/dists/trixie/InRelease", timeout=120) as got:
+        text = got.read()
+    signed.write_bytes(text)
+    verify_signed(signed)  # the real one passes
+    signed.write_bytes(text.replace(b"non-free", b"non-frei", 1))
+    with pytest.raises(EnvironmentUnavailable, match="signature check"):
+        verify_signed(signed)
