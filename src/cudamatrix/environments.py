@@ -118,7 +118,7 @@ class Environments:
         try:
             got = prepare_debian_nvcc(toolkit.debian, version, self.cache, env.include_dirs,
                                       env.library_dirs)
-        except EnvironmentUnavailable as exc:
+        except (EnvironmentUnavailable, OSError) as exc:
             return replace(env, nvcc_unusable=f"toolkit {version} (wheels) has no nvcc, and "
                                               f"Debian {toolkit.debian}'s could not be had: {exc}")
         host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)

@@ -137,7 +137,10 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         (staging / MARKER).write_text(json.dumps(facts))
         shutil.rmtree(root, ignore_errors=True)
         staging.rename(root)
-    (nvcc_dir / "nvcc.profile").write_text(_profile(nvcc_dir, include_dirs, library_dirs))
+    profile = nvcc_dir / "nvcc.profile"
+    wanted = _profile(nvcc_dir, include_dirs, library_dirs)
+    if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
+        profile.write_text(wanted)
     nvcc = nvcc_dir / "nvcc"
     said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
     found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
