@@ -36,7 +36,8 @@ from cudamatrix.gpu import DeviceInfo
 from cudamatrix.plan import BUNDLED
 from cudamatrix.providers.docker import engine
 from cudamatrix.runner import CellRunner, Progress, RunOptions, make_plan
-from cudamatrix.stages.compile import COMPILERS
+from cudamatrix.stages.compile import Build
+from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job
 from cudamatrix.workers import Workers
 
@@ -92,6 +93,12 @@ def prepare(options: RunOptions) -> tuple[Environments, dict[str, float]]:
     return envs, timings
 
 
+def _compile(job: Job) -> Build:
+    build = frontend(job.frontend).compile
+    assert build is not None
+    return build(job)
+
+
 def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
     """The tier's compiler invocations, called directly; returns wall seconds and the count."""
     plan = make_plan(options)
@@ -107,7 +114,7 @@ def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
     os.environ.update(env)  # NVRTC finds its builtins library by name, as in a worker
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        for build in pool.map(lambda j: COMPILERS[j.frontend](j), jobs):
+        for build in pool.map(lambda j: _compile(j), jobs):
             assert build.result.stage == "compile"
     return time.monotonic() - started, len(jobs)
 

@@ -19,15 +19,10 @@ from typing import Any
 from .errors import UserError
 from .keys import check_keys
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
+from .stages.frontends import REGISTRY
 from .tomlfile import load_toml
 from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 
-FRONTENDS = ("nvrtc", "nvcc", "cupy", "cutlass", "cute-dsl", "cutlass-python")
-# The library whose version axis a frontend multiplies its cells by.
-FRONTEND_LIBRARY = {"cutlass": "cutlass", "cupy": "cupy", "cute-dsl": "cute_dsl",
-                    "cutlass-python": "cutlass_python"}
-# Frontends that bring their own compiler, so the toolkit axis does not apply.
-TOOLKIT_FREE_FRONTENDS = frozenset({"cute-dsl", "cutlass-python"})
 STAGES = ("compile", "inspect", "load", "run")
 # ptx: the PTX text; sass: the machine code as cuobjdump -sass prints it; cubin: the
 # cubin's raw bytes (embedded strings such as an abort message, never instructions).
@@ -264,8 +259,8 @@ class _Reader:
         where = f"variant {name!r}"
         check_keys(where, raw, VARIANT_KEYS, self.fail)
         frontend = raw.get("frontend")
-        if frontend not in FRONTENDS:
-            raise self.fail(where, f"frontend must be one of {', '.join(FRONTENDS)}, "
+        if frontend not in REGISTRY:
+            raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
         source_name = raw.get("source")
         if not isinstance(source_name, str):

@@ -8,10 +8,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .corpus import FRONTEND_LIBRARY, TOOLKIT_FREE_FRONTENDS, Case, Variant
+from .corpus import Case, Variant
 from .defaults import KNOWN_BUGS
 from .errors import UserError
 from .matrix import Matrix, Tier, row_matches
+from .stages.frontends import frontend
 from .versions import Arch
 
 # What a cell's toolkit column shows when its frontend brings its own compiler.
@@ -75,9 +76,10 @@ class Cell:
 
 def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
                    tier: Tier) -> list[Cell]:
-    library = FRONTEND_LIBRARY.get(variant.frontend)
+    spec = frontend(variant.frontend)
+    library = spec.library
     versions: Sequence[str | None] = tier.libraries.get(library, ()) if library else (None,)
-    chosen_toolkits = (BUNDLED,) if variant.frontend in TOOLKIT_FREE_FRONTENDS else toolkits
+    chosen_toolkits = (BUNDLED,) if spec.toolkit_free else toolkits
     cells = []
     for toolkit in chosen_toolkits:
         for arch in archs:

@@ -37,6 +37,7 @@ from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, sha
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
 from .stages.job import Job
 from .stages.result import StageResult
@@ -46,8 +47,6 @@ from .workers import DockerCells, Workers, worker_env
 DEFAULT_CELL_TIMEOUT_S = 300.0
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
-# CuPy compiles through the driver, inside its own process and cache: nothing to keep here.
-CACHED_FRONTENDS = frozenset({"nvrtc", "nvcc", "cutlass", "cute-dsl", "cutlass-python"})
 
 
 @dataclass(frozen=True)
@@ -217,7 +216,7 @@ class CellRunner:
                                     f"toolkit {cell.toolkit} environment: {got}")], versions
             env = got
             versions.update(env.packages or env.tool_versions)
-            missing = env.missing_for(cell.frontend)
+            missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
             if missing:
                 return [StageResult("compile", "unavailable", missing)], versions
             unknown = env.lacks_arch(cell.arch)
@@ -259,7 +258,7 @@ class CellRunner:
         if isinstance(job, list):
             return job, versions
         workdir = job.work
-        cacheable = job.prebuilt is None and cell.frontend in CACHED_FRONTENDS
+        cacheable = job.prebuilt is None and frontend(cell.frontend).cached
         key = compile_key(job, self.envs.provider) if cacheable else None
         cached, cache_note = self.cache.restore(key, workdir) if key else (None, "")
         if cached is not None and cached.status == "ok" and self.device.present:

@@ -7,14 +7,6 @@ from pathlib import Path
 from typing import Any
 
 # What each frontend needs from a toolkit environment.
-FRONTEND_NEEDS = {
-    "nvrtc": ("nvrtc", "ptxas"),
-    "nvcc": ("nvcc",),
-    "cutlass": ("nvcc",),
-    "cupy": ("nvrtc",),
-    "cute-dsl": (),
-    "cutlass-python": (),
-}
 
 
 def _in_cccl(header: str) -> bool:
@@ -50,9 +42,10 @@ class Environment:
     # not be fetched): its nvcc cells are skips that say so.
     nvcc_unusable: str | None = None
 
-    def missing_for(self, frontend: str) -> str | None:
-        """Why this environment cannot run `frontend`, or None when it can."""
-        for tool in FRONTEND_NEEDS.get(frontend, ()):
+    def missing_for(self, frontend: str, needs: tuple[str, ...]) -> str | None:
+        """Why this environment cannot run `frontend` (which needs the tools `needs`), or
+        None when it can."""
+        for tool in needs:
             if tool == "nvcc" and self.nvcc_unusable:
                 return self.nvcc_unusable
             if getattr(self, tool) is None:

@@ -200,12 +200,3 @@ def compile_script(job: Job) -> Build:
     ptx, cubin = job.work / "kernel.ptx", job.work / "kernel.cubin"
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)
-
-
-COMPILERS = {
-    "nvrtc": compile_nvrtc,
-    "nvcc": compile_nvcc,
-    "cutlass": compile_nvcc,
-    "cute-dsl": compile_script,
-    "cutlass-python": compile_script,
-}

@@ -19,7 +19,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from .compile import COMPILERS, Build
+from .compile import Build
+from .frontends import frontend
 from .inspect import inspect_artifacts
 from .job import Job
 from .limits import kill_running_tools
@@ -70,13 +71,13 @@ def execute(job: Job) -> list[StageResult]:
     if job.library:
         for folder in job.library.python_path:
             site.addsitedir(folder)
-    if job.frontend == "cupy":
-        from .cupy_frontend import cupy_stages
-
-        return cupy_stages(job)
+    spec = frontend(job.frontend)
+    if spec.stages is not None:  # the frontend tells its whole story (CuPy)
+        return spec.stages(job)
+    assert spec.compile is not None
     stages: list[StageResult] = []
     try:
-        build = _prebuilt(job) if job.prebuilt else COMPILERS[job.frontend](job)
+        build = _prebuilt(job) if job.prebuilt else spec.compile(job)
     except subprocess.TimeoutExpired:
         return [StageResult("compile", "timeout",
                             f"compiler ran past the cell's {job.timeout:.0f} s limit")]

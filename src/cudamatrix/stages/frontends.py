@@ -1,0 +1,82 @@
+"""Every frontend in one place: what it needs from a toolkit, which library axis it
+multiplies its cells by, whether it brings its own compiler, whether its compiles are
+cached, and how it builds (or runs its whole story, as CuPy does).
+
+Before, each of those facts lived in another module (a list of names here, a set of
+cacheable ones there), and forgetting one silently turned caching off or ran a cell
+without its tool. Adding a frontend is one entry: in this table, or from a module of
+your own named in ``CUDAMATRIX_FRONTENDS`` (comma-separated importable modules, each
+calling :func:`register`), read by the run and by every cell worker alike.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import UserError
+from .compile import Build, compile_nvcc, compile_nvrtc, compile_script
+from .job import Job
+from .result import StageResult
+
+PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
+
+
+@dataclass(frozen=True)
+class Frontend:
+    name: str
+    # Builds the cell's PTX/cubin/library; the inspect, load and run stages follow.
+    compile: Callable[[Job], Build] | None = None
+    # Or: the frontend's whole story, every stage (CuPy compiles through the driver).
+    stages: Callable[[Job], list[StageResult]] | None = None
+    needs: tuple[str, ...] = ()  # tools the cell's toolkit must have (Environment fields)
+    library: str | None = None  # the library axis (matrix.toml [libraries.<name>])
+    toolkit_free: bool = False  # brings its own compiler: the toolkit axis does not apply
+    cached: bool = True  # its compile results go to the compile cache
+
+
+def _cupy_stages(job: Job) -> list[StageResult]:
+    from .cupy_frontend import cupy_stages  # needs cupy and numpy: only in the worker
+
+    return cupy_stages(job)
+
+
+REGISTRY: dict[str, Frontend] = {}
+
+
+def register(frontend: Frontend) -> Frontend:
+    """Add (or replace) a frontend; a plugin module calls this when imported."""
+    if (frontend.compile is None) == (frontend.stages is None):
+        raise ValueError(f"frontend {frontend.name!r}: give exactly one of compile or stages")
+    REGISTRY[frontend.name] = frontend
+    return frontend
+
+
+for _builtin in (
+    Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",)),
+    Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",)),
+    Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False),
+    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass"),
+    Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
+    Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
+             toolkit_free=True),
+):
+    register(_builtin)
+
+
+def load_plugins() -> None:
+    """Import the modules named in $CUDAMATRIX_FRONTENDS (they register their frontends)."""
+    for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UserError(f"${PLUGINS_ENV}: cannot import {name} ({exc})") from None
+
+
+def frontend(name: str) -> Frontend:
+    return REGISTRY[name]
+
+
+load_plugins()
