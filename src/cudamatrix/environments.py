@@ -17,6 +17,7 @@ from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
+from .providers.clang_cuda import cuda_path, find_clang
 from .providers.debian import prepare_debian_nvcc, shared_cudart_dirs
 from .providers.docker import (
     BASE_TAG,
@@ -106,6 +107,33 @@ class Environments:
                     self.failures["docker base image"] = str(exc)
                     self._base = ""
             return self._base or None
+
+    def with_clang(self, env: Environment) -> Environment:
+        """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""
+        with self._lock:
+            known = self.toolkits.get(env.toolkit)
+            if isinstance(known, Environment) and (known.clang or known.clang_unusable):
+                return known
+            return self._make_clang(env)
+
+    def _make_clang(self, env: Environment) -> Environment:
+        found = find_clang()
+        if self.provider == "docker":
+            made = replace(env, clang_unusable="the clang frontend runs with the wheels or host "
+                                               "provider: the toolkit images carry no clang")
+        elif found is None:
+            made = replace(env, clang_unusable="no clang++ on this machine for the clang "
+                                               "frontend (apt-get install clang-19)")
+        else:
+            try:
+                folder = cuda_path(env, self.cache)
+                made = replace(env, clang=found.path, clang_cuda_path=str(folder),
+                               tool_versions={**env.tool_versions, "clang": found.version})
+            except (EnvironmentUnavailable, OSError) as exc:
+                made = replace(env, clang_unusable=f"clang cannot use toolkit {env.toolkit}: "
+                                                   f"{exc}")
+        self.toolkits[env.toolkit] = made
+        return made
 
     def _with_debian_nvcc(self, env: Environment, version: str) -> Environment | str:
         """A wheels toolkit without nvcc gets Debian's nvcc of the same release, where the

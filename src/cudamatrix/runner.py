@@ -215,6 +215,8 @@ class CellRunner:
                 return [StageResult("compile", "error",
                                     f"toolkit {cell.toolkit} environment: {got}")], versions
             env = got
+            if "clang" in frontend(cell.frontend).needs:
+                env = self.envs.with_clang(env)
             versions.update(env.packages or env.tool_versions)
             missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
             if missing:

@@ -41,6 +41,10 @@ class Environment:
     # Why this toolkit's nvcc cannot build here (no GCC it accepts; Debian's nvcc could
     # not be fetched): its nvcc cells are skips that say so.
     nvcc_unusable: str | None = None
+    # clang as a CUDA compiler: the clang++ and the CUDA-shaped folder it is given, or why not.
+    clang: str | None = None
+    clang_cuda_path: str | None = None
+    clang_unusable: str | None = None
 
     def missing_for(self, frontend: str, needs: tuple[str, ...]) -> str | None:
         """Why this environment cannot run `frontend` (which needs the tools `needs`), or
@@ -48,6 +52,8 @@ class Environment:
         for tool in needs:
             if tool == "nvcc" and self.nvcc_unusable:
                 return self.nvcc_unusable
+            if tool == "clang" and self.clang_unusable:
+                return self.clang_unusable
             if getattr(self, tool) is None:
                 where = ("; Debian packages nvcc for 11.8 and 12.4 only, NVIDIA's images "
                          "(--docker-flavour nvidia) or a host install have the others"

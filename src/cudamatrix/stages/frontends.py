@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UserError
-from .compile import Build, compile_nvcc, compile_nvrtc, compile_script
+from .compile import Build, compile_clang, compile_nvcc, compile_nvrtc, compile_script
 from .job import Job
 from .result import StageResult
 
@@ -59,6 +59,7 @@ for _builtin in (
     Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",)),
     Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False),
     Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass"),
+    Frontend("clang", compile=compile_clang, needs=("clang",)),
     Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
     Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
              toolkit_free=True),

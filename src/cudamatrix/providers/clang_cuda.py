@@ -1,0 +1,105 @@
+"""clang as a CUDA compiler against a wheel toolkit (issue 12, point 4).
+
+``clang++ -x cuda --cuda-path=DIR`` wants a CUDA installation's layout: ``include/``
+(clang's runtime wrapper also includes curand's ``curand_mtgp32_kernel.h``),
+``nvvm/libdevice`` and ``bin/ptxas``. The wheels lay the same files out otherwise, so the
+cache gets a folder of links in that layout per toolkit; curand's headers come from the
+newest ``nvidia-curand`` wheel of the toolkit's CUDA major (headers only, extracted).
+The clang used is the newest ``clang++-N`` on PATH; what it says about the CUDA version
+(``CUDA version 12.4 is only partially supported``) is a warning of the cell like any other.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import EnvironmentUnavailable
+from .environment import Environment
+
+
+@dataclass(frozen=True)
+class Clang:
+    path: str
+    version: str
+
+
+def find_clang() -> Clang | None:
+    """The newest clang++ on PATH (clang++-N or plain clang++)."""
+    best: tuple[int, Clang] | None = None
+    for name in ["clang++", *(f"clang++-{n}" for n in range(10, 30))]:
+        path = shutil.which(name)
+        if not path:
+            continue
+        said = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+        found = re.search(r"clang version (\d+)\.(\d+)\.(\d+)", said.stdout)
+        if found and (best is None or int(found.group(1)) > best[0]):
+            best = (int(found.group(1)), Clang(path, ".".join(found.groups())))
+    return best[1] if best else None
+
+
+def _curand_package(major: int) -> str:
+    return "nvidia-curand" if major >= 13 else f"nvidia-curand-cu{major}"
+
+
+def curand_headers(major: int, cache: Path) -> Path:
+    """The include folder of the newest curand wheel for CUDA `major`, extracted once."""
+    root = cache / "clang" / f"curand-{major}"
+    include = next(root.glob("nvidia/**/include/curand.h"), None) if root.is_dir() else None
+    if include is not None:
+        return include.parent
+    download = root.with_name(root.name + ".download")
+    shutil.rmtree(download, ignore_errors=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                           "--only-binary=:all:", "--disable-pip-version-check", "--dest",
+                           str(download), _curand_package(major)],
+                          capture_output=True, text=True, check=False)
+    wheels = sorted(download.glob("*.whl"))
+    if done.returncode != 0 or not wheels:
+        raise EnvironmentUnavailable(f"cannot download {_curand_package(major)} for clang's "
+                                     f"CUDA wrapper: {done.stderr.strip()[-200:]}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        for name in wheel.namelist():
+            if "/include/" in name:
+                wheel.extract(name, root)
+    shutil.rmtree(download, ignore_errors=True)
+    found = next(root.glob("nvidia/**/include/curand.h"), None)
+    if found is None:
+        raise EnvironmentUnavailable(f"{wheels[0].name} holds no curand.h")
+    return found.parent
+
+
+def cuda_path(env: Environment, cache: Path) -> Path:
+    """A CUDA-installation-shaped folder of links to the wheel toolkit's files."""
+    if env.ptxas is None:
+        raise EnvironmentUnavailable(f"toolkit {env.toolkit} has no ptxas for clang")
+    libdevice = next(Path(env.root).glob("nvidia/**/nvvm/libdevice"), None)
+    if libdevice is None:
+        raise EnvironmentUnavailable(f"toolkit {env.toolkit} has no nvvm/libdevice for clang")
+    major = int(env.toolkit.split(".")[0])
+    folders = [*map(Path, env.include_dirs), curand_headers(major, cache)]
+    root = cache / "clang" / f"cuda-{env.toolkit}"
+    if (root / "bin" / "ptxas").exists():  # made once; its links point into the cache
+        return root
+    final, root = root, root.with_name(root.name + ".partial")
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "include").mkdir(parents=True)
+    (root / "bin").mkdir()
+    (root / "nvvm").mkdir()
+    for folder in folders:  # the first folder that has a name wins, as -I order would
+        for entry in sorted(folder.iterdir()):
+            link = root / "include" / entry.name
+            if not link.exists() and entry.name != "__init__.py":
+                link.symlink_to(entry)
+    (root / "nvvm" / "libdevice").symlink_to(libdevice)
+    (root / "bin" / "ptxas").symlink_to(env.ptxas)
+    try:
+        root.rename(final)
+    except OSError:  # another run made it first
+        shutil.rmtree(root, ignore_errors=True)
+    return final
