@@ -433,6 +433,30 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for result in results:
         progress.cell_done(result)
 
+    unwritten = _run_pool(todo, runner, workers, options, progress, on_result, results)
+    if unwritten:
+        raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
+                        f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
+    toolkits, libraries = _environment_facts(options, envs)
+    info = RunInfo(
+        started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
+        provider_choice=provider_choice,
+        host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()})",
+        tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
+        libraries=libraries, runner_label=options.runner_label,
+        environment_errors=dict(envs.failures),
+        command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
+        wall_seconds=round(time.monotonic() - started, 1))
+    return info, results
+
+
+def _run_pool(todo: Sequence[Cell], runner: CellRunner, workers: Workers, options: RunOptions,
+              progress: Progress, on_result: Callable[[CellResult], None] | None,
+              results: list[CellResult]) -> list[str]:
+    """Run the cells on a thread pool, saving each result as it comes; the cells the run
+    could not write (a full disk, a read-only folder), where it then stopped."""
+    out = options.out
     # Where the run could not write (a full disk, a read-only folder): it stops there.
     unwritten: list[str] = []
     cell_of: dict[Future[CellResult], Cell] = {}
@@ -493,9 +517,13 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     if runner.docker:
         runner.docker.close()
     progress.finish()
-    if unwritten:
-        raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
-                        f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
+    return unwritten
+
+
+def _environment_facts(options: RunOptions, envs: Environments
+                       ) -> tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]:
+    """What each toolkit and library of the run was (with --prebuilt, what built the
+    artifacts, on the machine that built them)."""
     toolkits: dict[str, dict[str, object]] = {}
     libraries: dict[str, dict[str, object]] = {}
     earlier = options.prebuilt / "results.json" if options.prebuilt else None
@@ -510,17 +538,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     libraries.update({f"{n} {v}": {"packages": e.packages}
                       for (n, v, _), e in envs.libraries.items()
                       if isinstance(e, LibraryEnvironment)})
-    info = RunInfo(
-        started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
-        provider_choice=provider_choice,
-        host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()})",
-        tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
-        libraries=libraries, runner_label=options.runner_label,
-        environment_errors=dict(envs.failures),
-        command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
-        wall_seconds=round(time.monotonic() - started, 1))
-    return info, results
+    return toolkits, libraries
 
 
 def exit_status(results: Sequence[CellResult]) -> int:
