@@ -73,7 +73,7 @@ def gpus_of(matrix: Matrix, wanted: Sequence[str]) -> list[Arch]:
 
 def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
           expected: set[str], device: DeviceInfo, seconds: float,
-          matrix: Matrix) -> CellResult:
+          floor: str | None) -> CellResult:
     cell = Cell(module.file, module.name, driver.branch, gpu.name, FRONTEND)
     measured: bool | None = None
     on_this_gpu = device.present and device.arch == gpu.name \
@@ -96,7 +96,7 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
     facts = StageResult("inspect", "ok", module.describe(), "", 0.0, module.to_dict())
     load = StageResult("load", "ok" if loads else "failed", message, "", seconds,
                        {"via": prediction.via, "image": prediction.image,
-                        "measured": measured, "driver_floor": driver_floor(matrix, module, gpu)})
+                        "measured": measured, "driver_floor": floor})
     comparison = None if measured is None else {
         "predicted": "loads" if prediction.loads else "refused",
         "measured": "loads" if measured else "refused", "agrees": measured == prediction.loads}
@@ -154,10 +154,12 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
                 seconds = time.monotonic() - began
                 for module in modules:
                     for gpu in gpus:
+                        # The same for every driver: worked out once per module and GPU.
+                        floor = driver_floor(matrix, module, gpu)
                         for driver in drivers:
                             results.append(_cell(module, gpu, driver,
                                                  predict(matrix, module, gpu, driver),
-                                                 expected, device, seconds, matrix))
+                                                 expected, device, seconds, floor))
     if not results:
         raise UserError(f"{', '.join(options.inputs)}: no CUDA module found (no cubin or PTX "
                         "in any ELF file)")

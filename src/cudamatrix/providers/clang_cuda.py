@@ -11,6 +11,7 @@ The clang used is the newest ``clang++-N`` on PATH; what it says about the CUDA 
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ class Clang:
     version: str
 
 
+@functools.cache
 def find_clang() -> Clang | None:
     """The newest clang++ on PATH (clang++-N or plain clang++)."""
     best: tuple[int, Clang] | None = None

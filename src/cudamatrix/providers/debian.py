@@ -142,12 +142,16 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
     if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
         profile.write_text(wanted)
     nvcc = nvcc_dir / "nvcc"
-    said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
-    found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
-    if not found:
-        raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
-                                     f"{(said.stderr or said.stdout).strip()[-200:]}")
-    return DebianNvcc(str(nvcc), str(facts["package"]), found.group(1))
+    if "version" not in facts:  # asked of nvcc itself once, then kept with the unpack
+        said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
+                              check=False)
+        found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
+        if not found:
+            raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
+                                         f"{(said.stderr or said.stdout).strip()[-200:]}")
+        facts["version"] = found.group(1)
+        marker.write_text(json.dumps(facts))
+    return DebianNvcc(str(nvcc), str(facts["package"]), str(facts["version"]))
 
 
 def shared_cudart_dirs(env: Environment, cache: Path) -> tuple[str, ...]:
