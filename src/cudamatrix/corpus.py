@@ -35,6 +35,10 @@ CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
+# What a case may expect of a cell: that it works, that it fails (at a stage, saying
+# something), or that it hangs until its limit (a known hang is a finding, not a broken
+# tool); `match` then reads the stopped process's stack.
+EXPECTED_OUTCOMES = ("pass", "fail", "timeout")
 ARTIFACT_KEYS = ("in", "contains", "lacks", "why")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
             "seed", "host")
@@ -207,8 +211,9 @@ class _Reader:
             raise self.fail(where, "expected a table")
         check_keys(where, raw, EXPECT_FIELDS, self.fail)
         outcome = raw.get("outcome")
-        if outcome not in ("pass", "fail"):
-            raise self.fail(where, f"outcome must be 'pass' or 'fail', got {outcome!r}")
+        if outcome not in EXPECTED_OUTCOMES:
+            raise self.fail(where, f"outcome must be one of {', '.join(EXPECTED_OUTCOMES)}, "
+                                   f"got {outcome!r}")
         stage = raw.get("stage")
         if stage is not None and stage not in STAGES:
             raise self.fail(where, f"stage must be one of {', '.join(STAGES)}, got {stage!r}")

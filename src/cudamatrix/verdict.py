@@ -1,7 +1,7 @@
 """A cell's outcome, computed from what its stages really did against the case's expectation.
 
 pass   everything that could run did as expected, and success was expected
-xfail  it failed where and how the case expects (the bug reproduces)
+xfail  it failed (or hung) where and how the case expects (the bug reproduces)
 xpass  the case expects a failure that did not happen: possibly fixed upstream
 fail   it failed where success was expected, or failed differently than expected
 error  the tool or the environment broke (compiler crash, timeout, bad wheel)
@@ -82,8 +82,23 @@ def _decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
                    "possibly fixed upstream")
 
 
+def _hung(expectation: Expectation, result: StageResult, reached: str) -> Verdict:
+    """A cell stopped at its limit, judged against a case that expects the hang."""
+    stage, message = result.stage, result.message
+    if expectation.stage not in (None, stage):
+        return Verdict("fail", stage, reached, message,
+                       f"expected {expectation.describe()}; it hung in {stage} instead")
+    if expectation.match and not any(re.search(expectation.match, text)
+                                     for text in (message, result.log) if text):
+        return Verdict("fail", stage, reached, message,
+                       f"expected {expectation.describe()}; it hung somewhere else")
+    return Verdict("xfail", stage, reached, message, f"hung as expected ({expectation.describe()})")
+
+
 def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> Verdict:
     stage, status, message = result.stage, result.status, result.message
+    if status == "timeout" and expectation.outcome == "timeout":
+        return _hung(expectation, result, reached)
     if status in ("error", "timeout", "crashed"):
         return Verdict("error", stage, reached, message or status, f"{status} in {stage}")
     if status == "unsupported":
@@ -92,7 +107,7 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
         return Verdict("skip", stage, reached, message, "this environment cannot run the cell")
     if status == "skipped":
         wanted = expectation.stage or STAGES[-1]
-        if expectation.outcome == "fail" and _order(wanted) >= _order(stage):
+        if expectation.outcome != "pass" and _order(wanted) >= _order(stage):
             return Verdict("skip", stage, reached, message,
                            f"expected {expectation.describe()}, which cannot be checked here: "
                            f"{message}")
@@ -101,8 +116,9 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
                        f"expected {expectation.describe()}, but passed through {reached}",
                        f"passed through {reached}; {stage} not run: {message}")
     # status == "failed": the code under test was refused or wrong.
-    if expectation.outcome == "pass":
-        return Verdict("fail", stage, reached, message, f"expected pass; failed at {stage}")
+    if expectation.outcome != "fail":
+        return Verdict("fail", stage, reached, message,
+                       f"expected {expectation.describe()}; failed at {stage}")
     if expectation.stage not in (None, stage):
         return Verdict("fail", stage, reached, message,
                        f"expected {expectation.describe()}; failed at {stage} instead")

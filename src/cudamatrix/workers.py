@@ -33,6 +33,7 @@ from .providers.docker import (
 )
 from .providers.environment import Environment
 from .stages.forkserver import OUTPUT_FILE
+from .stages.hang import innermost_frame, stack_of, stage_entered
 from .stages.job import Job
 from .stages.limits import read_bounded
 from .stages.logs import error_lines
@@ -128,8 +129,7 @@ class Workers:
         output_file = job.work / OUTPUT_FILE
         output = read_bounded(output_file).strip()
         if killed:
-            # What it said before it was stopped is the only clue to where it hung.
-            return [replace(timed_out(job), log=output[-20_000:])]
+            return [timed_out(job, output)]
         if code != 0 and self.stopping:
             raise KeyboardInterrupt
         how = (f"killed by {signal.Signals(-code).name}" if code < 0
@@ -167,9 +167,19 @@ class Workers:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def timed_out(job: Job) -> StageResult:
-    return StageResult("compile", "timeout",
-                       f"cell ran past its {job.timeout:.0f} s limit and was killed")
+def timed_out(job: Job, output: str = "") -> StageResult:
+    """The stopped cell's result: the stage it was in and where its Python stack was."""
+    stack = stack_of(job.work)
+    where = innermost_frame(stack)
+    message = f"cell ran past its {job.timeout:.0f} s limit and was killed"
+    if where:
+        message += f"; it was in {where}"
+    log = stack
+    if output:  # what it said before it was stopped is a clue too
+        log = f"{log}\n--- process output ---\n{output[-20_000:]}".strip()
+    return StageResult(stage_entered(job.work), "timeout", message, log,
+                       details={"limit_s": round(job.timeout, 1),
+                                **({"stopped_in": where} if where else {})})
 
 
 def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
@@ -268,7 +278,7 @@ class DockerCells:
         if self.stopping:  # the run was interrupted and its containers removed under the cell
             raise KeyboardInterrupt
         if code == 137 and time.monotonic() - started >= job.timeout:
-            return [timed_out(job)]
+            return [timed_out(job, output.strip())]
         how = "killed (SIGKILL: memory limit or container limit)" if code == 137 \
             else f"exited with status {code}"
         return collect_stages(job, code, how, output.strip())

@@ -23,6 +23,7 @@ from ..audit.facts import shipped_images
 from ..providers.environment import Environment
 from ..versions import Arch
 from .flags import resolve_flags, shown
+from .hang import SCRIPT_STACK_FILE, STACK_LEAD_S
 from .job import Job
 from .limits import address_space_limit, run_tool
 from .logs import decisive_line, missing_include, resource_usage, warning_lines
@@ -184,7 +185,9 @@ def compile_script(job: Job) -> Build:
     env = dict(os.environ)
     env.update(CUDAMATRIX_SITE_DIRS=os.pathsep.join(job.library.python_path if job.library else ()),
                CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
-               CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"))
+               CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"),
+               CUDAMATRIX_STACK_FILE=str(job.work / SCRIPT_STACK_FILE),
+               CUDAMATRIX_STACK_AFTER=str(max(1.0, job.timeout - 2 * STACK_LEAD_S)))
     tool = run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
                      *job.flags], job.timeout, memory_bytes=job.memory_bytes, env=env,
                     cwd=job.work)

@@ -22,6 +22,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from ..versions import Arch, sass_runs_on
+from .hang import enter_stage
 from .job import Job
 from .result import StageResult
 
@@ -226,6 +227,7 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
         return "ok", "", f"JIT-compiled PTX .version {details['ptx_version']} on {gpu.arch}", \
             details
 
+    enter_stage(job.work, "load")
     results = [_timed("load", load)]
     if results[0].status != "ok" or not job.run or not job.kernel:
         return results
@@ -239,6 +241,7 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
         finally:
             gpu.close()
 
+    enter_stage(job.work, "run")
     results.append(_timed("run", run))
     return results
 

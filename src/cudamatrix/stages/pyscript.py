@@ -1,11 +1,14 @@
 """Runs a Python case script with its library folders as site directories.
 
 ``pip install --target`` folders can carry ``.pth`` files (the CuTe DSL's does),
-which Python honours only for site directories, not for PYTHONPATH entries.
+which Python honours only for site directories, not for PYTHONPATH entries. A script
+that hangs writes its own stack just before the cell's limit (CUDAMATRIX_STACK_FILE),
+so its time-out says where it was.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import runpy
 import site
@@ -13,6 +16,10 @@ import sys
 
 
 def main() -> None:
+    stack_file = os.environ.get("CUDAMATRIX_STACK_FILE")
+    after = os.environ.get("CUDAMATRIX_STACK_AFTER")
+    if stack_file and after:  # faulthandler keeps the file open for the watchdog
+        faulthandler.dump_traceback_later(float(after), file=open(stack_file, "w"))  # noqa: SIM115
     for folder in filter(None, os.environ.get("CUDAMATRIX_SITE_DIRS", "").split(os.pathsep)):
         site.addsitedir(folder)
     script = sys.argv[1]

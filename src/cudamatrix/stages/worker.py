@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .compile import Build
 from .frontends import frontend
+from .hang import arm_stack_dump, enter_stage, tool_timed_out
 from .inspect import inspect_artifacts
 from .job import Job
 from .limits import kill_running_tools
@@ -76,11 +77,11 @@ def execute(job: Job) -> list[StageResult]:
         return spec.stages(job)
     assert spec.compile is not None
     stages: list[StageResult] = []
+    enter_stage(job.work, "compile")
     try:
         build = _prebuilt(job) if job.prebuilt else spec.compile(job)
     except subprocess.TimeoutExpired:
-        return [StageResult("compile", "timeout",
-                            f"compiler ran past the cell's {job.timeout:.0f} s limit")]
+        return [tool_timed_out(job.work, job.timeout)]
     except Exception as exc:  # the tool broke, not the code under test
         return [StageResult("compile", "error", f"{type(exc).__name__}: {exc}",
                             traceback.format_exc())]
@@ -91,6 +92,7 @@ def execute(job: Job) -> list[StageResult]:
     if job.artifacts or job.kernel:
         # An artifact failure decides the cell, but on a GPU the later stages still run:
         # what the bad build does there (a trap, a wrong result) is evidence worth keeping.
+        enter_stage(job.work, "inspect")
         inspected = inspect_artifacts(job.artifacts, build.ptx, build.cubin,
                                       kernel=None if job.host_entry else job.kernel,
                                       cuobjdump=job.env.cuobjdump if job.env else None)
@@ -106,7 +108,8 @@ def execute(job: Job) -> list[StageResult]:
 
 def run_job_file(path: str) -> None:
     job = Job.from_json(Path(path).read_text())
-    stages = execute(job)
+    with arm_stack_dump(job.work, job.timeout):
+        stages = execute(job)
     (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
 
 
