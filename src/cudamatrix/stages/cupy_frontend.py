@@ -31,7 +31,7 @@ def cupy_stages(job: Job) -> list[StageResult]:
     import cupy
     import numpy as np
 
-    from .device import _compare, _rng_array
+    from .checks import _compare, _rng_array
 
     options = _options(job)
     jitify = bool(job.options.get("jitify", False))

@@ -22,6 +22,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from ..versions import Arch, sass_runs_on
+from .checks import _compare, _rng_array
 from .hang import enter_stage
 from .job import Job
 from .result import StageResult
@@ -62,45 +63,6 @@ def _timed(stage: str, body: Callable[[], tuple[str, str, str, dict[str, Any]]])
         return StageResult(stage, "failed", str(exc), str(exc), time.monotonic() - started,
                            {"driver_error": exc.status_name})
     return StageResult(stage, status, message, log, time.monotonic() - started, details)
-
-
-def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    dtype = np.dtype(spec.get("dtype", "float32"))
-    shape = tuple(spec.get("shape", [1]))
-    if "values" in spec:
-        return np.asarray(spec["values"], dtype=dtype).reshape(shape)
-    if spec.get("output"):
-        poisoned = np.empty(shape, dtype=dtype)
-        if dtype.kind == "f":
-            poisoned.fill(np.nan)
-        else:
-            poisoned.view(np.uint8).fill(0xFF)
-        return poisoned
-    if dtype.kind == "f":
-        return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    low, high = spec.get("range", [0, 4])
-    return rng.integers(low, high, size=shape).astype(dtype)
-
-
-def _compare(job: Job, arrays: dict[str, np.ndarray]) -> tuple[str, str, str, dict[str, Any]]:
-    checks = job.run.get("check", {})
-    rtol, atol = float(job.run.get("rtol", 1e-5)), float(job.run.get("atol", 1e-5))
-    lines, worst = [], {}
-    names = {**arrays, "np": np}
-    for name, expression in checks.items():
-        expected = np.asarray(eval(expression, {"__builtins__": {}}, names))  # case-authored
-        actual = arrays[name].astype(np.float64)
-        error = np.abs(actual - expected)
-        limit = atol + rtol * np.abs(expected)
-        bad = int(np.count_nonzero(~(error <= limit)))
-        worst[name] = float(np.nanmax(error)) if error.size else 0.0
-        lines.append(f"{name}: max |error| {worst[name]:.3g} (atol {atol}, rtol {rtol}), "
-                     f"{bad} of {error.size} outside")
-        if bad:
-            return ("failed", f"wrong result: {bad} of {error.size} elements of {name} outside "
-                    f"tolerance (max |error| {worst[name]:.3g})", "\n".join(lines),
-                    {"max_abs_error": worst})
-    return "ok", "", "\n".join(lines) or "no check declared", {"max_abs_error": worst}
 
 
 class GpuSession:
