@@ -11,8 +11,9 @@ from __future__ import annotations
 import faulthandler
 import os
 import runpy
-import site
 import sys
+
+from cudamatrix.stages.library_path import library_first
 
 
 def main() -> None:
@@ -20,8 +21,8 @@ def main() -> None:
     after = os.environ.get("CUDAMATRIX_STACK_AFTER")
     if stack_file and after:  # faulthandler keeps the file open for the watchdog
         faulthandler.dump_traceback_later(float(after), file=open(stack_file, "w"))  # noqa: SIM115
-    for folder in filter(None, os.environ.get("CUDAMATRIX_SITE_DIRS", "").split(os.pathsep)):
-        site.addsitedir(folder)
+    folders = [f for f in os.environ.get("CUDAMATRIX_SITE_DIRS", "").split(os.pathsep) if f]
+    library_first(folders, isolated=False)  # the library's own versions win
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     runpy.run_path(script, run_name="__main__")

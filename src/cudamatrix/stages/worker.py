@@ -13,7 +13,6 @@ import ctypes
 import json
 import os
 import signal
-import site
 import subprocess
 import sys
 import traceback
@@ -24,6 +23,7 @@ from .frontends import frontend
 from .hang import arm_stack_dump, enter_stage, tool_timed_out
 from .inspect import inspect_artifacts
 from .job import Job
+from .library_path import library_first
 from .limits import kill_running_tools
 from .result import StageResult
 
@@ -69,10 +69,9 @@ def _prebuilt(job: Job) -> Build:
 
 
 def execute(job: Job) -> list[StageResult]:
-    if job.library:
-        for folder in job.library.python_path:
-            site.addsitedir(folder)
     spec = frontend(job.frontend)
+    if job.library:  # a frontend that imports the library here sees nothing else
+        library_first(job.library.python_path, isolated=spec.stages is not None)
     if spec.stages is not None:  # the frontend tells its whole story (CuPy)
         return spec.stages(job)
     assert spec.compile is not None
