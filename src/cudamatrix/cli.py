@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
     run.add_argument("--cell-timeout", type=_seconds, default=300.0,
                      help="seconds one cell may take (default: %(default)s)")
+    run.add_argument("--jitify-warmup-timeout", type=_seconds, default=1800.0,
+                     help="seconds CuPy's one-time Jitify warm-up may take; done once per "
+                          "CuPy version and toolkit for the run's jitify cells, which share "
+                          "its time-out (default: %(default)s)")
     run.add_argument("--cell-memory", type=_seconds, default=None, metavar="GIB",
                      help="address space each compiler may take (default: the machine's "
                           "memory shared by --jobs, 4 to 16 GiB)")
@@ -286,7 +290,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
         compile_here=tuple(args.compile_here or ("cupy",)),
         containers=args.containers, docker_flavour=args.docker_flavour,
-        container_timeout=args.container_timeout, cuda_compat=args.cuda_compat)
+        container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,
+        jitify_warmup_timeout=args.jitify_warmup_timeout)
     if args.cache:
         extra["cache"] = args.cache
     options = _options(args, **extra)

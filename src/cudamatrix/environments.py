@@ -18,6 +18,7 @@ from .errors import EnvironmentUnavailable, UserError
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
+from .providers.cuda_root import linked_cuda_root
 from .providers.debian import prepare_debian_nvcc, shared_cudart_dirs
 from .providers.docker import (
     BASE_TAG,
@@ -107,6 +108,13 @@ class Environments:
                     self.failures["docker base image"] = str(exc)
                     self._base = ""
             return self._base or None
+
+    def classic_root(self, env: Environment) -> Path:
+        """The wheel toolkit as a classic install (links): CuPy's CUDA_PATH."""
+        runtime = [Path(d) for d in env.library_dirs if any(Path(d).glob("libcudart.so*"))]
+        links = {"lib64": runtime[0]} if runtime else {}
+        return linked_cuda_root(self.cache / "cupy" / f"cuda-{env.toolkit}",
+                                [Path(p) for p in env.include_dirs], links)
 
     def with_clang(self, env: Environment) -> Environment:
         """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""

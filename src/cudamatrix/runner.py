@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
+from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S, JitifyWarmups
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .diagnose import diagnose_stage
 from .environments import Environments, choose_provider
@@ -84,6 +85,8 @@ class RunOptions:
     # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
     # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
     cuda_compat: bool = False
+    # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
+    jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
 
 
 def default_cell_memory(jobs: int) -> int:
@@ -176,6 +179,8 @@ class CellRunner:
         self.docker: DockerCells | None = None
         self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
                              else default_cell_memory(options.jobs))
+        self.warmups = JitifyWarmups(options.cache, options.out, options.jitify_warmup_timeout,
+                                     self.execute, envs.progress.note)
 
     def time_left(self, cell_limit: float) -> float:
         """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
@@ -240,6 +245,9 @@ class CellRunner:
         if prebuilt is None:
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)
+        options = dict(variant.options)
+        if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
+            options["cuda_path"] = str(self.envs.classic_root(env))
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
             frontend=cell.frontend, workdir=str(workdir.resolve()),
@@ -249,7 +257,7 @@ class CellRunner:
             artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
                              "why": a.why} for a in variant.artifacts),
             run=dict(variant.run), env=env, library=library,
-            gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
+            gpu_stages=self.device.present, load=variant.load, options=options,
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes)
         return job, versions
@@ -259,6 +267,11 @@ class CellRunner:
         job, versions = self.job_for(cell, variant)
         if isinstance(job, list):
             return job, versions
+        if cell.frontend == "cupy" and job.options.get("jitify"):
+            warmed = self.warmups.prepare(job)
+            if isinstance(warmed, StageResult):
+                return [warmed], versions
+            job = warmed
         workdir = job.work
         cacheable = job.prebuilt is None and frontend(cell.frontend).cached
         key = compile_key(job, self.envs.provider) if cacheable else None
@@ -274,8 +287,7 @@ class CellRunner:
                     kernel=None if job.host_entry else job.kernel,
                     cuobjdump=job.env.cuobjdump if job.env else None))
         else:
-            stages = self.docker.run(job) if self.docker \
-                else self.workers.run(job, worker_env(job.env))
+            stages = self.execute(job)
             if key and cached is None:
                 self.cache.store(key, workdir, stages[0])
             if cache_note:
@@ -285,6 +297,10 @@ class CellRunner:
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
         return stages, versions
+
+    def execute(self, job: Job) -> list[StageResult]:
+        """A worker runs the job: in the cell's container, or as a process here."""
+        return self.docker.run(job) if self.docker else self.workers.run(job, worker_env(job.env))
 
     def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
         """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
+from .cuda_root import linked_cuda_root
 from .environment import Environment
 
 
@@ -85,23 +86,5 @@ def cuda_path(env: Environment, cache: Path) -> Path:
         raise EnvironmentUnavailable(f"toolkit {env.toolkit} has no nvvm/libdevice for clang")
     major = int(env.toolkit.split(".")[0])
     folders = [*map(Path, env.include_dirs), curand_headers(major, cache)]
-    root = cache / "clang" / f"cuda-{env.toolkit}"
-    if (root / "bin" / "ptxas").exists():  # made once; its links point into the cache
-        return root
-    final, root = root, root.with_name(root.name + ".partial")
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "include").mkdir(parents=True)
-    (root / "bin").mkdir()
-    (root / "nvvm").mkdir()
-    for folder in folders:  # the first folder that has a name wins, as -I order would
-        for entry in sorted(folder.iterdir()):
-            link = root / "include" / entry.name
-            if not link.exists() and entry.name != "__init__.py":
-                link.symlink_to(entry)
-    (root / "nvvm" / "libdevice").symlink_to(libdevice)
-    (root / "bin" / "ptxas").symlink_to(env.ptxas)
-    try:
-        root.rename(final)
-    except OSError:  # another run made it first
-        shutil.rmtree(root, ignore_errors=True)
-    return final
+    return linked_cuda_root(cache / "clang" / f"cuda-{env.toolkit}", folders,
+                            {"nvvm/libdevice": libdevice, "bin/ptxas": Path(env.ptxas)})

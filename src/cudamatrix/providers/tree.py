@@ -32,7 +32,7 @@ def _first(paths: Iterator[Path]) -> Path | None:
 
 # Bump when what the reader finds changes: descriptions kept beside installed trees
 # by an older reader are then read again instead of trusted.
-TREE_READER_VERSION = 4
+TREE_READER_VERSION = 5
 
 # Files a package's include folder may hold that no kernel includes: the nvrtc and
 # nvvm wheels' own API headers, and the wheels' Python package markers.
@@ -105,6 +105,8 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
                    if re.fullmatch(r"libnvrtc\.so\.\d+(\.\d+)*", p.name) and p.is_file())
     ptxas = _first(search.glob("**/bin/ptxas"))
     nvcc = _first(search.glob("**/bin/nvcc"))
+    cudart = _first(p for p in search.glob("**/libcudart.so*")
+                    if re.fullmatch(r"libcudart\.so\.\d+(\.\d+)*", p.name))
     cuobjdump = _first(p for p in search.glob("**/bin/cuobjdump")
                        if (p.parent / "nvdisasm").is_file())
     includes = include_folders(search)
@@ -120,8 +122,9 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
         ptxas=str(ptxas) if ptxas else None,
         nvcc=str(nvcc) if nvcc else None,
         include_dirs=tuple(str(p) for p in includes),
-        # NVRTC loads its builtins library by name: the folder must be on the search path.
-        library_dirs=(str(nvrtc.parent),) if nvrtc else (),
+        # NVRTC loads its builtins library by name, and a library built against the
+        # toolkit (CuPy) its shared cudart: their folders must be on the search path.
+        library_dirs=tuple(dict.fromkeys(str(p.parent) for p in (nvrtc, cudart) if p)),
         packages=packages,
         tool_versions=tool_versions,
         known_archs=known_archs(ptxas),

@@ -9,11 +9,13 @@ is to show the precise message one path gives and the vague one another gives.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from .flags import resolve_flags
+from .hang import enter_stage
 from .job import Job
 from .logs import decisive_line, decode
 from .result import StageResult
@@ -26,8 +28,50 @@ def _options(job: Job) -> list[str]:
     return options
 
 
+# What the one-time Jitify warm-up compiles: nothing of the case's, through CuPy's own API,
+# so a hang there is CuPy's and its stack reads as a user's would.
+WARMUP_KERNEL = 'extern "C" __global__ void cudamatrix_jitify_warmup() {}'
+JITIFY_CACHE = "jitify_*.json"
+
+
+def _cupy_environment(job: Job) -> Path:
+    """Every cell compiles afresh in a CuPy cache of its own, seeded with the run's warmed
+    Jitify headers where there are some; CUDA_PATH names the cell's toolkit."""
+    cache = job.work / "cupy-cache"
+    cache.mkdir(exist_ok=True)
+    seed = job.options.get("jitify_seed")
+    if seed:
+        for warmed in Path(seed).glob(JITIFY_CACHE):
+            shutil.copyfile(warmed, cache / warmed.name)
+    os.environ["CUPY_CACHE_DIR"] = str(cache)
+    if job.options.get("cuda_path"):
+        os.environ["CUDA_PATH"] = str(job.options["cuda_path"])
+    return cache
+
+
+def jitify_warmup(job: Job) -> list[StageResult]:
+    """CuPy's one-time Jitify warm-up (it compiles its own headers once per CuPy and CUDA
+    version, one NVRTC compile per header it finds), done once for the run's jitify cells."""
+    cache = _cupy_environment(job)
+    import cupy
+
+    started = time.monotonic()
+    try:
+        module = cupy.RawModule(code=WARMUP_KERNEL, options=("-std=c++17",), jitify=True)
+        module.get_function("cudamatrix_jitify_warmup")
+    except Exception as exc:  # the cells will meet the same and say so, each for itself
+        text = f"{type(exc).__name__}: {exc}"
+        return [StageResult("compile", "failed", decisive_line(text) or text.splitlines()[0],
+                            text[-20_000:], time.monotonic() - started, {"cupy": cupy.__version__})]
+    files = sorted(p.name for p in cache.glob(JITIFY_CACHE))
+    return [StageResult("compile", "ok", "", f"CuPy {cupy.__version__}'s Jitify warm-up",
+                        time.monotonic() - started, {"cupy": cupy.__version__, "files": files})]
+
+
 def cupy_stages(job: Job) -> list[StageResult]:
-    os.environ["CUPY_CACHE_DIR"] = str(job.work / "cupy-cache")  # every cell compiles afresh
+    if job.options.get("jitify_warmup"):
+        return jitify_warmup(job)
+    _cupy_environment(job)
     import cupy
     import numpy as np
 
@@ -38,7 +82,12 @@ def cupy_stages(job: Job) -> list[StageResult]:
     cooperative = bool(job.options.get("enable_cooperative_groups", False))
     details: dict[str, Any] = {"cupy": cupy.__version__, "jitify": jitify,
                                "enable_cooperative_groups": cooperative, "options": options}
+    if "jitify_warmup_s" in job.options:  # the run's one warm-up, whose headers it reused
+        details["jitify_warmup_s"] = job.options["jitify_warmup_s"]
+    if os.environ.get("CUDA_PATH"):
+        details["cuda_path"] = os.environ["CUDA_PATH"]
     started = time.monotonic()
+    enter_stage(job.work, "compile")
     try:
         module = cupy.RawModule(code=decode(Path(job.source).read_bytes()), options=tuple(options),
                                 jitify=jitify, enable_cooperative_groups=cooperative)
@@ -58,6 +107,7 @@ def cupy_stages(job: Job) -> list[StageResult]:
     loaded = StageResult("load", "ok", "", f"get_function({job.kernel!r})", 0.0, {})
     if not job.run:
         return [compiled, loaded]
+    enter_stage(job.work, "run")
     started = time.monotonic()
     try:
         rng = np.random.default_rng(int(job.run.get("seed", 2024)))
