@@ -29,7 +29,6 @@ from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
 from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S, JitifyWarmups
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
-from .diagnose import diagnose_stage
 from .environments import Environments, choose_provider
 from .errors import UserError
 from .gpu import DeviceInfo, probe
@@ -42,7 +41,7 @@ from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
 from .stages.job import Job
 from .stages.result import StageResult
-from .verdict import decide
+from .verdict import judge
 from .workers import DockerCells, Workers, worker_env
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
@@ -336,26 +335,14 @@ class CellRunner:
             versions: dict[str, str] = {}
         else:
             stages, versions = self.stages_for(cell, variant)
-        axes = cell.axes()
-        if self.device.present:
-            axes["driver"] = self.device.driver
-            axes["gpu_arch"] = self.device.arch
-        expectation = variant.expectation_for(axes)
-        verdict = decide(expectation, stages)
-        diagnosis = None
-        if verdict.outcome != "pass":
-            failing = next((s for s in stages if s.status != "ok"), stages[-1])
-            # CuPy's Jitify preprocesses before CuPy adds the arch option.
-            arch_reached = variant.arch_flag and not (cell.frontend == "cupy"
-                                                      and variant.options.get("jitify"))
-            diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
+        device = self.device.to_dict() if self.device.present else None
+        verdict, expectation, diagnosis = judge(cell, variant, stages, device)
         return CellResult(
             prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
             message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
             diagnosis=diagnosis, stages=tuple(stages), seconds=time.monotonic() - started,
-            title=case.title, upstream=case.upstream, versions=versions,
-            device=self.device.to_dict() if self.device.present else None)
+            title=case.title, upstream=case.upstream, versions=versions, device=device)
 
 
 def _now() -> str:

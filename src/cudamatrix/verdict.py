@@ -11,10 +11,13 @@ skip   the cell cannot be decided here, with the reason
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .corpus import STAGES, Expectation
+from .corpus import STAGES, Expectation, Variant
+from .diagnose import diagnose_stage
+from .plan import Cell
 from .stages.logs import error_lines, warning_lines
 from .stages.result import StageResult
 
@@ -127,3 +130,23 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
                        f"expected {expectation.describe()}; the failure said something else")
     return Verdict("xfail", stage, reached, message,
                    f"failed as expected ({expectation.describe()})")
+
+
+def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
+          device: Mapping[str, Any] | None) -> tuple[Verdict, Expectation, dict[str, Any] | None]:
+    """A cell's verdict, the expectation that decided it and, short of a pass, the
+    diagnosis: from what its stages did, on the GPU and driver it ran on (if any)."""
+    axes = cell.axes()
+    if device:
+        axes["driver"] = device.get("driver")
+        axes["gpu_arch"] = device.get("arch")
+    expectation = variant.expectation_for(axes)
+    verdict = decide(expectation, stages)
+    diagnosis = None
+    if verdict.outcome != "pass":
+        failing = next((s for s in stages if s.status != "ok"), stages[-1])
+        # CuPy's Jitify preprocesses before CuPy adds the arch option.
+        arch_reached = variant.arch_flag and not (cell.frontend == "cupy"
+                                                  and variant.options.get("jitify"))
+        diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
+    return verdict, expectation, diagnosis
