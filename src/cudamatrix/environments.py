@@ -113,8 +113,9 @@ class Environments:
         """The wheel toolkit as a classic install (links): CuPy's CUDA_PATH."""
         runtime = [Path(d) for d in env.library_dirs if any(Path(d).glob("libcudart.so*"))]
         links = {"lib64": runtime[0]} if runtime else {}
-        return linked_cuda_root(self.cache / "cupy" / f"cuda-{env.toolkit}",
-                                [Path(p) for p in env.include_dirs], links)
+        with self._lock:  # cells ask from many threads; the folder is made once
+            return linked_cuda_root(self.cache / "cupy" / f"cuda-{env.toolkit}",
+                                    [Path(p) for p in env.include_dirs], links)
 
     def with_clang(self, env: Environment) -> Environment:
         """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""

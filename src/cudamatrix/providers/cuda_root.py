@@ -10,7 +10,9 @@ layout, made once per purpose and toolkit.
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,7 +24,9 @@ def linked_cuda_root(root: Path, include_folders: Sequence[Path],
     pointing at its file or folder. Made once: a finished root is returned as it is."""
     if (root / "include").is_dir():
         return root
-    final, root = root, root.with_name(root.name + ".partial")
+    # A folder of this process and thread's own: two makers never share a half-made one.
+    final = root
+    root = root.with_name(f"{root.name}.partial-{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(root, ignore_errors=True)
     (root / "include").mkdir(parents=True)
     for folder in include_folders:
