@@ -12,7 +12,7 @@ from .corpus import Case, Variant
 from .defaults import KNOWN_BUGS
 from .errors import UserError
 from .matrix import Matrix, Tier, row_matches
-from .stages.frontends import frontend
+from .stages.frontends import REGISTRY, frontend
 from .versions import Arch
 
 # What a cell's toolkit column shows when its frontend brings its own compiler.
@@ -152,9 +152,17 @@ def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
                       tier.cases)
     cells = expand(matrix, unfiltered, cases)
     loaded = {c.id for c in cases}
+    used = {v.frontend for c in cases for v in c.variants}
     for i, row in enumerate(tier.exclude):
         # The default tiers' rows about the known-bug corpus hold only where it is run.
         if "case" in row and row["case"] not in loaded and row["case"] in known_bug_ids():
+            continue
+        # A row about a frontend no loaded case uses (a project without CuPy cases under
+        # the default tiers' CuPy rows) has nothing to remove; a misspelt one is caught.
+        if isinstance(row.get("frontend"), str) and row["frontend"] not in used:
+            if row["frontend"] not in REGISTRY:
+                raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}]: unknown "
+                                f"frontend {row['frontend']!r} (known: {', '.join(REGISTRY)})")
             continue
         if not any(row_matches(row, c.axes()) for c in cells):
             raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}] {dict(row)} "
