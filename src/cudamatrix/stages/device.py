@@ -136,9 +136,9 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> tuple[str, str, st
     return _compare(job, arrays)
 
 
-def _call_host_entry(job: Job, gpu: GpuSession, library: Path) -> tuple[str, str, str,
-                                                                         dict[str, Any]]:
-    entry = getattr(ctypes.CDLL(str(library)), job.kernel or "")
+def _call_host_entry(job: Job, gpu: GpuSession, library: ctypes.CDLL
+                     ) -> tuple[str, str, str, dict[str, Any]]:
+    entry = getattr(library, job.kernel or "")
     entry.restype = ctypes.c_int
     arrays, values, outputs = _prepare_args(job, gpu)
     arguments = [ctypes.c_void_p(int(v)) if not isinstance(v, np.ndarray)
@@ -156,6 +156,7 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
                  library: Path | None = None) -> list[StageResult]:
     gpu_holder: list[GpuSession] = []
     modules: list[Any] = []
+    libraries: list[ctypes.CDLL] = []
 
     def load() -> tuple[str, str, str, dict[str, Any]]:
         gpu = GpuSession()
@@ -165,6 +166,14 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
         details: dict[str, Any] = {"gpu_arch": gpu.arch.name}
         if library is not None and mode != "ptx":
             details["via"] = "library"
+            try:
+                libraries.append(ctypes.CDLL(str(library)))
+            except OSError as exc:  # the dynamic loader's own words
+                said = str(exc)
+                if "cannot open shared object file" in said:  # a library this machine lacks
+                    return ("unavailable", f"{library.name} cannot be loaded here: {said}",
+                            said, details)
+                return "failed", f"{library.name} does not load: {said}", said, details
             return "ok", "", f"host entry library {library.name}", details
         use_cubin = mode == "cubin" or (mode == "auto" and cubin is not None
                                         and sass_runs_on(target, gpu.arch))
@@ -197,8 +206,8 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
     def run() -> tuple[str, str, str, dict[str, Any]]:
         gpu = gpu_holder[0]
         try:
-            if library is not None and not modules:
-                return _call_host_entry(job, gpu, library)
+            if libraries and not modules:
+                return _call_host_entry(job, gpu, libraries[0])
             return _launch_kernel(job, gpu, modules[0])
         finally:
             gpu.close()
