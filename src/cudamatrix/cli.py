@@ -28,6 +28,7 @@ from rich.progress import (
 from . import __version__
 from .baseline import compare, load_baseline, settle_xpass
 from .ci import github_matrix
+from .corpus import Case, load_corpus
 from .defaults import CONTAINERS, KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
@@ -35,6 +36,7 @@ from .merge import ExpectedShard, merge_results
 from .project import CONFIG, find_project, init_project
 from .providers import PROVIDERS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
+from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
 from .results import CellResult, RunInfo, load_results, summary
@@ -171,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rewrite the reports from a results.json")
     report.add_argument("results", type=Path)
     report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--rejudge", action="store_true",
+                        help="judge the recorded stages again against the cases as they are "
+                             "now (cudamatrix.toml's, --corpus, --known-bugs): after fixing an "
+                             "expectation, without running anything again")
+    report.add_argument("--corpus", type=Path, action="append", default=[],
+                        help="with --rejudge: an extra folder of cases (repeatable)")
+    report.add_argument("--known-bugs", action="store_true",
+                        help="with --rejudge: the tool's corpus of known CUDA bugs")
     plan = commands.add_parser("plan", help="the GitHub Actions matrix (JSON) for a tier")
     _add_selection(plan)
     plan.add_argument("--driver", action="append", dest="drivers", default=None,
@@ -235,6 +245,16 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
         shard=args.shard)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
+
+
+def _report_cases(args: argparse.Namespace) -> dict[str, Case]:
+    """The cases a run would load here: the project's, --corpus and the known bugs."""
+    project = find_project(Path.cwd())
+    folders = (*project.cases, *args.corpus, *((KNOWN_BUGS,) if args.known_bugs
+                                                or project.known_bugs else ()))
+    if not folders:
+        raise UserError("--rejudge: no cases to judge against (--corpus DIR, --known-bugs)")
+    return {case.id: case for case in load_corpus(folders)}
 
 
 def planned_shards(plan_file: Path, matrix: Path | None) -> list[ExpectedShard]:
@@ -364,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 console.print(cell.id)
         elif args.command == "report":
             info, results = load_results(args.results)
+            if args.rejudge:
+                results = rejudge(results, _report_cases(args))
             sys.exit(publish_reports(args, console, args.out, info, results))
         elif args.command == "plan":
             made = make_plan(_options(args))
