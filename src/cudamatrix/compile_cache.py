@@ -111,6 +111,7 @@ def compile_key(job: Job, provider: str) -> str:
         "flags": list(job.flags),
         "host_entry": job.host_entry,
         "options": job.options,
+        "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.
         "source": str(source),
         "files": folder_inputs(f for f in folders if f.is_dir()),

@@ -33,7 +33,9 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 # The keys of each table of case.toml.
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                "artifact", "timeout", "run", "load", "options")
+                "artifact", "timeout", "run", "load", "options", "host_compiler")
+# nvcc's host compiler as a case names it: a program on PATH, e.g. g++-12 or clang++-19.
+HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
 # What a case may expect of a cell: that it works, that it fails (at a stage, saying
 # something), or that it hangs until its limit (a known hang is a finding, not a broken
@@ -114,6 +116,8 @@ class Variant:
     run: Mapping[str, Any] = field(default_factory=dict)
     load: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
+    # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
+    host_compiler: str | None = None
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -295,6 +299,14 @@ class _Reader:
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
         check_keys(f"{where}.options", options, OPTION_KEYS, self.fail)
+        host_compiler = raw.get("host_compiler")
+        if host_compiler is not None:
+            if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
+                raise self.fail(f"{where}.host_compiler", "expected a compiler program such as "
+                                f"'g++-12' or 'clang++-19', got {host_compiler!r}")
+            if "nvcc" not in REGISTRY[frontend].needs:
+                raise self.fail(f"{where}.host_compiler", f"the {frontend} frontend runs no "
+                                "host compiler (nvcc's -ccbin)")
         flags = self.strings(f"{where}.flags", raw.get("flags", []))
         for folder in path_values(flags):
             if not folder.startswith("{"):
@@ -321,6 +333,7 @@ class _Reader:
             run=run,
             load=load,
             options=options,
+            host_compiler=host_compiler,
         )
 
 

@@ -36,6 +36,7 @@ from .matrix import Matrix, Tier, load_matrix
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
+from .providers.host_compiler import installed_compiler
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
@@ -223,7 +224,8 @@ class CellRunner:
                 env = self.envs.with_clang(env)
             versions.update(env.packages or env.tool_versions)
             missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
-            if missing:
+            if missing and not (variant.host_compiler and env.nvcc
+                                and missing == env.nvcc_unusable):  # the case names its own
                 return [StageResult("compile", "unavailable", missing)], versions
             unknown = env.lacks_arch(cell.arch)
             if unknown:
@@ -244,6 +246,18 @@ class CellRunner:
         if prebuilt is None:
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)
+        host = None
+        if variant.host_compiler and prebuilt is None:
+            if self.envs.provider == "docker":
+                return [StageResult("compile", "unavailable", "a case's own host compiler runs "
+                                    "with the wheels or host provider: the toolkit images "
+                                    f"carry one GCC, not {variant.host_compiler}")], versions
+            host = installed_compiler(variant.host_compiler)
+            if host is None:
+                return [StageResult("compile", "unavailable",
+                                    f"no {variant.host_compiler} on this machine for nvcc's "
+                                    "-ccbin (install it)")], versions
+            versions["host_compiler"] = f"{variant.host_compiler} {host[1]}"
         options = dict(variant.options)
         if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
             options["cuda_path"] = str(self.envs.classic_root(env))
@@ -258,7 +272,9 @@ class CellRunner:
             run=dict(variant.run), env=env, library=library,
             gpu_stages=self.device.present, load=variant.load, options=options,
             prebuilt=str(prebuilt) if prebuilt else None,
-            memory_bytes=self.memory_bytes)
+            memory_bytes=self.memory_bytes,
+            host_compiler=host[0] if host else None,
+            host_compiler_version=host[1] if host else None)
         return job, versions
 
     def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:

@@ -8,6 +8,7 @@ passed with ``-ccbin``; when none fits, nvcc cells of that toolkit are skips tha
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -43,3 +44,17 @@ def choose_gcc(toolkit: str, gcc_max: int) -> tuple[str | None, str | None]:
     have = ", ".join(f"g++ {m}" for m in sorted(found)) or "no g++"
     return None, (f"toolkit {toolkit}'s nvcc accepts GCC up to {gcc_max} as host compiler; "
                   f"this machine has {have} (apt-get install g++-{gcc_max})")
+
+
+@functools.cache
+def installed_compiler(name: str) -> tuple[str, str] | None:
+    """A host compiler a case names (``g++-12``): its path and full version, or None."""
+    path = shutil.which(name)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except OSError:
+        return None
+    return path, done.stdout.strip() or "unknown"

@@ -143,8 +143,9 @@ def compile_nvcc(job: Job) -> Build:
     flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
     command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
                "--keep-dir", str(keep)]
-    if job.env.host_compiler:  # the GCC this release accepts, chosen by the run
-        command[1:1] = ["-ccbin", job.env.host_compiler]
+    host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
+    if host:
+        command[1:1] = ["-ccbin", host]
     if job.arch_flag:
         arch = Arch.parse(job.arch)
         command.append(f"-gencode=arch={arch.compute},code={arch.name}")

@@ -31,6 +31,10 @@ class Job:
     prebuilt: str | None = None
     # The address space each compiler process (and NVRTC in the worker) may take.
     memory_bytes: int | None = None
+    # The host compiler a case names for nvcc (-ccbin) and its version, else the run's
+    # choice for the toolkit (the newest GCC that release accepts).
+    host_compiler: str | None = None
+    host_compiler_version: str | None = None
 
     @property
     def host_entry(self) -> bool:
