@@ -246,17 +246,10 @@ class CellRunner:
         if prebuilt is None:
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)
-        host = None
-        if variant.host_compiler and prebuilt is None:
-            if self.envs.provider == "docker":
-                return [StageResult("compile", "unavailable", "a case's own host compiler runs "
-                                    "with the wheels or host provider: the toolkit images "
-                                    f"carry one GCC, not {variant.host_compiler}")], versions
-            host = installed_compiler(variant.host_compiler)
-            if host is None:
-                return [StageResult("compile", "unavailable",
-                                    f"no {variant.host_compiler} on this machine for nvcc's "
-                                    "-ccbin (install it)")], versions
+        host = self.host_compiler(variant) if prebuilt is None else None
+        if isinstance(host, StageResult):
+            return [host], versions
+        if host:
             versions["host_compiler"] = f"{variant.host_compiler} {host[1]}"
         options = dict(variant.options)
         if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
@@ -276,6 +269,21 @@ class CellRunner:
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None)
         return job, versions
+
+    def host_compiler(self, variant: Variant) -> tuple[str, str] | StageResult | None:
+        """The host compiler a variant names for nvcc (path, version), or why it cannot
+        have it here; None when it names none (the run's choice for the toolkit)."""
+        if not variant.host_compiler:
+            return None
+        if self.envs.provider == "docker":
+            return StageResult("compile", "unavailable", "a case's own host compiler runs with "
+                               "the wheels or host provider: the toolkit images carry one GCC, "
+                               f"not {variant.host_compiler}")
+        found = installed_compiler(variant.host_compiler)
+        if found is None:
+            return StageResult("compile", "unavailable", f"no {variant.host_compiler} on this "
+                               "machine for nvcc's -ccbin (install it)")
+        return found
 
     def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
         """Run the cell's stages (from the compile cache where it can), or say why they cannot."""
