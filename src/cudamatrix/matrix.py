@@ -15,7 +15,7 @@ from .keys import check_keys
 from .tomlfile import load_toml
 from .versions import Arch, axis_matches, check_specifier, parse_version
 
-LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python")
+LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", *LIBRARY_AXES)
 
 
@@ -56,6 +56,10 @@ class Library:
     # (versions, toolkits, reason): library versions matching `versions` exist only for
     # toolkits matching `toolkits`; other cells are impossible and pruned at plan time.
     constraints: tuple[tuple[str, str, str], ...] = ()
+    # Wheels whose C/C++ headers (their include/ folders) a build of this library's output
+    # needs, fetched without their dependencies and without anything else of theirs: a
+    # torch wheel's headers for a PyTorch extension, not its 2 GB of libraries.
+    headers_from: tuple[str, ...] = ()
 
     def impossible(self, version: str, toolkit: str) -> str | None:
         """Why this library version cannot be paired with this toolkit, or None."""
@@ -186,7 +190,8 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(f"libraries.{name}", "expected a table")
             check_keys(f"libraries.{name}", entry,
-                       ("package", "versions", "requires", "constraint"), self.fail)
+                       ("package", "versions", "requires", "constraint", "headers_from"),
+                       self.fail)
             versions = tuple(str(v) for v in entry.get("versions", []))
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
@@ -205,8 +210,9 @@ class _Reader:
                                         f"{row[key]!r}") from None
                 constraints.append((str(row["versions"]), str(row["toolkit"]),
                                     str(row["reason"])))
+            headers = tuple(str(r) for r in entry.get("headers_from", []))
             result[name] = Library(name, str(entry.get("package", name)), versions, requires,
-                                   tuple(constraints))
+                                   tuple(constraints), headers)
         return result
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:

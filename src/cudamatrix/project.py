@@ -22,7 +22,7 @@ CONFIG = "cudamatrix.toml"
 KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers")
 # The keys of a tier a project may set (the others come from the default tier of that name).
 TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
-             "cutlass_python")
+             "cutlass_python", "cutlass_torch")
 
 
 @dataclass(frozen=True)

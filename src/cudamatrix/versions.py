@@ -21,7 +21,8 @@ _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
 _CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
 
 # Axes whose values are PEP 440 versions (everything but arch).
-VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl", "cutlass_python")
+VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl", "cutlass_python",
+                "cutlass_torch")
 WHEN_KEYS = ("arch", *VERSION_AXES)
 # An expectation may also depend on the GPU a cell ran on (known only at run time).
 EXPECT_KEYS = (*WHEN_KEYS, "gpu_arch")

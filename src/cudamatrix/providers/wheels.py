@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
@@ -119,6 +120,14 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
         return LibraryEnvironment(name, version, str(root),
                                   include_dirs=tuple(str(p) for p in includes if p.is_dir()),
                                   packages=installed_packages(root))
+    if library.headers_from:
+        root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
+        headers = wheel_headers(target.with_name(target.name + "-headers"), library.headers_from)
+        return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
+                                  include_dirs=headers,
+                                  packages={**installed_packages(root),
+                                            **{r.split("==")[0] + " (headers)": r.split("==")[-1]
+                                               for r in library.headers_from}})
     system = _installed_version(package)
     if system is not None and Version(system) == Version(version):
         # Already importable here (a GPU machine's image): no network needed.
@@ -126,3 +135,41 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
+
+
+def wheel_headers(target: Path, requirements: Sequence[str]) -> tuple[str, ...]:
+    """The include folders of wheels, extracted once: each wheel is downloaded on its own
+    (pip checks its hash), only its members under an ``include/`` folder are kept."""
+    marker = target / MARKER
+    wanted = {"headers_from": list(requirements)}
+    with _locked(target.with_name(target.name + ".lock")):
+        if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
+            staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            download = staging / ".download"
+            for requirement in requirements:
+                done = subprocess.run(
+                    [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                     "--only-binary=:all:", "--disable-pip-version-check", "--dest",
+                     str(download), requirement],
+                    capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
+                wheels = sorted(download.glob("*.whl"))
+                if done.returncode != 0 or not wheels:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise EnvironmentUnavailable(f"pip could not download {requirement}: "
+                                                 f"{done.stderr.strip()[-300:]}")
+                for wheel in wheels:
+                    with zipfile.ZipFile(wheel) as archive:
+                        for member in archive.namelist():
+                            if "/include/" in member and ".." not in member.split("/"):
+                                archive.extract(member, staging)
+                    wheel.unlink()
+            shutil.rmtree(download, ignore_errors=True)
+            (staging / MARKER).write_text(json.dumps(wanted))
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+    folders = sorted({str(p.parent) for p in target.glob("**/include/*")
+                      if p.parent.name == "include"})
+    # PyTorch's own C++ API lives one level down, as torch.utils.cpp_extension adds it.
+    api = target / "torch" / "include" / "torch" / "csrc" / "api" / "include"
+    return tuple(dict.fromkeys(folders + ([str(api)] if api.is_dir() else [])))
