@@ -188,7 +188,14 @@ def compile_script(job: Job) -> Build:
                CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
                CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"),
                CUDAMATRIX_STACK_FILE=str(job.work / SCRIPT_STACK_FILE),
-               CUDAMATRIX_STACK_AFTER=str(max(1.0, job.timeout - 2 * STACK_LEAD_S)))
+               CUDAMATRIX_STACK_AFTER=str(max(1.0, job.timeout - 2 * STACK_LEAD_S)),
+               CUDAMATRIX_LIBRARY_INCLUDES=os.pathsep.join(
+                   job.library.include_dirs if job.library else ()))
+    if job.env is not None:  # a script with a toolkit: what a build of its output needs
+        env.update(CUDAMATRIX_NVCC=job.env.nvcc or "",
+                   CUDAMATRIX_HOST_COMPILER=job.host_compiler or job.env.host_compiler or "",
+                   CUDAMATRIX_TOOLKIT_INCLUDES=os.pathsep.join(job.env.include_dirs),
+                   CUDAMATRIX_TOOLKIT_LIBRARY_DIRS=os.pathsep.join(job.env.library_dirs))
     tool = run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
                      *job.flags], job.timeout, memory_bytes=job.memory_bytes, env=env,
                     cwd=job.work)

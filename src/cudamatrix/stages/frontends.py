@@ -63,6 +63,10 @@ for _builtin in (
     Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
     Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
              toolkit_free=True),
+    # The same scripts given the cell's toolkit (nvcc, its headers, the host compiler):
+    # a script that builds what CUTLASS's Python interface emitted, as its user would.
+    Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
+             needs=("nvcc",)),
 ):
     register(_builtin)
 
