@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 SEED_CASES = {"wmma-jitify", "marlin-sm75", "smem-oversize", "cutlass-sm90", "cute-dsl-cache",
-              "ptx-driver-jit", "launch-limits"}
+              "ptx-driver-jit", "launch-limits", "host-compiler-range"}
 
 
 def test_default_tier(run_cli, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def _matrix_copy(tmp_path: Path, old: str, new: str) -> Path:
 def test_seed_matrix_and_corpus_validate(run_cli) -> None:
     run = run_cli("validate")
     assert run.code == 0, run.output
-    assert "7 cases" in run.output and ": ok" in run.output
+    assert "8 cases" in run.output and ": ok" in run.output
 
 
 def test_malformed_toml_names_file_and_line(run_cli, tmp_path: Path) -> None:

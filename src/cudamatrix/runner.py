@@ -180,7 +180,7 @@ class CellRunner:
         self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
                              else default_cell_memory(options.jobs))
         self.warmups = JitifyWarmups(options.cache, options.out, options.jitify_warmup_timeout,
-                                     self.execute, envs.progress.note)
+                                     self.execute, lambda text: self.envs.progress.note(text))
 
     def time_left(self, cell_limit: float) -> float:
         """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
