@@ -26,6 +26,8 @@ def test_default_tier(run_cli, tmp_path: Path) -> None:
     # 12.4's nvcc comes from Debian: CUTLASS's Hopper GEMM builds there; 12.9 has none.
     debian = cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]
     assert debian["outcome"] == "pass", debian["message"]
+    assert debian["versions"]["nvcc"] == "12.4.131"  # recorded in the cell itself
+    assert debian["versions"]["nvcc_from"].startswith("nvidia-cuda-toolkit 12.4.131")
     assert results["run"]["toolkits"]["12.4"]["tool_versions"]["nvcc"] == "12.4.131"
     nvcc_less = cells["cutlass-sm90/unguarded/12.9/sm_90a/cutlass-4.2.0"]
     assert nvcc_less["outcome"] == "skip" and "no nvcc" in nvcc_less["message"]

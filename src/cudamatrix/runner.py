@@ -223,6 +223,9 @@ class CellRunner:
             if "clang" in frontend(cell.frontend).needs:
                 env = self.envs.with_clang(env)
             versions.update(env.packages or env.tool_versions)
+            if "nvcc" in frontend(cell.frontend).needs:  # which nvcc built it, and with what
+                versions.update({k: v for k, v in env.tool_versions.items()
+                                 if k in ("nvcc", "nvcc_from", "host_compiler")})
             missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
             if missing and not (variant.host_compiler and env.nvcc
                                 and missing == env.nvcc_unusable):  # the case names its own
