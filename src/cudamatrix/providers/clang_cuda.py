@@ -15,14 +15,13 @@ import functools
 import re
 import shutil
 import subprocess
-import sys
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
 from .cuda_root import linked_cuda_root
 from .environment import Environment
+from .wheels import wheel_headers
 
 
 @dataclass(frozen=True)
@@ -52,29 +51,12 @@ def _curand_package(major: int) -> str:
 
 def curand_headers(major: int, cache: Path) -> Path:
     """The include folder of the newest curand wheel for CUDA `major`, extracted once."""
-    root = cache / "clang" / f"curand-{major}"
-    include = next(root.glob("nvidia/**/include/curand.h"), None) if root.is_dir() else None
-    if include is not None:
-        return include.parent
-    download = root.with_name(root.name + ".download")
-    shutil.rmtree(download, ignore_errors=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                           "--only-binary=:all:", "--disable-pip-version-check", "--dest",
-                           str(download), _curand_package(major)],
-                          capture_output=True, text=True, check=False)
-    wheels = sorted(download.glob("*.whl"))
-    if done.returncode != 0 or not wheels:
-        raise EnvironmentUnavailable(f"cannot download {_curand_package(major)} for clang's "
-                                     f"CUDA wrapper: {done.stderr.strip()[-200:]}")
-    with zipfile.ZipFile(wheels[0]) as wheel:
-        for name in wheel.namelist():
-            if "/include/" in name:
-                wheel.extract(name, root)
-    shutil.rmtree(download, ignore_errors=True)
-    found = next(root.glob("nvidia/**/include/curand.h"), None)
+    package = _curand_package(major)
+    folders = wheel_headers(cache / "clang" / f"curand-{major}", [package])
+    found = next((Path(f) for f in folders if (Path(f) / "curand.h").is_file()), None)
     if found is None:
-        raise EnvironmentUnavailable(f"{wheels[0].name} holds no curand.h")
-    return found.parent
+        raise EnvironmentUnavailable(f"the {package} wheel holds no curand.h")
+    return found
 
 
 def cuda_path(env: Environment, cache: Path) -> Path:
