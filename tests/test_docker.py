@@ -18,6 +18,7 @@ from cudamatrix.providers.docker import (  # noqa: E402
     ensure_base_image,
     leftover_containers,
 )
+from cudamatrix.stages.frontends import frontend  # noqa: E402
 
 
 def _engine():
@@ -116,7 +117,7 @@ def test_same_verdicts_from_wheels_and_docker(run_cli, tmp_path: Path) -> None:
     assert debian == {"12.4"}
 
     def nvcc_by_debian(cell_id: str, cell: dict) -> bool:
-        return cell["toolkit"] in debian and cell["frontend"] in ("nvcc", "cutlass")
+        return cell["toolkit"] in debian and "nvcc" in frontend(cell["frontend"]).needs
 
     for cell_id, cell in docker_run.cells().items():
         if nvcc_by_debian(cell_id, cell):
