@@ -29,6 +29,7 @@ from . import __version__
 from .baseline import compare, load_baseline, settle_xpass
 from .ci import github_matrix
 from .corpus import Case, load_corpus
+from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S
 from .defaults import CONTAINERS, KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
@@ -143,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
     run.add_argument("--cell-timeout", type=_seconds, default=300.0,
                      help="seconds one cell may take (default: %(default)s)")
-    run.add_argument("--jitify-warmup-timeout", type=_seconds, default=1800.0,
+    run.add_argument("--jitify-warmup-timeout", type=_seconds,
+                     default=DEFAULT_WARMUP_TIMEOUT_S,
                      help="seconds CuPy's one-time Jitify warm-up may take; done once per "
                           "CuPy version and toolkit for the run's jitify cells, which share "
                           "its time-out (default: %(default)s)")
