@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 
 from .errors import UserError
 from .keys import check_keys
+from .sources import SourceSpec
+from .stages.build import BUILD_PLACEHOLDERS
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .stages.frontends import REGISTRY
 from .tomlfile import load_toml
@@ -33,7 +36,7 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 # The keys of each table of case.toml.
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                "artifact", "timeout", "run", "load", "options", "host_compiler")
+                "artifact", "timeout", "run", "load", "options", "host_compiler", "build")
 # nvcc's host compiler as a case names it: a program on PATH, e.g. g++-12 or clang++-19.
 HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
@@ -45,6 +48,10 @@ ARTIFACT_KEYS = ("in", "contains", "lacks", "why")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
             "seed", "host")
 ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range")
+# [variant.build]: a project's own build (the build frontend).
+BUILD_KEYS = ("commands", "project", "outputs", "test", "requires", "env")
+# What a build's audit reads when the case names no outputs: its libraries and wheels.
+DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
 # [variant.options]: how a library compiles (CuPy's RawModule flags).
 OPTION_KEYS = ("jitify", "enable_cooperative_groups")
 
@@ -118,6 +125,8 @@ class Variant:
     options: Mapping[str, Any] = field(default_factory=dict)
     # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
     host_compiler: str | None = None
+    # The build frontend's [variant.build]: commands, project, outputs, test, requires, env.
+    build: Mapping[str, Any] = field(default_factory=dict)
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -271,13 +280,12 @@ class _Reader:
         if frontend not in REGISTRY:
             raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
-        source_name = raw.get("source")
-        if not isinstance(source_name, str):
-            raise self.fail(where, "source is required (a file next to case.toml)")
-        self.inside(where, "source", source_name, directory)
-        source = directory / source_name
-        if not source.is_file():
-            raise self.fail(where, f"source file {source} does not exist")
+        build = self.build(f"{where}.build", raw.get("build"), frontend)
+        for key in ("artifact", "run", "kernel", "flags", "load", "options"):
+            if build and key in raw:
+                raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
+                                "outputs are audited per arch and build.test runs on a GPU")
+        source = self.source(where, raw.get("source"), directory, frontend, build)
         timeout = raw.get("timeout")
         if timeout is not None and (isinstance(timeout, bool)
                                     or not isinstance(timeout, int | float)
@@ -334,7 +342,82 @@ class _Reader:
             load=load,
             options=options,
             host_compiler=host_compiler,
+            build=build,
         )
+
+    def source(self, where: str, name: Any, directory: Path, frontend: str,
+               build: Mapping[str, Any]) -> Path:
+        """A kernel case's source file; a build case's project folder (the case folder
+        itself unless named), none where [variant.build] names its project."""
+        if frontend == "build":
+            if "project" in build:
+                if name is not None:
+                    raise self.fail(where, "give source (a folder here) or build.project, "
+                                    "not both")
+                return directory
+            name = "." if name is None else name
+            if not isinstance(name, str):
+                raise self.fail(where, f"source must be a folder, got {name!r}")
+            folder = self.inside(where, "source", name, directory)
+            if not folder.is_dir():
+                raise self.fail(where, f"source {name!r}: a build's source is a folder")
+            return folder
+        if not isinstance(name, str):
+            raise self.fail(where, "source is required (a file next to case.toml)")
+        self.inside(where, "source", name, directory)
+        source = directory / name
+        if not source.is_file():
+            raise self.fail(where, f"source file {source} does not exist")
+        return source
+
+    def build(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
+        """[variant.build], checked: only the build frontend has one, and it must."""
+        if frontend != "build":
+            if raw is not None:
+                raise self.fail(where, f"the {frontend} frontend takes no build table "
+                                "(frontend = \"build\" runs a project's own build)")
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(where, "the build frontend needs a [variant.build] table with "
+                            "its commands")
+        check_keys(where, raw, BUILD_KEYS, self.fail)
+        commands = self.strings(f"{where}.commands", raw.get("commands"))
+        if not commands:
+            raise self.fail(f"{where}.commands", "give at least one command")
+        for command in commands:
+            try:
+                shlex.split(command)
+            except ValueError as exc:
+                raise self.fail(f"{where}.commands", f"{command!r}: {exc}") from None
+        texts = [*commands, *(str(raw.get("test", "")),), *map(str, raw.get("env", {}).values())]
+        for text in texts:
+            unknown = [n for n in re.findall(r"\{([a-z_]+)\}", text)
+                       if n not in BUILD_PLACEHOLDERS]
+            if unknown:
+                known = ", ".join("{" + p + "}" for p in BUILD_PLACEHOLDERS)
+                raise self.fail(where, f"unknown placeholder {{{unknown[0]}}} in {text!r} "
+                                f"(known: {known})")
+        table: dict[str, Any] = {
+            "commands": commands,
+            "outputs": self.strings(f"{where}.outputs", raw.get("outputs", list(DEFAULT_OUTPUTS))),
+            "requires": self.strings(f"{where}.requires", raw.get("requires", [])),
+        }
+        for pattern in table["outputs"]:
+            if os.path.isabs(pattern) or ".." in Path(pattern).parts:
+                raise self.fail(f"{where}.outputs", f"{pattern!r}: outputs are patterns "
+                                "inside the project's folder")
+        if "test" in raw:
+            table["test"] = self.strings(f"{where}.test", raw["test"])[0]
+        if "project" in raw:
+            project = raw["project"]
+            if not isinstance(project, str):
+                raise self.fail(f"{where}.project", f"expected a source, got {project!r}")
+            table["project"] = str(SourceSpec.parse(project, f"{self.path}: {where}.project"))
+        env = raw.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise self.fail(f"{where}.env", "expected a table of strings")
+        table["env"] = dict(env)
+        return table
 
 
 def load_case(directory: Path, root: Path | None = None) -> Case:

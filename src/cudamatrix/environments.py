@@ -31,7 +31,8 @@ from .providers.docker import (
 from .providers.host import prepare_host
 from .providers.host_compiler import choose_gcc
 from .providers.sass_tools import prepare_sass_tools
-from .providers.wheels import prepare_library, prepare_toolkit
+from .providers.wheels import prepare_build_tools, prepare_library, prepare_toolkit
+from .sources import Source, SourceSpec, fetch
 
 
 class Notes(Protocol):
@@ -81,6 +82,7 @@ class Environments:
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
         self._host: Environment | str | None = None
+        self.sources: dict[str, Source | str] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
@@ -116,6 +118,60 @@ class Environments:
         with self._lock:  # cells ask from many threads; the folder is made once
             return linked_cuda_root(self.cache / "cupy" / f"cuda-{env.toolkit}",
                                     [Path(p) for p in env.include_dirs], links)
+
+    def cuda_home(self, env: Environment) -> Path:
+        """The toolkit as a build system expects to find it (``$CUDA_HOME``): ``bin/nvcc``
+        beside ``include/``, ``nvvm/`` and ``lib64/`` with the unversioned names a link
+        step asks for (``-lcudart``), as NVIDIA's installers lay it out. A host install is
+        that already. The wheels spread the same files over packages and ship only the
+        versioned ``libcudart.so.N``, so a folder of links gives them that shape; its
+        ``bin`` is nvcc's own folder (Debian's, over the 12.x wheels), so nvcc reads its own
+        nvcc.profile, whose paths start from there."""
+        assert env.nvcc is not None
+        if env.provider != "wheels":
+            return Path(env.nvcc).parent.parent
+        libdevice = next(Path(env.root).glob("nvidia/**/nvvm/libdevice"), None)
+        libraries = [Path(p) for p in env.library_dirs]
+        links = {"bin": Path(env.nvcc).parent}
+        if libdevice is not None:
+            links["nvvm"] = libdevice.parent
+        for folder in libraries:  # libcudart.so -> libcudart.so.13, where no such name is
+            for versioned in sorted(folder.glob("lib*.so.*")):
+                name = versioned.name.split(".so.")[0] + ".so"
+                if not any((f / name).exists() for f in libraries):
+                    links.setdefault(f"lib64/{name}", versioned)
+        with self._lock:  # cells ask from many threads; the folder is made once
+            return linked_cuda_root(self.cache / "cuda-home" / f"cuda-{env.toolkit}",
+                                    [Path(p) for p in env.include_dirs], links,
+                                    library_folders=libraries)
+
+    def source(self, spec: str, base: Path) -> Source | str:
+        """A build's project (path, sdist, wheel, git), fetched once per run; or why not."""
+        key = f"{spec}@{base}"
+        with self._lock:
+            if key not in self.sources:
+                started = time.monotonic()
+                try:
+                    self.sources[key] = fetch(SourceSpec.parse(spec, str(base)), base, self.cache)
+                    self.progress.note(f"source {spec}: ready "
+                                       f"({time.monotonic() - started:.1f}s)")
+                except (EnvironmentUnavailable, UserError, OSError) as exc:
+                    self.sources[key] = self.failures[spec] = str(exc)
+            return self.sources[key]
+
+    def build_tools(self, requires: tuple[str, ...]) -> LibraryEnvironment | str:
+        """A build's own tools from PyPI (cmake, scikit-build-core, pybind11), installed
+        once per set of requirements; or why not."""
+        key = ("(build tools)", ",".join(requires), None)
+        with self._lock:
+            if key not in self.libraries:
+                self.progress.note(f"preparing build tools {' '.join(requires)}")
+                try:
+                    self.libraries[key] = prepare_build_tools(requires, self.cache)
+                except EnvironmentUnavailable as exc:
+                    self.libraries[key] = self.failures[f"build tools {', '.join(requires)}"] \
+                        = str(exc)
+            return self.libraries[key]
 
     def with_clang(self, env: Environment) -> Environment:
         """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""

@@ -38,6 +38,7 @@ from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .providers.host_compiler import installed_compiler
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .sources import tree_digest
 from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
 from .stages.job import Job
@@ -257,6 +258,11 @@ class CellRunner:
         options = dict(variant.options)
         if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
             options["cuda_path"] = str(self.envs.classic_root(env))
+        if cell.frontend == "build":
+            made = self.build_options(variant, env, prebuilt is not None, versions)
+            if isinstance(made, StageResult):
+                return [made], versions
+            options = made
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
             frontend=cell.frontend, workdir=str(workdir.resolve()),
@@ -272,6 +278,43 @@ class CellRunner:
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None)
         return job, versions
+
+    def build_options(self, variant: Variant, env: Environment | None, prebuilt: bool,
+                      versions: dict[str, str]) -> dict[str, Any] | StageResult:
+        """What a build cell's worker needs: the project's folder, the toolkit as
+        ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
+        options: dict[str, Any] = {k: v for k, v in variant.build.items()
+                                   if k not in ("project", "requires")}
+        if prebuilt:  # built elsewhere: its folder came with it
+            return options
+        if self.envs.provider == "docker":
+            return StageResult("compile", "unavailable", "the build frontend runs with the "
+                               "wheels or host provider (--provider wheels)")
+        spec = variant.build.get("project")
+        if spec:
+            got = self.envs.source(spec, variant.source)
+            if isinstance(got, str):  # the user's to fix: reported again at the end
+                return StageResult("compile", "error", got)
+            if got.is_wheel:
+                return StageResult("compile", "error", f"project {spec}: a wheel is built "
+                                   "already; a build needs a folder, an sdist or a checkout")
+            options.update(project=str(got.path), project_label=got.label)
+        else:
+            digest = tree_digest(variant.source)
+            options.update(project=str(variant.source),
+                           project_label=f"{variant.source.name}/ ({digest[:12]})")
+        versions["project"] = options["project_label"]
+        requires = tuple(variant.build.get("requires", ()))
+        if requires:
+            tools = self.envs.build_tools(requires)
+            if isinstance(tools, str):
+                return StageResult("compile", "error", f"build tools: {tools}")
+            options.update(tools_path=list(tools.python_path),
+                           tools_bin=[str(Path(tools.root) / "bin")])
+            versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
+        if env is not None:
+            options["cuda_home"] = str(self.envs.cuda_home(env))
+        return options
 
     def host_compiler(self, variant: Variant) -> tuple[str, str] | StageResult | None:
         """The host compiler a variant names for nvcc (path, version), or why it cannot

@@ -107,6 +107,18 @@ def predict(matrix: Matrix, module: Module, gpu: Arch, driver: Driver) -> Predic
                       f"does not load on {gpu.name} with {driver}: " + "; ".join(refusals))
 
 
+def runs_on(module: Module, gpu: Arch) -> str | None:
+    """Why no image of `module` can serve `gpu`, whatever the driver (None: one can): the
+    per-arch question a build answers before any driver is named."""
+    if any(sass_runs_on(Arch.parse(i.arch), gpu) for i in module.sass()):
+        return None
+    if any(_ptx_fits(Arch.parse(i.arch), gpu) for i in module.ptx()):
+        return None
+    sass = ", ".join(i.arch for i in module.sass()) or "no SASS"
+    ptx = ", ".join(i.arch.replace("sm_", "compute_") for i in module.ptx()) or "no PTX"
+    return f"{sass} and {ptx}: none runs on {gpu.name}"
+
+
 def driver_floor(matrix: Matrix, module: Module, gpu: Arch) -> str | None:
     """The oldest driver branch of the matrix's table under which the module loads on `gpu`."""
     for branch, cuda in sorted(matrix.driver_cuda.items(), key=lambda kv: int(kv[0])):

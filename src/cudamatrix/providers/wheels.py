@@ -9,6 +9,7 @@ one machine) from installing the same toolkit twice.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -135,6 +136,15 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
+
+
+def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
+    """A build's tools (cmake, scikit-build-core, pybind11, ...) installed once per set of
+    requirements: their folder goes on PYTHONPATH and its ``bin`` on PATH."""
+    key = hashlib.sha256("\n".join(sorted(requires)).encode()).hexdigest()[:16]
+    root = install(cache / "build-tools" / key, list(requires), with_deps=True)
+    return LibraryEnvironment("build tools", ",".join(requires), str(root),
+                              python_path=(str(root),), packages=installed_packages(root))
 
 
 def wheel_headers(target: Path, requirements: Sequence[str]) -> tuple[str, ...]:

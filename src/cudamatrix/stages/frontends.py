@@ -43,6 +43,12 @@ def _cupy_stages(job: Job) -> list[StageResult]:
     return cupy_stages(job)
 
 
+def _build_stages(job: Job) -> list[StageResult]:
+    from .build import build_stages  # reads ELF files and may load through the driver
+
+    return build_stages(job)
+
+
 REGISTRY: dict[str, Frontend] = {}
 
 
@@ -67,6 +73,8 @@ for _builtin in (
     # a script that builds what CUTLASS's Python interface emitted, as its user would.
     Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
              needs=("nvcc",)),
+    # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
+    Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False),
 ):
     register(_builtin)
 

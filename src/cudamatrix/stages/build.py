@@ -1,0 +1,324 @@
+"""The build frontend: the project's own build, run per cell as its users run it.
+
+A maintainer's question is rarely "does this kernel compile" but "does my package build
+with toolkit X for arch Y and host compiler Z, and what does it ship". So the cell runs
+the project's own commands (``cmake``, ``pip wheel .``, ``python setup.py build_ext``) in
+a fresh copy of the project, with the cell's toolkit, arch and host compiler given the
+ways build systems read them:
+
+- toolkit: ``CUDA_HOME``/``CUDA_PATH``/``CUDAToolkit_ROOT`` (a classic install's layout),
+  its ``bin`` first on ``PATH``, ``CUDACXX``;
+- arch: ``CUDAARCHS`` (CMake), ``TORCH_CUDA_ARCH_LIST`` (PyTorch), and the placeholders
+  ``{cuda_arch}`` (``90a``), ``{torch_arch}`` (``9.0a``), ``{gencode}`` and ``{arch}`` in
+  the commands; a build that ignores them shows it in what it ships;
+- host compiler: ``CC``, ``CXX``, ``CUDAHOSTCXX`` (and nvcc's ``NVCC_CCBIN``).
+
+Stages: ``compile`` is the build (every command, in order, the first that fails decides);
+``inspect`` audits what it made (every ELF in the output files and wheels: SASS and PTX
+per module, and whether each module with kernels can run on the cell's arch);
+on a GPU ``load`` hands each module's fatbinary to the driver and ``run`` runs the
+case's test command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..audit.facts import Module, UnreadableFile, fatbins, read_modules
+from ..audit.inputs import members
+from ..audit.predict import runs_on
+from ..versions import Arch, sass_runs_on
+from .hang import enter_stage, tool_timed_out
+from .job import Job
+from .limits import run_tool
+from .logs import decisive_line, error_lines, warning_lines
+from .result import StageResult
+
+SOURCE_FOLDER = "src"  # the project's copy inside the cell's folder
+BUILD_RECORD = "compile.json"
+# What a build command may name; every other {name} is left for the shell-free command.
+BUILD_PLACEHOLDERS = ("arch", "cuda_arch", "torch_arch", "gencode", "python", "cuda_home",
+                      "nvcc", "cxx", "case")
+
+
+def arch_values(arch: str) -> dict[str, str]:
+    """The cell's arch as each build system spells it."""
+    parsed = Arch.parse(arch)
+    cap = f"{parsed.capability // 10}.{parsed.capability % 10}{parsed.suffix}"
+    return {"arch": parsed.name, "cuda_arch": f"{parsed.capability}{parsed.suffix}",
+            "torch_arch": cap,
+            "gencode": f"-gencode=arch={parsed.compute},code={parsed.name}"}
+
+
+def build_environment(job: Job) -> dict[str, str]:
+    """The process environment of every build and test command of the cell."""
+    spec = job.options
+    env = dict(os.environ)
+    arch = arch_values(job.arch)
+    cuda_home = spec.get("cuda_home")  # none for a prebuilt cell's test on a GPU machine
+    path = [f"{cuda_home}/bin" if cuda_home else "", *spec.get("tools_bin", ()),
+            env.get("PATH", "")]
+    libraries = [d for d in (job.env.library_dirs if job.env else ()) if d]
+    if cuda_home:
+        env.update(CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, CUDAToolkit_ROOT=cuda_home,
+                   CUDACXX=f"{cuda_home}/bin/nvcc")
+    env.update(PATH=os.pathsep.join(p for p in path if p), CUDAARCHS=arch["cuda_arch"],
+               TORCH_CUDA_ARCH_LIST=arch["torch_arch"],
+               CUDAMATRIX_ARCH=arch["arch"], CUDAMATRIX_GENCODE=arch["gencode"],
+               LIBRARY_PATH=os.pathsep.join([*libraries, env.get("LIBRARY_PATH", "")]).strip(":"),
+               LD_LIBRARY_PATH=os.pathsep.join(
+                   [*libraries, env.get("LD_LIBRARY_PATH", "")]).strip(":"))
+    if spec.get("tools_path"):
+        env["PYTHONPATH"] = os.pathsep.join([*spec["tools_path"], env.get("PYTHONPATH", "")])
+    host = job.host_compiler or (job.env.host_compiler if job.env else None)
+    if host:
+        c_compiler = host.replace("clang++", "clang").replace("g++", "gcc")
+        env.update(CC=c_compiler, CXX=host, CUDAHOSTCXX=host, NVCC_CCBIN=host)
+    env.update({str(k): fill(str(v), job) for k, v in spec.get("env", {}).items()})
+    return env
+
+
+def fill(text: str, job: Job) -> str:
+    """`text` with the cell's {placeholders} filled in."""
+    for name, value in placeholder_values(job).items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
+def command_words(command: str, job: Job) -> list[str]:
+    """One build command as words, its placeholders filled in (no shell: a pipe or a
+    redirection is written ``bash -c '...'``, as the case's author chooses)."""
+    return [fill(word, job) for word in shlex.split(command)]
+
+
+def placeholder_values(job: Job) -> dict[str, str]:
+    cuda_home = str(job.options.get("cuda_home", ""))
+    values = {**arch_values(job.arch), "python": sys.executable, "cuda_home": cuda_home,
+              "case": job.source,  # the case's folder: a test script beside case.toml
+              "nvcc": f"{cuda_home}/bin/nvcc" if cuda_home else "nvcc",
+              "cxx": job.host_compiler or (job.env.host_compiler if job.env else None) or "g++"}
+    return values
+
+
+# Lines a build system prints around the real error: its own frame, not the finding.
+_WRAPPER = re.compile(r"^(CMake Error|g?make(\[\d+\])?:|ninja: build stopped|collect2: error"
+                      r"|error: subprocess-exited|ERROR: Failed|× |error: command .* failed"
+                      r"|subprocess\.CalledProcessError|# --error"
+                      r"|.*finished with status 'error'|note: This error originates)")
+# The linker's own complaints carry no "error" word: "ld: cannot find -lcudart".
+_LINKER = re.compile(r"^\S*\bld(\.\w+)?: ")
+_MISSING_LIBRARY = re.compile(r"cannot find -l([\w.+-]+)")
+
+
+def failure_line(log: str) -> str:
+    """The build's decisive error: the first error a compiler or linker printed, not the
+    build system's frame around it (``CMake Error at ...``, ``gmake: *** ...``); a CMake
+    error of its own is the message under its frame."""
+    lines = [ln.strip() for ln in log.splitlines()]
+    errors = set(error_lines(log))
+    decisive = [ln for ln in lines if (ln in errors or _LINKER.match(ln))
+                and not _WRAPPER.match(ln)]
+    if decisive:
+        return decisive[0][:500]
+    for number, line in enumerate(lines):
+        if line.startswith("CMake Error"):
+            message = next((ln for ln in lines[number + 1:] if ln), "")
+            return f"{line} {message}"[:500]
+    return decisive_line(log)
+
+
+def missing_library(log: str, job: Job) -> str | None:
+    """Why the link failed when the library it could not find is one the toolkit's own
+    packages lack (the 11.x/12.x wheels ship no static cudart): the toolkit's gap, a skip,
+    not the project's failure."""
+    found = _MISSING_LIBRARY.search(failure_line(log))
+    if found is None or job.env is None:
+        return None
+    name = found.group(1)
+    folders = [Path(d) for d in job.env.library_dirs]
+    if any(any(f.glob(f"lib{name}.*")) for f in folders):
+        return None
+    if name not in ("cudart_static", "cudadevrt", "cudart", "culibos"):
+        return None
+    return (f"toolkit {job.env.toolkit} ({job.env.provider}) ships no lib{name}: the build "
+            f"links it ({found.group(0)}); NVIDIA's images or a host install carry it")
+
+
+def _run_commands(commands: list[str], job: Job, env: dict[str, str], cwd: Path,
+                  started: float) -> tuple[int, str, str | None]:
+    """Every command in order; the status, the whole log and an accident (a signal)."""
+    logs: list[str] = []
+    for command in commands:
+        words = command_words(command, job)
+        remaining = max(1.0, job.timeout - (time.monotonic() - started))
+        tool = run_tool(words, remaining, memory_bytes=job.memory_bytes, env=env, cwd=cwd)
+        logs.append(f"$ {command}\n{tool.output}".strip())
+        if tool.code != 0:
+            return tool.code, "\n".join(logs), tool.accident
+    return 0, "\n".join(logs), None
+
+
+def _outputs(root: Path, patterns: list[str]) -> list[Path]:
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        for path in sorted(root.glob(pattern)):
+            if path.is_file() and path.resolve().is_relative_to(root.resolve()):
+                found[path] = None
+    return list(found)
+
+
+def build(job: Job) -> StageResult:
+    """The compile stage: the project copied, its commands run, its outputs found."""
+    started = time.monotonic()
+    source = job.work / SOURCE_FOLDER
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.copytree(job.options["project"], source, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git"))
+    env = build_environment(job)
+    code, log, accident = _run_commands(list(job.options["commands"]), job, env, source, started)
+    details: dict[str, Any] = {"project": job.options.get("project_label", ""),
+                               "commands": list(job.options["commands"])}
+    if code != 0:
+        if accident:
+            return StageResult("compile", "error", accident, log, time.monotonic() - started,
+                               {**details, "accident": accident})
+        lacking = missing_library(log, job)
+        return StageResult("compile", "unavailable" if lacking else "failed",
+                           lacking or failure_line(log), log, time.monotonic() - started,
+                           details)
+    outputs = _outputs(source, list(job.options["outputs"]))
+    details["outputs"] = [str(p.relative_to(source)) for p in outputs]
+    details["warnings"] = warning_lines(log)
+    if not outputs:
+        wanted = ", ".join(job.options["outputs"])
+        return StageResult("compile", "failed", f"the build made no file matching {wanted}",
+                           log, time.monotonic() - started, details)
+    return StageResult("compile", "ok", "", log, time.monotonic() - started, details)
+
+
+def _module_summary(module: Module, member: str, gpu: Arch) -> dict[str, Any]:
+    kernels = sum(i.kernels for i in module.images)
+    why = runs_on(module, gpu)
+    sass = any(sass_runs_on(Arch.parse(i.arch), gpu) for i in module.sass())
+    return {"file": member, "module": module.number, "ships": module.describe(),
+            "kernels": kernels, "runs_on_arch": why is None, "why": why or "",
+            "via": "sass" if sass else "ptx-jit" if why is None else None}
+
+
+def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[bytes]]:
+    """The inspect stage: what each output ships, per module, for the cell's arch; and
+    the modules' fatbinaries, for the driver on a GPU."""
+    started = time.monotonic()
+    cuobjdump = job.env.cuobjdump if job.env else None
+    if not cuobjdump:
+        return StageResult("inspect", "unavailable", "no cuobjdump to read the build's "
+                           "device code"), []
+    gpu = Arch.parse(job.arch)
+    summaries: list[dict[str, Any]] = []
+    fatbinaries: list[bytes] = []
+    with tempfile.TemporaryDirectory(dir=job.work, prefix="audit-") as scratch:
+        try:
+            for output in outputs:
+                for member in members(output, Path(scratch)):
+                    label = f"{output.name}:{member.name}" if member.name != output.name \
+                        else output.name
+                    modules = read_modules(member.path, label, cuobjdump)
+                    summaries += [_module_summary(m, label, gpu) for m in modules]
+                    with member.path.open("rb") as handle:
+                        for fatbin in fatbins(handle):
+                            handle.seek(fatbin.offset)
+                            fatbinaries.append(handle.read(fatbin.size))
+        except (UnreadableFile, OSError, subprocess.SubprocessError) as exc:
+            return StageResult("inspect", "error", f"cannot read the build's outputs: {exc}",
+                               seconds=time.monotonic() - started), []
+    with_kernels = [s for s in summaries if s["kernels"]]
+    details: dict[str, Any] = {"modules": summaries}
+    lines = [f"{s['file']} module {s['module']}: {s['ships']}" for s in summaries]
+    if not with_kernels:
+        return StageResult("inspect", "ok", "the build ships no kernels", "\n".join(lines),
+                           time.monotonic() - started, details), fatbinaries
+    wrong = [s for s in with_kernels if not s["runs_on_arch"]]
+    if wrong:
+        first = wrong[0]
+        message = (f"{first['file']} module {first['module']} cannot run on {gpu.name}: "
+                   f"{first['why']} (it ships {first['ships']})")
+        return StageResult("inspect", "failed", message, "\n".join(lines),
+                           time.monotonic() - started, details), fatbinaries
+    # Runs, but not as asked: no SASS for the arch, so the driver JIT-compiles the PTX at
+    # first load (a build that ignored the arch it was given shows here).
+    jit = [s for s in with_kernels if s["via"] == "ptx-jit"]
+    message = (f"no SASS for {gpu.name} in {jit[0]['file']}: it runs through the driver's "
+               f"PTX JIT (ships {jit[0]['ships']})") if jit else ""
+    return StageResult("inspect", "ok", message, "\n".join(lines), time.monotonic() - started,
+                       details), fatbinaries
+
+
+def _load(fatbinaries: list[bytes]) -> StageResult:
+    """Every module through the driver, as the library's first call would load it."""
+    started = time.monotonic()
+    from ..audit.measure import DriverLoader
+
+    try:
+        loader = DriverLoader()
+    except (ImportError, RuntimeError) as exc:
+        return StageResult("load", "error", f"no driver to load with: {exc}")
+    said = [loader.load(f) for f in fatbinaries]
+    refused = [s for s in said if s != "loads"]
+    details = {"modules": len(said), "refused": refused}
+    if refused:
+        return StageResult("load", "failed", f"the driver refused {len(refused)} of "
+                           f"{len(said)} modules: {refused[0]}", seconds=time.monotonic() - started,
+                           details=details)
+    return StageResult("load", "ok", "", seconds=time.monotonic() - started, details=details)
+
+
+def _test(job: Job, env: dict[str, str], source: Path) -> StageResult:
+    started = time.monotonic()
+    code, log, accident = _run_commands([str(job.options["test"])], job, env, source, started)
+    if code != 0:
+        return StageResult("run", "error" if accident else "failed",
+                           accident or failure_line(log), log, time.monotonic() - started)
+    return StageResult("run", "ok", "", log, time.monotonic() - started)
+
+
+def build_stages(job: Job) -> list[StageResult]:
+    """Every stage of a build cell; a prebuilt cell (built on another machine) starts at
+    its audit."""
+    record = job.work / BUILD_RECORD
+    enter_stage(job.work, "compile")
+    if job.prebuilt:
+        built = StageResult.from_dict(json.loads(record.read_text()))
+    else:
+        try:
+            built = build(job)
+        except subprocess.TimeoutExpired:
+            return [tool_timed_out(job.work, job.timeout)]
+        record.write_text(json.dumps(built.to_dict()))
+    stages = [built]
+    if built.status != "ok":
+        return stages
+    source = job.work / SOURCE_FOLDER
+    enter_stage(job.work, "inspect")
+    inspected, fatbinaries = audit_outputs(job, [source / p for p in built.details["outputs"]])
+    stages.append(inspected)
+    if not job.gpu_stages or inspected.status == "error":
+        return stages
+    enter_stage(job.work, "load")
+    stages.append(_load(fatbinaries))
+    if job.options.get("test") and stages[-1].status == "ok":
+        enter_stage(job.work, "run")
+        try:
+            stages.append(_test(job, build_environment(job), source))
+        except subprocess.TimeoutExpired:
+            stages.append(tool_timed_out(job.work, job.timeout))
+    return stages
