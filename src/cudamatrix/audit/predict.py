@@ -114,9 +114,9 @@ def runs_on(module: Module, gpu: Arch) -> str | None:
         return None
     if any(_ptx_fits(Arch.parse(i.arch), gpu) for i in module.ptx()):
         return None
-    sass = ", ".join(i.arch for i in module.sass()) or "no SASS"
-    ptx = ", ".join(i.arch.replace("sm_", "compute_") for i in module.ptx()) or "no PTX"
-    return f"{sass} and {ptx}: none runs on {gpu.name}"
+    sass = ", ".join(i.arch for i in module.sass()) or "none"
+    ptx = ", ".join(i.arch.replace("sm_", "compute_") for i in module.ptx()) or "none"
+    return f"SASS {sass}, PTX {ptx}: none runs on {gpu.name}"
 
 
 def driver_floor(matrix: Matrix, module: Module, gpu: Arch) -> str | None:

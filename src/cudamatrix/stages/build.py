@@ -250,8 +250,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
     wrong = [s for s in with_kernels if not s["runs_on_arch"]]
     if wrong:
         first = wrong[0]
-        message = (f"{first['file']} module {first['module']} cannot run on {gpu.name}: "
-                   f"{first['why']} (it ships {first['ships']})")
+        message = f"{first['file']} module {first['module']}: {first['why']}"
         return StageResult("inspect", "failed", message, "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries
     # Runs, but not as asked: no SASS for the arch, so the driver JIT-compiles the PTX at

@@ -1,0 +1,111 @@
+"""The build frontend (issue 14, point 3): a project's own build run per cell with the
+cell's toolkit, arch and host compiler, its outputs audited per arch. Real CMake, real
+setuptools with pybind11, real nvcc (the 13.0 wheel's, Debian's 12.4) and a real PyPI
+sdist (CuVec 6.0.1, scikit-build-core), fetched at test time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cudamatrix
+from cudamatrix.errors import UserError
+from cudamatrix.corpus import load_case
+from cudamatrix.stages.build import failure_line
+
+CASES = REPO / "tests" / "data" / "build-cases"
+LOGS = REPO / "tests" / "data" / "logs"
+
+
+def _modules(cell: dict) -> list[dict]:
+    inspect = next(s for s in cell["stages"] if s["stage"] == "inspect")
+    return inspect["details"]["modules"]
+
+
+def test_a_projects_own_build_runs_per_toolkit_and_arch(tmp_path: Path) -> None:
+    run = cudamatrix("run", "--corpus", str(CASES), "--case", "cmake-saxpy", "--case",
+                     "pybind11-ext", "--toolkit", "12.4", "--toolkit", "13.0", "--arch", "sm_80",
+                     "--arch", "sm_90a", out=tmp_path / "out")
+    assert run.code == 0, run.output[-3000:]
+    cells = run.cells()
+    # CMake took the arch from $CUDAARCHS and the toolkit from $CUDA_HOME/$CUDACXX.
+    built = cells["cmake-saxpy/cudaarchs/13.0/sm_80"]
+    assert built["outcome"] == "pass", built["message"]
+    assert [m["ships"] for m in _modules(built)] == ["SASS sm_80; PTX compute_80 (ISA 9.0)"]
+    assert built["versions"]["project"].startswith("cmake-saxpy/ (")
+    assert built["versions"]["nvcc"] == "13.0.88"
+    hopper = cells["cmake-saxpy/cudaarchs/13.0/sm_90a"]
+    assert _modules(hopper)[0]["ships"].startswith("SASS sm_90a"), hopper
+    # A build that pins its own arch: CUDA 13 no longer builds sm_70 at all.
+    pinned = cells["cmake-saxpy/pinned-sm70/13.0/sm_80"]
+    assert pinned["outcome"] == "xfail"
+    assert pinned["message"] == "nvcc fatal   : Unsupported gpu architecture 'compute_70'"
+    # Debian's nvcc over the 12.4 wheels links no static runtime the wheels lack: a skip
+    # naming the library, not the project's failure.
+    for cell_id in ("cmake-saxpy/cudaarchs/12.4/sm_80", "pybind11-ext/setup-py/12.4/sm_90a"):
+        assert cells[cell_id]["outcome"] == "skip", cells[cell_id]
+        assert "ships no libcudadevrt" in cells[cell_id]["message"]
+    # setup.py build_ext through nvcc, pybind11 from the case's build requirements.
+    extension = cells["pybind11-ext/setup-py/13.0/sm_90a"]
+    assert extension["outcome"] == "pass", extension["message"]
+    assert extension["versions"]["pybind11 (build)"] == "2.13.6"
+    assert [(m["ships"], m["via"]) for m in _modules(extension) if m["kernels"]] == \
+        [("SASS sm_90a; PTX none", "sass")]
+
+
+def test_a_real_sdist_is_fetched_checked_and_built_as_pip_builds_it(tmp_path: Path) -> None:
+    run = cudamatrix("run", "--corpus", str(CASES), "--case", "cuvec-sdist", "--toolkit", "13.0",
+                     "--arch", "sm_80", out=tmp_path / "out")
+    assert run.code == 0, run.output[-3000:]
+    cells = run.cells()
+    defined = cells["cuvec-sdist/pip-wheel-cmake-define/13.0/sm_80"]
+    assert defined["outcome"] == "pass", defined["message"]
+    assert defined["versions"]["project"].startswith("sdist:cuvec==6.0.1 (bd6c1e4f3704")
+    modules = _modules(defined)
+    assert len(modules) == 5 and all(m["ships"].startswith("SASS sm_80") for m in modules)
+    assert all(m["file"].startswith("cuvec-6.0.1-") for m in modules)
+    # CuVec sets CMAKE_CUDA_ARCHITECTURES=native before enabling CUDA, so $CUDAARCHS never
+    # reaches it; with no GPU here CMake falls back to nvcc's default: the build runs on
+    # sm_80 only through the driver's PTX JIT, and the cell says so.
+    ignored = cells["cuvec-sdist/pip-wheel-cudaarchs/13.0/sm_80"]
+    inspect = next(s for s in ignored["stages"] if s["stage"] == "inspect")
+    assert inspect["message"].startswith("no SASS for sm_80 in cuvec-6.0.1-"), inspect
+    assert "PTX JIT" in inspect["message"]
+
+
+def test_a_build_failure_is_the_compilers_line_not_the_build_systems_frame() -> None:
+    linked = (LOGS / "pip-wheel-cmake-cudadevrt-12.4.log").read_text()
+    assert failure_line(linked) == "/usr/bin/ld: cannot find -lcudadevrt: No such file or directory"
+    refused = (LOGS / "cmake-compute70-13.0.log").read_text()
+    assert failure_line(refused) == "nvcc fatal   : Unsupported gpu architecture 'compute_70'"
+    only_cmake = "CMake Error at CMakeLists.txt:4 (project):\n  Couldn't find CUDA library root.\n"
+    assert failure_line(only_cmake) == ("CMake Error at CMakeLists.txt:4 (project): "
+                                        "Couldn't find CUDA library root.")
+
+
+@pytest.mark.parametrize(("variant", "said"), [
+    ('frontend = "build"\n[variant.build]\ncommands = ["make {arches}"]',
+     "unknown placeholder {arches}"),
+    ('frontend = "build"\nkernel = "k"\n[variant.build]\ncommands = ["make"]',
+     "a build case takes no kernel"),
+    ('frontend = "build"\nsource = "k.cu"\n[variant.build]\ncommands = ["make"]',
+     "a build's source is a folder"),
+    ('frontend = "build"\n[variant.build]\ncommands = ["make"]\nproject = "svn:x"',
+     "is not a source"),
+    ('frontend = "build"\n[variant.build]\ncommands = ["make"]\noutputs = ["../*.so"]',
+     "outputs are patterns inside the project's folder"),
+    ('frontend = "nvcc"\nsource = "k.cu"\n[variant.build]\ncommands = ["make"]',
+     "the nvcc frontend takes no build table"),
+    ('frontend = "build"', "needs a [variant.build] table"),
+])
+def test_a_bad_build_table_is_one_line_naming_file_and_entry(tmp_path: Path, variant: str,
+                                                              said: str) -> None:
+    folder = tmp_path / "corpus" / "bad"
+    folder.mkdir(parents=True)
+    (folder / "k.cu").write_text("__global__ void k() {}\n")
+    (folder / "case.toml").write_text(f'title = "t"\n[[variant]]\nname = "v"\n{variant}\n')
+    with pytest.raises(UserError) as raised:
+        load_case(folder, tmp_path / "corpus")
+    message = str(raised.value)
+    assert said in message and str(folder / "case.toml") in message and "\n" not in message
