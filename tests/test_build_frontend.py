@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cudamatrix
-from cudamatrix.errors import UserError
 from cudamatrix.corpus import load_case
+from cudamatrix.errors import UserError
 from cudamatrix.stages.build import failure_line
 
 CASES = REPO / "tests" / "data" / "build-cases"

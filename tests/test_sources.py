@@ -67,8 +67,8 @@ def test_a_git_source_is_the_revision_it_names(tmp_path: Path) -> None:
         SourceSpec.parse(f"git:file://{repo}", "cudamatrix.toml")
 
 
-def test_a_pypi_sdist_is_checked_against_the_index_and_kept(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pypi_sdist_is_checked_against_the_index_and_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = SourceSpec.parse("sdist:cuvec==6.0.1", "x")
     got = fetch(spec, tmp_path, tmp_path / "cache")
     assert got.digest == "bd6c1e4f3704372e9e60fa9234e9c420620bef1376e774903ded004959ae0e29"

@@ -158,29 +158,83 @@ kernel = "saxpy"
   check = { y = "2.0 * x + y_in" }
 """
 
-NVCC_CASE = """\
-title = "saxpy built by nvcc (as a setup.py or CMake build would)"
+BUILD_CASE = """\
+title = "saxpy built by the project's own CMake build"
+description = \"\"\"
+A build case runs your build as you run it, once per toolkit, arch and host compiler:
+the cell's toolkit is $CUDA_HOME (and $CUDACXX), its arch $CUDAARCHS (CMake),
+$TORCH_CUDA_ARCH_LIST (PyTorch) or {gencode}/{cuda_arch} in a command, its host
+compiler $CC/$CXX/$CUDAHOSTCXX. What the build makes (`outputs`) is audited: the SASS and
+PTX of every module, and whether they can run on the cell's arch. On a GPU every module is
+loaded by the driver and `test` runs. To build your whole repository instead of this
+folder, name it: project = "path:../.." (or an sdist, a git checkout at a revision).
+\"\"\"
 
 [[variant]]
-name = "nvcc"
-source = "saxpy.cu"
-frontend = "nvcc"
-kernel = "saxpy"
-flags = ["-O3"]
-  [[variant.artifact]]
-  in = "sass"
-  contains = "FFMA"
+name = "cmake"
+frontend = "build"
+timeout = 600
+  [variant.build]
+  commands = ["cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release", "cmake --build build"]
+  outputs = ["build/*.so"]
+  # Build tools from PyPI, on PATH for the commands (so a machine without CMake builds too).
+  requires = ["cmake==3.31.6", "ninja==1.11.1.4"]
+  test = "{python} check.py build/libsaxpy.so"
+"""
+
+CMAKE_LISTS = """\
+cmake_minimum_required(VERSION 3.18)
+project(saxpy LANGUAGES CXX CUDA)
+# CMAKE_CUDA_ARCHITECTURES comes from $CUDAARCHS: one arch per cell.
+add_library(saxpy SHARED saxpy_check.cu)
+set_target_properties(saxpy PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+"""
+
+SAXPY_CHECK = """\
+// The example kernel behind a C entry point the test calls: 0 when every element is right.
+#include <cuda_runtime.h>
+
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+extern "C" int saxpy_check(int n) {
+    float *x, *y;
+    if (cudaMallocManaged(&x, n * sizeof(float)) || cudaMallocManaged(&y, n * sizeof(float)))
+        return 1;
+    for (int i = 0; i < n; ++i) { x[i] = float(i); y[i] = 1.0f; }
+    saxpy<<<(n + 255) / 256, 256>>>(2.0f, x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += y[i] != 2.0f * float(i) + 1.0f;
+    cudaFree(x);
+    cudaFree(y);
+    return wrong ? 3 : 0;
+}
+"""
+
+CHECK_PY = """\
+\"\"\"The build case's test: load the library the build made and run its check.\"\"\"
+import ctypes
+import sys
+
+status = ctypes.CDLL(sys.argv[1]).saxpy_check(1 << 20)
+sys.exit(f"saxpy_check returned {status}" if status else 0)
 """
 
 
 def init_project(folder: Path) -> list[Path]:
-    """Write a starter configuration and two example cases into `folder`; never overwrite."""
+    """Write a starter configuration and two example cases (a kernel, a build) into
+    `folder`; never overwrite."""
     files = {
         folder / CONFIG: STARTER,
         folder / "cudamatrix-cases" / "saxpy" / "case.toml": SAXPY_CASE,
         folder / "cudamatrix-cases" / "saxpy" / "saxpy.cu": SAXPY,
-        folder / "cudamatrix-cases" / "saxpy-nvcc" / "case.toml": NVCC_CASE,
-        folder / "cudamatrix-cases" / "saxpy-nvcc" / "saxpy.cu": SAXPY,
+        folder / "cudamatrix-cases" / "saxpy-build" / "case.toml": BUILD_CASE,
+        folder / "cudamatrix-cases" / "saxpy-build" / "CMakeLists.txt": CMAKE_LISTS,
+        folder / "cudamatrix-cases" / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
+        folder / "cudamatrix-cases" / "saxpy-build" / "check.py": CHECK_PY,
     }
     existing = [p for p in files if p.exists()]
     if existing:

@@ -9,8 +9,8 @@ subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                 "--target", "test-site", *glob.glob("dist/*.whl")], check=True)
 sys.path[:0] = ["test-site"]
 
-import numpy as np  # noqa: E402
 import cuvec.pybind11 as cu  # noqa: E402
+import numpy as np  # noqa: E402
 from cuvec import example_pybind11  # noqa: E402
 
 src = cu.zeros((64, 64), "float32")
