@@ -7,6 +7,7 @@ once the other cells are done.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import replace
@@ -31,7 +32,12 @@ from .providers.docker import (
 from .providers.host import prepare_host
 from .providers.host_compiler import choose_gcc
 from .providers.sass_tools import prepare_sass_tools
-from .providers.wheels import prepare_build_tools, prepare_library, prepare_toolkit
+from .providers.wheels import (
+    prepare_build_tools,
+    prepare_library,
+    prepare_library_source,
+    prepare_toolkit,
+)
 from .sources import Source, SourceSpec, fetch
 
 
@@ -262,10 +268,43 @@ class Environments:
         self.toolkits[version] = result
         return result
 
-    def library(self, name: str, version: str, cuda_major: int | None) -> LibraryEnvironment | str:
+    def library(self, name: str, version: str, cuda_major: int | None,
+                toolkit: Environment | None = None) -> LibraryEnvironment | str:
+        """A library version for a cell; one from a source the project names is built (where
+        it must be) with the cell's toolkit, once per toolkit."""
+        spec = self.matrix.libraries[name].sources.get(version)
+        if spec is not None:
+            return self._library_from_source(name, version, spec, toolkit)
         key = (name, version, cuda_major)
         with self._lock:
             return self._library(key)
+
+    def _library_from_source(self, name: str, version: str, spec: str,
+                             toolkit: Environment | None) -> LibraryEnvironment | str:
+        # A project's paths are absolute already; the matrix file's own start from its folder.
+        source = self.source(spec, self.matrix.path.parent)
+        if isinstance(source, str):
+            return source
+        builds = not source.is_wheel and name != "cutlass"
+        key = (name, version, None) if not builds else (name, f"{version}@{toolkit.toolkit}"
+                                                        if toolkit else version, None)
+        build_env: dict[str, str] = {}
+        if builds and toolkit is not None and toolkit.nvcc is not None:
+            home = str(self.cuda_home(toolkit))
+            build_env = {"CUDA_HOME": home, "CUDA_PATH": home, "CUDACXX": f"{home}/bin/nvcc",
+                         "PATH": f"{home}/bin:{os.environ.get('PATH', '')}"}
+        with self._lock:
+            if key not in self.libraries:
+                started = time.monotonic()
+                self.progress.note(f"preparing {name} {version} from {spec}")
+                try:
+                    self.libraries[key] = prepare_library_source(
+                        self.matrix, name, version, source, self.cache,
+                        toolkit.toolkit if builds and toolkit else None, build_env)
+                except (EnvironmentUnavailable, OSError) as exc:
+                    self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+                self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+            return self.libraries[key]
 
     def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
         name, version, cuda_major = key

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from .errors import UserError
 from .keys import check_keys
+from .sources import SourceSpec
 from .tomlfile import load_toml
 from .versions import Arch, axis_matches, check_specifier, parse_version
 
@@ -60,6 +61,9 @@ class Library:
     # needs, fetched without their dependencies and without anything else of theirs: a
     # torch wheel's headers for a PyTorch extension, not its 2 GB of libraries.
     headers_from: tuple[str, ...] = ()
+    # Versions that come from elsewhere than the package index: a label (a PEP 440 version,
+    # e.g. "4.2.0+mybranch") mapped to a source (path:, file:, sdist:, git:; sources.py).
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def impossible(self, version: str, toolkit: str) -> str | None:
         """Why this library version cannot be paired with this toolkit, or None."""
@@ -190,9 +194,16 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(f"libraries.{name}", "expected a table")
             check_keys(f"libraries.{name}", entry,
-                       ("package", "versions", "requires", "constraint", "headers_from"),
-                       self.fail)
-            versions = tuple(str(v) for v in entry.get("versions", []))
+                       ("package", "versions", "requires", "constraint", "headers_from",
+                        "sources"), self.fail)
+            sources = entry.get("sources", {})
+            if not isinstance(sources, dict):
+                raise self.fail(f"libraries.{name}.sources", "expected a table of "
+                                "\"<version label>\" = \"<source>\"")
+            for label, spec in sources.items():
+                SourceSpec.parse(str(spec), f"{self.path}: libraries.{name}.sources.{label}")
+            versions = tuple(dict.fromkeys([*(str(v) for v in entry.get("versions", [])),
+                                            *map(str, sources)]))
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
             requires = tuple(str(r) for r in entry.get("requires", []))
@@ -212,7 +223,8 @@ class _Reader:
                                     str(row["reason"])))
             headers = tuple(str(r) for r in entry.get("headers_from", []))
             result[name] = Library(name, str(entry.get("package", name)), versions, requires,
-                                   tuple(constraints), headers)
+                                   tuple(constraints), headers,
+                                   {str(k): str(v) for k, v in sources.items()})
         return result
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ writes a starter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ from typing import Any
 from .defaults import DEFAULT_MATRIX
 from .errors import UserError
 from .keys import check_keys
+from .sources import SourceSpec
 from .tomlfile import load_toml
 
 CONFIG = "cudamatrix.toml"
-KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers")
+KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries")
 # The keys of a tier a project may set (the others come from the default tier of that name).
 TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
              "cutlass_python", "cutlass_torch")
@@ -89,9 +91,37 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
         check_keys(f"tiers.{name}", tier, TIER_KEYS, fail)
     if tiers:
         overrides["tiers"] = tiers
+    libraries = table.get("libraries", {})
+    if libraries:
+        overrides["libraries"] = _library_sources(libraries, base, fail)
     if not folders and not known_bugs:
         raise fail("cases", "names no case folder and known_bugs is off: nothing to run")
     return Project(path, folders, known_bugs, matrix, overrides)
+
+
+def _library_sources(table: Any, base: Path,
+                     fail: Callable[[str, str], UserError]) -> dict[str, dict[str, Any]]:
+    """A project's own versions of a library (``[libraries.cutlass.sources]``: a label such
+    as "4.2.0+mine" mapped to a folder, file, sdist or git revision), its relative paths
+    made absolute against the configuration's folder, where the user wrote them."""
+    if not isinstance(table, dict):
+        raise fail("libraries", "expected [libraries.<name>.sources] tables")
+    result: dict[str, dict[str, Any]] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            raise fail(f"libraries.{name}", "expected a table")
+        check_keys(f"libraries.{name}", entry, ("sources",), fail)
+        sources = entry.get("sources", {})
+        if not isinstance(sources, dict):
+            raise fail(f"libraries.{name}.sources", "expected \"<version label>\" = \"<source>\"")
+        made: dict[str, str] = {}
+        for label, text in sources.items():
+            spec = SourceSpec.parse(str(text), f"{base}: libraries.{name}.sources.{label}")
+            if spec.scheme in ("path", "file"):
+                spec = SourceSpec(spec.scheme, str((base / spec.value).resolve()))
+            made[str(label)] = str(spec)
+        result[str(name)] = {"sources": made}
+    return result
 
 
 def merge_matrix(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +134,11 @@ def merge_matrix(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
     for name, tier in overrides.get("tiers", {}).items():
         tiers[name] = {**tiers.get(name, {}), **tier}
     merged["tiers"] = tiers
+    libraries = {name: dict(entry) for name, entry in merged.get("libraries", {}).items()}
+    for name, entry in overrides.get("libraries", {}).items():
+        known = libraries.setdefault(name, {})
+        known["sources"] = {**known.get("sources", {}), **entry["sources"]}
+    merged["libraries"] = libraries
     return merged
 
 

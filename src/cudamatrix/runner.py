@@ -241,7 +241,7 @@ class CellRunner:
         # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
         if cell.library and cell.library_version and prebuilt is None:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
-            lib = self.envs.library(cell.library, cell.library_version, major)
+            lib = self.envs.library(cell.library, cell.library_version, major, env)
             if isinstance(lib, str):
                 return [StageResult("compile", "error", f"{cell.library} environment: {lib}")], \
                     versions

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from ..errors import EnvironmentUnavailable
 from ..matrix import Matrix
+from ..sources import Source
 from .environment import Environment, LibraryEnvironment, installed_packages
 from .tree import TREE_READER_VERSION, describe_toolkit_tree
 
@@ -43,8 +44,11 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def install(target: Path, requirements: Sequence[str], *, with_deps: bool = False) -> Path:
-    """Install `requirements` into `target` once; later calls reuse it."""
+def install(target: Path, requirements: Sequence[str], *, with_deps: bool = False,
+            env: Mapping[str, str] | None = None) -> Path:
+    """Install `requirements` into `target` once; later calls reuse it. `env`: the
+    variables pip (and a package it builds from source) runs with: a CUDA package built
+    for a toolkit sees that toolkit's CUDA_HOME."""
     marker = target / MARKER
     wanted = {"requirements": list(requirements), "with_deps": with_deps}
     with _locked(target.with_name(target.name + ".lock")):
@@ -58,7 +62,8 @@ def install(target: Path, requirements: Sequence[str], *, with_deps: bool = Fals
             command.insert(4, "--no-deps")
         try:
             done = subprocess.run(command, capture_output=True, text=True,
-                                  timeout=PIP_TIMEOUT_S, check=False)
+                                  timeout=PIP_TIMEOUT_S, check=False,
+                                  env={**os.environ, **env} if env else None)
         except subprocess.TimeoutExpired:
             shutil.rmtree(staging, ignore_errors=True)
             raise EnvironmentUnavailable(
@@ -136,6 +141,38 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
+
+
+def _cutlass_headers(root: Path) -> tuple[str, ...]:
+    """CUTLASS's include folders in a checkout (include/, tools/util/include) or in the
+    nvidia-cutlass package's layout (cutlass_library/source/...)."""
+    for base in (root, root / "cutlass_library" / "source"):
+        if (base / "include" / "cutlass" / "cutlass.h").is_file():
+            return tuple(str(p) for p in (base / "include", base / "tools" / "util" / "include")
+                         if p.is_dir())
+    raise EnvironmentUnavailable(f"{root}: no include/cutlass/cutlass.h (not a CUTLASS tree)")
+
+
+def prepare_library_source(matrix: Matrix, name: str, version: str, source: Source,
+                           cache: Path, toolkit: str | None = None,
+                           build_env: Mapping[str, str] | None = None) -> LibraryEnvironment:
+    """A library version from a source (sources.py) rather than the index: CUTLASS's
+    headers straight from a checkout or unpacked sdist; a Python package installed from its
+    wheel file, or built by pip from its folder (once per toolkit: `build_env` holds that
+    toolkit's CUDA_HOME)."""
+    library = matrix.libraries[name]
+    described = {f"{name} (source)": source.label}
+    if name == "cutlass" and not source.is_wheel:
+        return LibraryEnvironment(name, version, str(source.path),
+                                  include_dirs=_cutlass_headers(source.path), packages=described)
+    suffix = f"-{toolkit}" if toolkit else ""
+    target = cache / "libraries" / f"{name}-source-{source.digest[:16]}{suffix}"
+    root = install(target, [str(source.path), *library.requires], with_deps=True, env=build_env)
+    if name == "cutlass":
+        return LibraryEnvironment(name, version, str(root), include_dirs=_cutlass_headers(root),
+                                  packages={**installed_packages(root), **described})
+    return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
+                              packages={**installed_packages(root), **described})
 
 
 def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
