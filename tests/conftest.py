@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -67,6 +68,20 @@ def private_cache(root: Path) -> Path:
         if (shared / name).exists():
             (own / name).symlink_to(shared / name)
     return own
+
+
+# The browser every page test drives: Debian's Chromium (`nox -s tests` installs it as root).
+BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def chromium() -> str:
+    """Chromium's path, or the test is skipped saying how to get it."""
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip("no Chromium here: apt-get install chromium (`nox -s tests` does, as root)")
+    return found
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ its panels in Chromium without running anything the data holds.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -18,14 +17,12 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, Run, cudamatrix, private_cache
+from conftest import BROWSER_FLAGS, REPO, Run, chromium, cudamatrix, private_cache
 from cudamatrix.compile_cache import MANIFEST, CompileCache
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
 
 HOSTILE = REPO / "tests" / "data" / "hostile"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 EXPECTED = {
     "log-script/v/13.0/sm_80": "xfail",
     "control-chars/v/13.0/sm_80": "xfail",
@@ -99,7 +96,7 @@ def test_the_page_filters_opens_panels_and_runs_nothing_from_the_data(hostile_ru
     _, root, _ = hostile_run
     page_file = root / "report" / "report.html"
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = p.chromium.launch(executable_path=chromium(), args=BROWSER_FLAGS)
         page = browser.new_page()
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

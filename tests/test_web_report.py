@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cudamatrix
+from conftest import BROWSER_FLAGS, REPO, chromium, cudamatrix
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("CUDAMATRIX_TEST_ARTIFACTS", REPO / "out" / "test-artifacts"))
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +23,8 @@ def page_and_cells(tmp_path_factory: pytest.TempPathFactory):
     run = cudamatrix("report", str(REPO / "reports" / "results.json"), out=out)
     assert (out / "report.html").exists(), run.output
     cells = json.loads((REPO / "reports" / "results.json").read_text())["cells"]
-    assert Path(CHROMIUM).exists(), "the browser test needs Debian's chromium (.ci/run installs it)"
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = p.chromium.launch(executable_path=chromium(), args=BROWSER_FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         requested: list[str] = []
         page.on("request", lambda r: requested.append(r.url))
