@@ -109,3 +109,21 @@ def test_a_bad_build_table_is_one_line_naming_file_and_entry(tmp_path: Path, var
         load_case(folder, tmp_path / "corpus")
     message = str(raised.value)
     assert said in message and str(folder / "case.toml") in message and "\n" not in message
+
+
+def test_the_published_h100_run_of_the_build_cases(tmp_path: Path) -> None:
+    """reports/build-h100: the three build cases built by the H100 machine's nvcc 13.0, every
+    module loaded by its driver, each test command run there; the report shows each
+    expected failure's note beside its table."""
+    run = cudamatrix("report", str(REPO / "reports" / "build-h100" / "results.json"),
+                     out=tmp_path)
+    assert run.code == 0, run.output
+    cells = {c["id"]: c for c in run.results["cells"]}
+    assert run.results["run"]["device"]["name"] == "NVIDIA H100 80GB HBM3"
+    ran = [c for c in cells.values() if [s["stage"] for s in c["stages"]][-1] == "run"]
+    assert len(ran) == 11 and all(c["stages"][-1]["status"] == "ok" for c in ran)
+    refused = cells["pybind11-ext/setup-py/13.0/sm_80"]
+    assert (refused["outcome"], refused["stage"]) == ("xfail", "load")
+    assert "CUDA_ERROR_NO_BINARY_FOR_GPU" in refused["message"]
+    markdown = (tmp_path / "COMPATIBILITY.md").read_text()
+    assert f"- {refused['note']} (13.0 sm_80)" in markdown

@@ -30,7 +30,7 @@ from .providers.docker import (
     image_exists,
 )
 from .providers.host import prepare_host
-from .providers.host_compiler import choose_gcc
+from .providers.host_compiler import choose_gcc, installed_compiler
 from .providers.sass_tools import prepare_sass_tools
 from .providers.wheels import (
     prepare_build_tools,
@@ -222,8 +222,9 @@ class Environments:
                                               f"Debian {toolkit.debian}'s could not be had: {exc}")
         host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)
         tools = {**env.tool_versions, "nvcc": got.version, "nvcc_from": got.package}
-        if host:
-            tools["host_compiler"] = host
+        if host:  # as a case's own is recorded: the program and its full version
+            found = installed_compiler(host)
+            tools["host_compiler"] = f"{Path(host).name} {found[1] if found else 'unknown'}"
         return replace(env, nvcc=got.nvcc, tool_versions=tools, host_compiler=host,
                        nvcc_unusable=why,
                        library_dirs=(*env.library_dirs, *shared_cudart_dirs(env, self.cache)))

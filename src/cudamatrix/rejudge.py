@@ -33,5 +33,6 @@ def rejudge(results: Sequence[CellResult], cases: Mapping[str, Case]) -> list[Ce
         judged.append(replace(result, outcome=verdict.outcome, stage=verdict.stage,
                               reached=verdict.reached, message=verdict.message,
                               reason=verdict.reason, expected=expectation.describe(),
-                              diagnosis=diagnosis, title=case.title, upstream=case.upstream))
+                              note=expectation.note, diagnosis=diagnosis, title=case.title,
+                              upstream=case.upstream))
     return judged

@@ -42,6 +42,8 @@ class CellResult:
     versions: dict[str, str] = field(default_factory=dict)
     device: dict[str, Any] | None = None
     prediction: dict[str, Any] | None = None
+    # The case author's note on the expectation that decided the cell (why it is expected).
+    note: str = ""
 
     def _compiled(self, key: str) -> list[Any]:
         """A list the compile stage recorded about the build (empty without one)."""
@@ -86,6 +88,7 @@ class CellResult:
             "message": self.message,
             "reason": self.reason,
             "expected": self.expected,
+            "note": self.note,
             "diagnosis": self.diagnosis,
             "resources": self.resources,
             "warnings": self.warnings,
@@ -111,6 +114,7 @@ class CellResult:
             message=data.get("message", ""),
             reason=data.get("reason", ""),
             expected=data.get("expected", ""),
+            note=data.get("note", ""),
             diagnosis=data.get("diagnosis"),
             stages=tuple(StageResult.from_dict(s) for s in data.get("stages", [])),
             seconds=float(data.get("seconds", 0.0)),

@@ -411,6 +411,7 @@ class CellRunner:
             prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
             message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
+            note=expectation.note,
             diagnosis=diagnosis, stages=tuple(stages), seconds=time.monotonic() - started,
             title=case.title, upstream=case.upstream, versions=versions, device=device)
 

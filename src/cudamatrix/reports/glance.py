@@ -8,9 +8,11 @@ culprit), and a command that repeats a failing cell.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..plan import Cell
 from ..results import CellResult
@@ -45,15 +47,55 @@ class GlanceCell:
         return said + mark
 
 
+def host_compiler(result: CellResult) -> str:
+    """The host compiler nvcc was given, by family and major (``g++ 11``, ``clang++ 19``),
+    however it was named (``g++-12``, ``/usr/bin/g++``); empty for a cell that ran none."""
+    said = result.versions.get("host_compiler", "").split()
+    if not said:
+        return ""
+    family = re.sub(r"-\d+$", "", Path(said[0]).name)
+    major = said[1].split(".")[0] if len(said) > 1 and said[1][:1].isdigit() else ""
+    return f"{family} {major}".strip()
+
+
+def driver(result: CellResult) -> str:
+    """The driver the cell ran under; empty where it ran on none."""
+    return str((result.device or {}).get("driver") or "")
+
+
+# Axes beyond toolkit and arch, shown in the glance's rows where a run has several values.
+EXTRA_AXES: dict[str, Callable[[CellResult], str]] = {"host compiler": host_compiler,
+                                                      "driver": driver}
+
+
+def varying_axes(results: Sequence[CellResult]) -> list[str]:
+    """The extra axes that take more than one value in this run (a merged report of
+    runners with two drivers, a tier with several host compilers)."""
+    return [name for name, value in EXTRA_AXES.items()
+            if len({value(r) for r in results}) > 1]
+
+
+def row_label(result: CellResult, axes: Sequence[str]) -> str:
+    """The glance row of a cell: its toolkit, then each varying axis's value."""
+    extra = [f"{EXTRA_AXES[a](result) or '-'}" for a in axes]
+    return " · ".join([result.cell.toolkit, *extra])
+
+
+def _toolkit_order(label: str) -> list[object]:
+    toolkit, _, rest = label.partition(" · ")
+    return [*(int(p) if p.isdigit() else -1 for p in toolkit.split(".")), rest]
+
+
 def support_matrix(results: Sequence[CellResult]
                    ) -> tuple[list[str], list[tuple[str, dict[str, GlanceCell]]]]:
-    """(archs, rows): one row per toolkit, one column per arch."""
+    """(archs, rows): one row per toolkit (and host compiler and driver, where those vary
+    in the run), one column per arch."""
+    axes = varying_axes(results)
     grouped: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
     for result in results:
-        grouped[(result.cell.toolkit, result.cell.arch)].append(result)
+        grouped[(row_label(result, axes), result.cell.arch)].append(result)
     archs = sorted({a for _, a in grouped}, key=Arch.parse)
-    toolkits = sorted({t for t, _ in grouped},
-                      key=lambda v: [int(p) if p.isdigit() else -1 for p in v.split(".")])
+    toolkits = sorted({t for t, _ in grouped}, key=_toolkit_order)
     rows = []
     for toolkit in toolkits:
         row = {}
@@ -69,12 +111,13 @@ def support_matrix(results: Sequence[CellResult]
 def axis_rates(results: Sequence[CellResult]) -> list[tuple[str, str, int, int]]:
     """(axis, value, as expected, decided) per toolkit and arch value; skips not counted."""
     rates = []
-    for axis in ("toolkit", "arch"):
+    for axis in ("toolkit", "arch", *varying_axes(results)):
         counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for result in results:
             if result.outcome == "skip":
                 continue
-            value = getattr(result.cell, axis)
+            value = EXTRA_AXES[axis](result) if axis in EXTRA_AXES \
+                else getattr(result.cell, axis)
             counts[value][1] += 1
             counts[value][0] += result.outcome not in UNEXPECTED
         for value, (good, total) in sorted(counts.items()):
@@ -87,13 +130,17 @@ def likely_culprit(results: Sequence[CellResult]) -> str | None:
     bad = [r for r in results if r.outcome in UNEXPECTED]
     if len(bad) < 2:
         return None
-    for axis in ("toolkit", "arch", "library_version"):
-        values = {getattr(r.cell, axis) for r in bad}
+    def value(result: CellResult, axis: str) -> str | None:
+        return EXTRA_AXES[axis](result) or None if axis in EXTRA_AXES \
+            else getattr(result.cell, axis)
+
+    for axis in ("toolkit", "arch", "library_version", *EXTRA_AXES):
+        values = {value(r, axis) for r in bad}
         if len(values) == 1 and None not in values:
-            value = values.pop()
-            spread = {getattr(r.cell, axis) for r in results}
+            shared = values.pop()
+            spread = {value(r, axis) for r in results}
             if len(spread) > 1:
-                return f"all {len(bad)} unexpected cells share {axis} {value}"
+                return f"all {len(bad)} unexpected cells share {axis} {shared}"
     return None
 
 

@@ -19,7 +19,7 @@ from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
-from .glance import likely_culprit, support_matrix
+from .glance import likely_culprit, support_matrix, varying_axes
 from .markdown import header, row_label
 
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
@@ -38,6 +38,7 @@ def _cell_data(result: CellResult) -> dict[str, Any]:
         "library": f"{cell.library} {cell.library_version}" if cell.library else "",
         "outcome": result.outcome, "stage": result.stage, "reached": result.reached,
         "message": result.message, "reason": result.reason, "expected": result.expected,
+        "note": result.note,
         "diagnosis": result.diagnosis, "upstream": list(result.upstream),
         "resources": result.resources, "warnings": result.warnings, "ships": result.ships,
         "prediction": result.prediction,
@@ -125,5 +126,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
         glance=support_matrix([r for r in results if r.cell.frontend != "audit"]),
+        glance_axes=" · ".join(["toolkit", *varying_axes([r for r in results
+                                                           if r.cell.frontend != "audit"])]),
         culprit=likely_culprit(results),
         total=len(results))

@@ -16,7 +16,14 @@ from ..baseline import FAILING, BaselineDiff
 from ..plan import Cell
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
-from .glance import UNEXPECTED, axis_rates, likely_culprit, repro, support_matrix
+from .glance import (
+    UNEXPECTED,
+    axis_rates,
+    likely_culprit,
+    repro,
+    support_matrix,
+    varying_axes,
+)
 
 SYMBOLS = {
     "pass": "✅ pass",
@@ -35,6 +42,24 @@ LEGEND = (
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+NOTED_CELLS = 6  # cells named beside a note; more are counted
+
+
+def notes_lines(cells: list[CellResult]) -> list[str]:
+    """The case's notes on the expectations that decided these cells, each once, with the
+    cells it covers: why a cell is expected to fail is read beside its table."""
+    covered: dict[str, list[str]] = defaultdict(list)
+    for r in cells:
+        if r.note:
+            covered[r.note].append(f"{row_label(r.cell)} {r.cell.arch}")
+    lines = [""] if covered else []
+    for note, where in covered.items():
+        shown = ", ".join(where[:NOTED_CELLS]) + (f" and {len(where) - NOTED_CELLS} more"
+                                                   if len(where) > NOTED_CELLS else "")
+        lines.append(f"- {md_text(note)} ({shown})")
+    return lines
 
 
 def md_text(text: str, limit: int | None = None) -> str:
@@ -133,15 +158,20 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
 def glance_section(results: Sequence[CellResult]) -> list[str]:
     """The project's support matrix first: what happened per toolkit x arch across every
     case, then the rate per axis value and the likely culprit."""
-    archs, rows = support_matrix([r for r in results if r.cell.frontend != "audit"])
+    built = [r for r in results if r.cell.frontend != "audit"]
+    archs, rows = support_matrix(built)
     if not rows:
         return []
+    axes = varying_axes(built)
+    row_axes = " · ".join(["toolkit", *axes])
     table = [[toolkit, *(row[a].text() if a in row else "" for a in archs)]
              for toolkit, row in rows]
     lines = ["", "## At a glance", "",
              "What the builds really did across every case (runs / loads / builds, or the "
-             "stage they fail at), and whether that is what the cases expect.", "",
-             tabulate(table, headers=["toolkit", *archs], tablefmt="github",
+             "stage they fail at), and whether that is what the cases expect."
+             + (" Host compiler `-`: a cell that ran none (NVRTC, CuPy)."
+                if "host compiler" in axes else ""), "",
+             tabulate(table, headers=[row_axes, *archs], tablefmt="github",
                       disable_numparse=True)]
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
              in axis_rates(results) if total and good < total]
@@ -188,6 +218,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
                       tabulate(table, headers=["toolkit", *archs], tablefmt="github",
                                disable_numparse=True)]
+            lines += notes_lines(cells)
     details = [r for r in results if r.outcome != "pass" or r.warnings]
     if details:
         lines += ["", "## Details", ""]
