@@ -137,6 +137,14 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_report(session: nox.Session) -> None:
+    """The web page's open time in Chromium and COMPATIBILITY.md's size, for a real run and
+    for the nightly tier's scale (bench/REPORT.md with -- --write)."""
+    session.install("-e", ".[test]")
+    session.run("python", "bench/report.py", *session.posargs)
+
+
+@nox.session
 def bench_audit(session: nox.Session) -> None:
     """Time and memory of `cudamatrix audit` on a 43 MB and a 438 MB wheel (bench/AUDIT.md)."""
     session.install("-e", ".")

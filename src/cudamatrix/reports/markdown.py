@@ -62,6 +62,16 @@ def notes_lines(cells: list[CellResult]) -> list[str]:
     return lines
 
 
+def compact_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub table without tabulate's column padding: the Details table has a row per
+    cell that is not a plain pass (thousands in the nightly tier), and padding every row to
+    the longest message made COMPATIBILITY.md near GitHub's 1 MiB step-summary limit. The
+    cells are escaped already (md_text)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def md_text(text: str, limit: int | None = None) -> str:
     """Text from a case or a tool, safe inside a Markdown table cell or heading: one line,
     no table pipes, no HTML (GitHub renders raw tags), no control characters."""
@@ -234,7 +244,6 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             command = f"`{repro(r.cell, info.tier)}`" if r.outcome in UNEXPECTED else ""
             table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
                           md_text(diagnosis), story, command])
-        lines.append(tabulate(table, headers=["cell", "outcome", "stage", "message", "diagnosis",
-                                              "upstream", "repro"],
-                              tablefmt="github", disable_numparse=True))
+        lines.append(compact_table(["cell", "outcome", "stage", "message", "diagnosis",
+                                    "upstream", "repro"], table))
     return "\n".join(lines) + "\n"
