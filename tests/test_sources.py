@@ -65,6 +65,9 @@ def test_a_git_source_is_the_revision_it_names(tmp_path: Path) -> None:
     assert (got.path / "k.cu").read_text() == "// one\n"
     with pytest.raises(UserError, match="name the revision"):
         SourceSpec.parse(f"git:file://{repo}", "cudamatrix.toml")
+    # git's ext:: transport runs a command of the address's choosing: refused by name.
+    with pytest.raises(UserError, match="git's other transports"):
+        SourceSpec.parse("git:ext::sh -c touch% /tmp/pwned@main", "case.toml")
 
 
 def test_a_pypi_sdist_is_checked_against_the_index_and_kept(

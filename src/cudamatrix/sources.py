@@ -36,6 +36,7 @@ from pathlib import Path
 from .errors import EnvironmentUnavailable, UserError
 
 SCHEMES = ("path", "file", "sdist", "git")
+_GIT_URL = re.compile(r"^(https?://|ssh://|file://|git@[\w.-]+:)[^\s]+$")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
 # The index pip would use (PEP 691's JSON form of the simple API).
 INDEX_URL = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
@@ -56,6 +57,10 @@ class SourceSpec:
                             "file:<sdist or wheel>, sdist:<name>==<version> or git:<url>@<rev>")
         if scheme == "sdist" and not _PIN.match(value):
             raise UserError(f"{where}: {text!r}: an sdist is named name==version")
+        if scheme == "git" and not _GIT_URL.match(value):
+            raise UserError(f"{where}: {text!r}: a git source is an https://, http://, ssh://, "
+                            "git@host: or file:// address (git's other transports, such as "
+                            "ext::, run commands)")
         if scheme == "git" and "@" not in value.rsplit("/", 1)[-1]:
             raise UserError(f"{where}: {text!r}: name the revision, git:<url>@<rev>, so every "
                             "run builds the same commit")
