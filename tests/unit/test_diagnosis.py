@@ -11,7 +11,7 @@ import pytest
 from cudamatrix.diagnose import UNCLASSIFIED, diagnose_stage, rules
 from cudamatrix.stages.result import StageResult
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = Path(__file__).parents[1] / "data" / "logs"
 SAMPLES = sorted(LOGS.glob("*.json"))
 # Rules no real log could be captured for yet, and why.
 NO_SAMPLE = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-CASES = Path(__file__).parent / "data" / "cases"
+CASES = Path(__file__).parents[1] / "data" / "cases"
 
 
 @pytest.mark.slow
