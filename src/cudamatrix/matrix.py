@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,20 @@ class Matrix:
 
     def arch_known(self, toolkit: str, arch: str) -> bool:
         return self.archs[arch].known_to(toolkit)
+
+    def arch_disagreements(self, toolkit: str, accepted: Sequence[str]) -> list[str]:
+        """Where a toolkit's own ptxas and this file's arch table (which prunes cells at
+        plan time) disagree: an arch kept that the toolkit refuses, or one pruned that it
+        builds. Said at run time, so a wrong row in the table never goes unseen."""
+        said = []
+        for name, support in self.archs.items():
+            if support.known_to(toolkit) and name not in accepted:
+                said.append(f"{self.path.name} keeps {name} for toolkit {toolkit}, whose "
+                            "ptxas refuses it")
+            elif not support.known_to(toolkit) and name in accepted:
+                said.append(f"{self.path.name} prunes {name} for toolkit {toolkit}, whose "
+                            "ptxas builds it")
+        return said
 
     def wheel_requirements(self, toolkit: str) -> list[str]:
         """The pinned requirement strings that make up one toolkit's wheel environment."""

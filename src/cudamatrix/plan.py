@@ -6,7 +6,9 @@ import functools
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from packaging.version import Version
 
 from .corpus import Case, Variant
 from .defaults import KNOWN_BUGS
@@ -92,8 +94,10 @@ def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs:
 
 
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
-           toolkits: Sequence[str] = (), archs: Sequence[str] = ()) -> list[Cell]:
-    """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given."""
+           toolkits: Sequence[str] = (), archs: Sequence[str] = (),
+           prune: bool = True) -> list[Cell]:
+    """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given;
+    cells that cannot exist (`impossible`) are left out unless `prune` is false."""
     for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
                                (archs, matrix.archs, "arch")):
         unknown = [v for v in value if v not in known]
@@ -116,13 +120,23 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
                     continue
                 cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier))
     kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
-    return sorted((c for c in kept if impossible(matrix, c) is None), key=Cell.sort_key)
+    return sorted((c for c in kept if not prune or impossible(matrix, c) is None),
+                  key=Cell.sort_key)
 
 
 def impossible(matrix: Matrix, cell: Cell) -> str | None:
-    """Why a cell cannot exist (matrix.toml's library constraints), or None."""
+    """Why a cell cannot exist, or None: its toolkit cannot build its arch (the matrix's
+    first and last toolkit of each arch; each toolkit's own ptxas is checked against it
+    when prepared), or matrix.toml's library constraints rule the pair out."""
+    if cell.toolkit == BUNDLED:
+        return None
+    support = matrix.archs.get(cell.arch)
+    if support is not None and not support.known_to(cell.toolkit):
+        if Version(cell.toolkit) < support.first:
+            return f"{cell.arch} first came with CUDA {support.first}"
+        return f"CUDA {support.last} was the last to build {cell.arch}"
     library = matrix.libraries.get(cell.library or "")
-    if library is None or not cell.library_version or cell.toolkit == BUNDLED:
+    if library is None or not cell.library_version:
         return None
     return library.impossible(cell.library_version, cell.toolkit)
 
@@ -130,10 +144,8 @@ def impossible(matrix: Matrix, cell: Cell) -> str | None:
 def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
            archs: Sequence[str] = ()) -> dict[str, int]:
     """The cells the constraints removed from a selection, counted by reason."""
-    unconstrained = replace(matrix, libraries={
-        n: replace(lib, constraints=()) for n, lib in matrix.libraries.items()})
     counts: dict[str, int] = {}
-    for cell in expand(unconstrained, tier, cases, toolkits=toolkits, archs=archs):
+    for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs, prune=False):
         why = impossible(matrix, cell)
         if why:
             counts[why] = counts.get(why, 0) + 1
