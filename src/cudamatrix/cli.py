@@ -43,6 +43,7 @@ from .reports.github import publish
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
 from .runner import RunOptions, default_cache, execute, exit_status, make_plan
+from .versions import HOST_COMPILER
 
 
 class RichProgress(PlainProgress):
@@ -84,6 +85,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _host_compiler(text: str) -> str:
+    """A host compiler program name (g++-11, clang++-19), refused by name otherwise."""
+    if not HOST_COMPILER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host compiler program "
+                                         "(g++, g++-12, clang++-19)")
+    return text
+
+
 def _shard(text: str) -> tuple[int, int]:
     try:
         index, count = (int(p) for p in text.split("/"))
@@ -104,6 +113,10 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
                         help="run only these toolkits (repeatable), e.g. 12.4")
     parser.add_argument("--arch", action="append", default=[],
                         help="run only these archs (repeatable), e.g. sm_90a")
+    parser.add_argument("--host-compiler", action="append", default=[], type=_host_compiler,
+                        help="nvcc's host compilers as an axis (repeatable), e.g. g++-11 "
+                             "clang++-19: each nvcc cell once per compiler, in place of the "
+                             "tier's host_compiler list")
     parser.add_argument("--case", action="append", default=[], help="run only these cases")
     parser.add_argument("--cell", action="append", default=[], metavar="ID",
                         help="run only this cell (an id as `cudamatrix list` prints it)")
@@ -244,6 +257,7 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
         matrix_overrides={} if args.matrix else project.overrides, corpus=corpus,
         tier=args.tier, toolkits=tuple(args.toolkit),
         archs=tuple(args.arch), cases=tuple(args.case), cell_ids=tuple(args.cell),
+        host_compilers=tuple(args.host_compiler),
         shard=args.shard)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]

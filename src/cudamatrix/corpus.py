@@ -24,7 +24,7 @@ from .stages.build import BUILD_PLACEHOLDERS
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .stages.frontends import REGISTRY
 from .tomlfile import load_toml
-from .versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
+from .versions import EXPECT_KEYS, HOST_COMPILER, WHEN_KEYS, axis_matches, check_specifier
 
 STAGES = ("compile", "inspect", "load", "run")
 # ptx: the PTX text; sass: the machine code as cuobjdump -sass prints it; cubin: the
@@ -37,8 +37,6 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build")
-# nvcc's host compiler as a case names it: a program on PATH, e.g. g++-12 or clang++-19.
-HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
 # What a case may expect of a cell: that it works, that it fails (at a stage, saying
 # something), or that it hangs until its limit (a known hang is a finding, not a broken

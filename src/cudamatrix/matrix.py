@@ -14,10 +14,10 @@ from .errors import UserError
 from .keys import check_keys
 from .sources import SourceSpec
 from .tomlfile import load_toml
-from .versions import Arch, axis_matches, check_specifier, parse_version
+from .versions import HOST_COMPILER, Arch, axis_matches, check_specifier, parse_version
 
 LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
-ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", *LIBRARY_AXES)
+ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler", *LIBRARY_AXES)
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ class Tier:
     include: tuple[Mapping[str, str], ...] = ()
     exclude: tuple[Mapping[str, str], ...] = ()
     cases: tuple[str, ...] = ()
+    # nvcc's host compilers (programs on PATH): each nvcc cell once per compiler; empty:
+    # one cell, with the newest GCC the toolkit accepts.
+    host_compilers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -269,7 +272,12 @@ class _Reader:
         for name, entry in self.table(raw, "tiers").items():
             where = f"tiers.{name}"
             check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
-                                      *LIBRARY_AXES), self.fail)
+                                      "host_compiler", *LIBRARY_AXES), self.fail)
+            compilers = entry.get("host_compiler", [])
+            if not isinstance(compilers, list) or not all(
+                    isinstance(c, str) and HOST_COMPILER.fullmatch(c) for c in compilers):
+                raise self.fail(f"{where}.host_compiler", "expected programs such as "
+                                f"[\"g++-11\", \"clang++-19\"], got {compilers!r}")
             libs = {lib: self.axis(f"{where}.{lib}", entry.get(lib, "*"),
                                    list(libraries[lib].versions), f"{lib} version")
                     for lib in libraries}
@@ -282,6 +290,7 @@ class _Reader:
                 include=self.rows(f"{where}.include", entry.get("include", [])),
                 exclude=self.rows(f"{where}.exclude", entry.get("exclude", [])),
                 cases=tuple(entry.get("case", [])),
+                host_compilers=tuple(compilers),
             )
             result[name] = tier
         if not result:

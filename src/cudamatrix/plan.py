@@ -44,12 +44,16 @@ class Cell:
     # The runner (GPU and driver) it ran on, set only where one report merges the same
     # cells from several runners: then each runner's result is a cell of its own.
     runner: str = ""
+    # nvcc's host compiler where the tier makes it an axis (tier.host_compiler).
+    host_compiler: str | None = None
 
     @property
     def id(self) -> str:
         parts = [self.case, self.variant, self.toolkit, self.arch]
         if self.library:
             parts.append(f"{self.library}-{self.library_version}")
+        if self.host_compiler:
+            parts.append(self.host_compiler)
         return "/".join(parts) + (f"@{self.runner}" if self.runner else "")
 
     @property
@@ -68,34 +72,42 @@ class Cell:
         }
         if self.library:
             values[self.library] = self.library_version
+        if self.host_compiler:
+            values["host_compiler"] = self.host_compiler
         return values
 
-    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str]:
+    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str, str]:
         toolkit = () if self.toolkit == BUNDLED else tuple(int(p) for p in self.toolkit.split("."))
         return (self.case, self.variant, toolkit, Arch.parse(self.arch),
-                self.library_version or "", self.runner)
+                self.library_version or "", self.runner, self.host_compiler or "")
 
 
 def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
-                   tier: Tier) -> list[Cell]:
+                   tier: Tier, host_compilers: Sequence[str] = ()) -> list[Cell]:
     spec = frontend(variant.frontend)
     library = spec.library
     versions: Sequence[str | None] = tier.libraries.get(library, ()) if library else (None,)
     chosen_toolkits = (BUNDLED,) if spec.toolkit_free else toolkits
+    # The host-compiler axis multiplies the cells that run nvcc, unless the variant names
+    # its own compiler (then that is its only one).
+    compilers: Sequence[str | None] = (None,)
+    if host_compilers and "nvcc" in spec.needs and not variant.host_compiler:
+        compilers = host_compilers
     cells = []
     for toolkit in chosen_toolkits:
         for arch in archs:
             for version in versions:
-                cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
-                            library if version else None, version)
-                if variant.selects(cell.axes()):
-                    cells.append(cell)
+                for compiler in compilers:
+                    cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
+                                library if version else None, version, host_compiler=compiler)
+                    if variant.selects(cell.axes()):
+                        cells.append(cell)
     return cells
 
 
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
            toolkits: Sequence[str] = (), archs: Sequence[str] = (),
-           prune: bool = True) -> list[Cell]:
+           host_compilers: Sequence[str] = (), prune: bool = True) -> list[Cell]:
     """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given;
     cells that cannot exist (`impossible`) are left out unless `prune` is false."""
     for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
@@ -106,11 +118,13 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
                             f"(available in {matrix.path}: {', '.join(known)})")
     axis_toolkits = list(toolkits) or list(tier.toolkits)
     axis_archs = list(archs) or list(tier.archs)
+    compilers = list(host_compilers) or list(tier.host_compilers)
     in_tier = [c for c in cases if not tier.cases or c.id in tier.cases]
     cells: set[Cell] = set()
     for case in in_tier:
         for variant in case.variants:
-            cells.update(_variant_cells(case, variant, axis_toolkits, axis_archs, tier))
+            cells.update(_variant_cells(case, variant, axis_toolkits, axis_archs, tier,
+                                        compilers))
     for row in tier.include:
         for case in in_tier:
             if "case" in row and row["case"] != case.id:
@@ -118,7 +132,8 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
             for variant in case.variants:
                 if "variant" in row and row["variant"] != variant.name:
                     continue
-                cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier))
+                cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier,
+                                            compilers))
     kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
     return sorted((c for c in kept if not prune or impossible(matrix, c) is None),
                   key=Cell.sort_key)
@@ -142,10 +157,11 @@ def impossible(matrix: Matrix, cell: Cell) -> str | None:
 
 
 def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
-           archs: Sequence[str] = ()) -> dict[str, int]:
+           archs: Sequence[str] = (), host_compilers: Sequence[str] = ()) -> dict[str, int]:
     """The cells the constraints removed from a selection, counted by reason."""
     counts: dict[str, int] = {}
-    for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs, prune=False):
+    for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs,
+                       host_compilers=host_compilers, prune=False):
         why = impossible(matrix, cell)
         if why:
             counts[why] = counts.get(why, 0) + 1

@@ -24,7 +24,7 @@ CONFIG = "cudamatrix.toml"
 KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries")
 # The keys of a tier a project may set (the others come from the default tier of that name).
 TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
-             "cutlass_python", "cutlass_torch")
+             "cutlass_python", "cutlass_torch", "host_compiler")
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ class CellResult:
             "library": self.cell.library,
             "library_version": self.cell.library_version,
             "runner": self.cell.runner,
+            "host_compiler": self.cell.host_compiler,
             "outcome": self.outcome,
             "stage": self.stage,
             "reached": self.reached,
@@ -105,7 +106,7 @@ class CellResult:
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
         cell = Cell(data["case"], data["variant"], data["toolkit"], data["arch"],
                     data["frontend"], data.get("library"), data.get("library_version"),
-                    data.get("runner", ""))
+                    data.get("runner", ""), data.get("host_compiler"))
         return cls(
             cell=cell,
             outcome=data["outcome"],

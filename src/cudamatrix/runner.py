@@ -61,6 +61,8 @@ class RunOptions:
     tier: str | None = None
     toolkits: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()
+    # nvcc's host compilers as an axis (--host-compiler), in place of the tier's list.
+    host_compilers: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
     # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
     cell_ids: tuple[str, ...] = ()
@@ -128,8 +130,10 @@ def make_plan(options: RunOptions) -> Plan:
     check_excludes(matrix, tier, all_cases)
     check_only(matrix, all_cases)
     cases = select_cases(all_cases, options.cases)
-    cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
-    removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs)
+    cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
+                   host_compilers=options.host_compilers)
+    removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
+                     host_compilers=options.host_compilers)
     if options.cell_ids:
         unknown = sorted(set(options.cell_ids) - {c.id for c in cells})
         if unknown:
@@ -228,7 +232,8 @@ class CellRunner:
                 versions.update({k: v for k, v in env.tool_versions.items()
                                  if k in ("nvcc", "nvcc_from", "host_compiler")})
             missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
-            if missing and not (variant.host_compiler and env.nvcc
+            named = variant.host_compiler or cell.host_compiler
+            if missing and not (named and env.nvcc
                                 and missing == env.nvcc_unusable):  # the case names its own
                 return [StageResult("compile", "unavailable", missing)], versions
             unknown = env.lacks_arch(cell.arch)
@@ -250,11 +255,12 @@ class CellRunner:
         if prebuilt is None:
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)
-        host = self.host_compiler(variant) if prebuilt is None else None
+        named = variant.host_compiler or cell.host_compiler
+        host = self.host_compiler(named) if prebuilt is None else None
         if isinstance(host, StageResult):
             return [host], versions
         if host:
-            versions["host_compiler"] = f"{variant.host_compiler} {host[1]}"
+            versions["host_compiler"] = f"{named} {host[1]}"
         options = dict(variant.options)
         if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
             options["cuda_path"] = str(self.envs.classic_root(env))
@@ -316,18 +322,19 @@ class CellRunner:
             options["cuda_home"] = str(self.envs.cuda_home(env))
         return options
 
-    def host_compiler(self, variant: Variant) -> tuple[str, str] | StageResult | None:
-        """The host compiler a variant names for nvcc (path, version), or why it cannot
-        have it here; None when it names none (the run's choice for the toolkit)."""
-        if not variant.host_compiler:
+    def host_compiler(self, name: str | None) -> tuple[str, str] | StageResult | None:
+        """The host compiler a variant or the tier's axis names for nvcc (path, version), or
+        why it cannot have it here; None when none is named (the run's choice for the
+        toolkit)."""
+        if not name:
             return None
         if self.envs.provider == "docker":
-            return StageResult("compile", "unavailable", "a case's own host compiler runs with "
+            return StageResult("compile", "unavailable", "a named host compiler runs with "
                                "the wheels or host provider: the toolkit images carry one GCC, "
-                               f"not {variant.host_compiler}")
-        found = installed_compiler(variant.host_compiler)
+                               f"not {name}")
+        found = installed_compiler(name)
         if found is None:
-            return StageResult("compile", "unavailable", f"no {variant.host_compiler} on this "
+            return StageResult("compile", "unavailable", f"no {name} on this "
                                "machine for nvcc's -ccbin (install it)")
         return found
 

@@ -23,7 +23,10 @@ _CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
 # Axes whose values are PEP 440 versions (everything but arch).
 VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl", "cutlass_python",
                 "cutlass_torch")
-WHEN_KEYS = ("arch", *VERSION_AXES)
+# nvcc's host compiler, by the program a case or tier names: g++-12, clang++-19, g++.
+HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
+NAME_AXES = ("host_compiler",)  # compared by name, not as versions
+WHEN_KEYS = ("arch", *VERSION_AXES, *NAME_AXES)
 # An expectation may also depend on the GPU a cell ran on (known only at run time).
 EXPECT_KEYS = (*WHEN_KEYS, "gpu_arch")
 ARCH_AXES = ("arch", "gpu_arch")
@@ -110,7 +113,10 @@ def version_matches(spec: str, version: str) -> bool:
 def check_specifier(key: str, spec: str | Sequence[str]) -> None:
     """Raise ValueError if `spec` can never be evaluated for axis `key`."""
     for one in [spec] if isinstance(spec, str) else spec:
-        if key in ARCH_AXES:
+        if key in NAME_AXES:
+            if not HOST_COMPILER.fullmatch(one):
+                raise ValueError(f"{one!r} is not a host compiler program (g++-12, clang++-19)")
+        elif key in ARCH_AXES:
             arch_matches(one, Arch.parse("sm_80"))
         else:
             version_matches(one, "1.0")
@@ -124,6 +130,8 @@ def axis_matches(key: str, spec: str | Sequence[str], value: str | None) -> bool
     if key in ARCH_AXES:
         arch = Arch.parse(value)
         return any(arch_matches(one, arch) for one in alternatives)
+    if key in NAME_AXES:
+        return value in alternatives
     return any(version_matches(one, value) for one in alternatives)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import cudamatrix
+from conftest import cudamatrix, write_case
 
 
 def test_the_host_compiler_a_case_names_is_the_one_nvcc_gets(tmp_path: Path) -> None:
@@ -30,3 +30,60 @@ def test_the_host_compiler_a_case_names_is_the_one_nvcc_gets(tmp_path: Path) -> 
     for cell_id, cell in again.cells().items():
         assert cell["outcome"] == cells[cell_id]["outcome"], cell_id
         assert cell["stages"][0]["details"].get("cache") == "hit", cell_id
+
+
+AXIS_CASE = """
+    title = "one kernel under every host compiler"
+    [[variant]]
+    name = "nvcc"
+    source = "k.cu"
+    frontend = "nvcc"
+    kernel = "axpy"
+      [[variant.expect]]
+      when = { toolkit = "<12.0", host_compiler = ["g++-12", "clang++-19"] }
+      outcome = "fail"
+      stage = "compile"
+      match = "unsupported (GNU|clang) version"
+      [[variant.expect]]
+      when = { toolkit = "<13.0", host_compiler = "clang++-19" }
+      outcome = "fail"
+      stage = "compile"
+      match = "unsupported clang version"
+    [[variant]]
+    name = "nvrtc"
+    source = "k.cu"
+    frontend = "nvrtc"
+    kernel = "axpy"
+"""
+AXPY = """extern "C" __global__ void axpy(float a, const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def test_the_host_compiler_is_an_axis_of_the_matrix(tmp_path: Path) -> None:
+    """--host-compiler (or a tier's host_compiler list) runs each nvcc cell once per
+    compiler; NVRTC cells, which run none, once; `when` selects by compiler."""
+    write_case(tmp_path / "corpus", "axpy", AXIS_CASE, {"k.cu": AXPY})
+    run = cudamatrix("run", "--corpus", str(tmp_path / "corpus"), "--case", "axpy",
+                     "--toolkit", "11.8", "--toolkit", "12.4", "--toolkit", "13.0",
+                     "--arch", "sm_80", "--host-compiler", "g++-11", "--host-compiler", "g++-12",
+                     "--host-compiler", "clang++-19", out=tmp_path / "out")
+    assert run.code == 0, run.output[-3000:]
+    cells = run.cells()
+    assert len(cells) == 9 + 3  # nvcc: 3 toolkits x 3 compilers; NVRTC: 3 toolkits
+    outcomes = {i: c["outcome"] for i, c in cells.items() if "/nvcc/" in i}
+    assert outcomes == {
+        "axpy/nvcc/11.8/sm_80/g++-11": "pass", "axpy/nvcc/11.8/sm_80/g++-12": "xfail",
+        "axpy/nvcc/11.8/sm_80/clang++-19": "xfail", "axpy/nvcc/12.4/sm_80/g++-11": "pass",
+        "axpy/nvcc/12.4/sm_80/g++-12": "pass", "axpy/nvcc/12.4/sm_80/clang++-19": "xfail",
+        "axpy/nvcc/13.0/sm_80/g++-11": "pass", "axpy/nvcc/13.0/sm_80/g++-12": "pass",
+        "axpy/nvcc/13.0/sm_80/clang++-19": "pass"}
+    assert "clang version must be less than 18" in cells["axpy/nvcc/12.4/sm_80/clang++-19"][
+        "message"]
+    assert cells["axpy/nvcc/13.0/sm_80/g++-11"]["host_compiler"] == "g++-11"
+    assert cells["axpy/nvcc/13.0/sm_80/g++-11"]["versions"]["host_compiler"].startswith(
+        "g++-11 11.")
+    glance = (tmp_path / "out" / "COMPATIBILITY.md").read_text()
+    assert "| toolkit · host compiler" in glance and "| 12.4 · clang++ 19 " in glance

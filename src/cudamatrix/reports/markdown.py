@@ -19,6 +19,7 @@ from ..versions import Arch
 from .glance import (
     UNEXPECTED,
     axis_rates,
+    host_compiler,
     likely_culprit,
     repro,
     support_matrix,
@@ -101,6 +102,8 @@ def row_label(cell: Cell) -> str:
     label = f"driver {cell.toolkit}" if cell.frontend == "audit" else cell.toolkit
     if cell.library:
         label += f" · {cell.library} {cell.library_version}"
+    if cell.host_compiler:
+        label += f" · {cell.host_compiler}"
     if cell.runner:
         label += f" · on {cell.runner}"
     return label
@@ -180,7 +183,8 @@ def glance_section(results: Sequence[CellResult]) -> list[str]:
              "What the builds really did across every case (runs / loads / builds, or the "
              "stage they fail at), and whether that is what the cases expect."
              + (" Host compiler `-`: a cell that ran none (NVRTC, CuPy)."
-                if "host compiler" in axes else ""), "",
+                if "host compiler" in axes and any(not host_compiler(r) for r in built)
+                else ""), "",
              tabulate(table, headers=[row_axes, *archs], tablefmt="github",
                       disable_numparse=True)]
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
