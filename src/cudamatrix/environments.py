@@ -20,23 +20,25 @@ from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
 from .providers.cuda_root import linked_cuda_root
-from .providers.debian import prepare_debian_nvcc, shared_cudart_dirs
 from .providers.docker import (
     BASE_TAG,
     CUDA_COMPAT_IN_IMAGE,
-    build_toolkit_image,
     engine,
     ensure_base_image,
     image_exists,
 )
-from .providers.host import prepare_host
-from .providers.host_compiler import choose_gcc, installed_compiler
 from .providers.sass_tools import prepare_sass_tools
+from .providers.toolkits import (
+    DockerToolkits,
+    HostToolkits,
+    ToolkitNotHere,
+    ToolkitProvider,
+    WheelsToolkits,
+)
 from .providers.wheels import (
     prepare_build_tools,
     prepare_library,
     prepare_library_source,
-    prepare_toolkit,
 )
 from .sources import Source, SourceSpec, fetch
 
@@ -87,20 +89,25 @@ class Environments:
         self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
-        self._host: Environment | str | None = None
+        self.toolkit_provider = self._toolkit_provider()
         self.sources: dict[str, Source | str] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
         self._lock = threading.Lock()
 
-    def _host_env(self) -> Environment | str:
-        if self._host is None:
-            try:
-                self._host = prepare_host()
-            except EnvironmentUnavailable as exc:
-                self._host = self.failures["host toolkit"] = str(exc)
-        return self._host
+    def _toolkit_provider(self) -> ToolkitProvider:
+        if self.provider == "docker":
+            return DockerToolkits(self.matrix, self.cache, self.containers, self.flavour,
+                                  self.docker_client, self.progress)
+        if self.provider == "host":
+            return HostToolkits()
+        return WheelsToolkits(self.matrix, self.cache, self.progress)
+
+    @property
+    def local(self) -> bool:
+        """Cells run on this machine, with its own programs (not in containers)."""
+        return self.toolkit_provider.local
 
     def docker_client(self) -> object:
         return engine()  # one connection per process, made when the provider was chosen
@@ -189,7 +196,7 @@ class Environments:
 
     def _make_clang(self, env: Environment) -> Environment:
         found = find_clang()
-        if self.provider == "docker":
+        if not self.local:
             made = replace(env, clang_unusable="the clang frontend runs with the wheels or host "
                                                "provider: the toolkit images carry no clang")
         elif found is None:
@@ -206,29 +213,6 @@ class Environments:
         self.toolkits[env.toolkit] = made
         return made
 
-    def _with_debian_nvcc(self, env: Environment, version: str) -> Environment | str:
-        """A wheels toolkit without nvcc gets Debian's nvcc of the same release, where the
-        matrix names one, and the host compiler that nvcc accepts."""
-        toolkit = self.matrix.toolkits.get(version)
-        if env.nvcc is not None or toolkit is None or toolkit.debian is None:
-            return env
-        self.progress.note(f"toolkit {version}: nvcc from Debian {toolkit.debian}'s "
-                           "nvidia-cuda-toolkit")
-        try:
-            got = prepare_debian_nvcc(toolkit.debian, version, self.cache, env.include_dirs,
-                                      env.library_dirs)
-        except (EnvironmentUnavailable, OSError) as exc:
-            return replace(env, nvcc_unusable=f"toolkit {version} (wheels) has no nvcc, and "
-                                              f"Debian {toolkit.debian}'s could not be had: {exc}")
-        host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)
-        tools = {**env.tool_versions, "nvcc": got.version, "nvcc_from": got.package}
-        if host:  # as a case's own is recorded: the program and its full version
-            found = installed_compiler(host)
-            tools["host_compiler"] = f"{Path(host).name} {found[1] if found else 'unknown'}"
-        return replace(env, nvcc=got.nvcc, tool_versions=tools, host_compiler=host,
-                       nvcc_unusable=why,
-                       library_dirs=(*env.library_dirs, *shared_cudart_dirs(env, self.cache)))
-
     def toolkit(self, version: str) -> Environment | str:
         """The environment, or the reason it could not be had."""
         with self._lock:
@@ -240,27 +224,12 @@ class Environments:
         started = time.monotonic()
         self.progress.note(f"preparing toolkit {version} ({self.provider})")
         result: Environment | str
-        if self.provider == "docker":
-            try:
-                image = build_toolkit_image(self.docker_client(), self.matrix, version,
-                                            self.cache, self.containers, self.flavour)
-                result = image.environment
-                self.progress.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
-            except EnvironmentUnavailable as exc:
-                result = self.failures[f"toolkit {version}"] = str(exc)
-        elif self.provider == "host":
-            host = self._host_env()
-            if isinstance(host, Environment) and host.toolkit != version:
-                result = f"the host provider has toolkit {host.toolkit} only"
-            else:
-                result = host
-        else:
-            try:
-                result = prepare_toolkit(self.matrix, version, self.cache)
-            except EnvironmentUnavailable as exc:
-                result = self.failures[f"toolkit {version}"] = str(exc)
-        if isinstance(result, Environment) and self.provider == "wheels":
-            result = self._with_debian_nvcc(result, version)
+        try:
+            result = self.toolkit_provider.toolkit(version)
+        except ToolkitNotHere as exc:  # a run's selection, not the user's to fix
+            result = str(exc)
+        except EnvironmentUnavailable as exc:
+            result = self.failures[f"toolkit {version}"] = str(exc)
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))

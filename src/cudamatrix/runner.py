@@ -293,7 +293,7 @@ class CellRunner:
                                    if k not in ("project", "requires")}
         if prebuilt:  # built elsewhere: its folder came with it
             return options
-        if self.envs.provider == "docker":
+        if not self.envs.local:
             return StageResult("compile", "unavailable", "the build frontend runs with the "
                                "wheels or host provider (--provider wheels)")
         spec = variant.build.get("project")
@@ -328,7 +328,7 @@ class CellRunner:
         toolkit)."""
         if not name:
             return None
-        if self.envs.provider == "docker":
+        if not self.envs.local:
             return StageResult("compile", "unavailable", "a named host compiler runs with "
                                "the wheels or host provider: the toolkit images carry one GCC, "
                                f"not {name}")

@@ -3,7 +3,8 @@
 ``wheels`` (the embedded default) installs each toolkit from PyPI wheels into a
 cache; ``docker`` builds an image per toolkit and runs the cells in it; ``host``
 uses the system toolkit (``$CUDA_HOME`` or ``/usr/local/cuda``). All hand back the
-same `Environment`, so stages never ask where it came from.
+same `Environment`, so stages never ask where it came from; each is a class behind one
+protocol (`toolkits.ToolkitProvider`), which also says whether cells run on this machine.
 """
 
 from __future__ import annotations
