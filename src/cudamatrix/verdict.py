@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .corpus import STAGES, Expectation, Variant
 from .diagnose import diagnose_stage
@@ -21,12 +21,13 @@ from .plan import Cell
 from .stages.logs import error_lines, warning_lines
 from .stages.result import StageResult
 
-OUTCOMES = ("pass", "xfail", "xpass", "fail", "error", "skip")
+Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: str
+    outcome: Outcome
     stage: str
     reached: str
     message: str

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .job import Job
+from .result import Status
 
 
 def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -28,7 +29,7 @@ def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     return rng.integers(low, high, size=shape).astype(dtype)
 
 
-def _compare(job: Job, arrays: dict[str, np.ndarray]) -> tuple[str, str, str, dict[str, Any]]:
+def _compare(job: Job, arrays: dict[str, np.ndarray]) -> tuple[Status, str, str, dict[str, Any]]:
     checks = job.run.get("check", {})
     rtol, atol = float(job.run.get("rtol", 1e-5)), float(job.run.get("atol", 1e-5))
     lines, worst = [], {}

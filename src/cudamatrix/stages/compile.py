@@ -28,7 +28,7 @@ from .job import Job
 from .limits import address_space_limit, run_tool
 from .logs import decisive_line, missing_include, resource_usage, warning_lines
 from .nvrtc import Nvrtc
-from .result import StageResult
+from .result import StageResult, Status
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ def _failure(job: Job, log: str, started: float, accident: str | None = None,
     if accident:
         return Build(StageResult("compile", "error", accident, log, time.monotonic() - started,
                                  {**details, "accident": accident}))
-    status, message = "failed", decisive_line(log)
+    status: Status = "failed"
+    message = decisive_line(log)
     header = missing_include(log)
     lacking = job.env.lacks_header(header) if header and job.env else None
     if lacking:

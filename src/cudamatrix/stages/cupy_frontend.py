@@ -18,7 +18,7 @@ from .flags import resolve_flags
 from .hang import enter_stage
 from .job import Job
 from .logs import decisive_line, decode
-from .result import StageResult
+from .result import Stage, StageResult
 
 
 def _options(job: Job) -> list[str]:
@@ -95,7 +95,7 @@ def cupy_stages(job: Job) -> list[StageResult]:
     except Exception as exc:  # CuPy raises CompileException, CUDADriverError, ...
         text = f"{type(exc).__name__}: {exc}"
         # A driver error here comes from linking/loading the image, after NVRTC succeeded.
-        stage = "load" if type(exc).__name__ == "CUDADriverError" else "compile"
+        stage: Stage = "load" if type(exc).__name__ == "CUDADriverError" else "compile"
         stages = []
         if stage == "load":
             stages.append(StageResult("compile", "ok", "", "", 0.0, details))

@@ -25,7 +25,10 @@ from ..versions import Arch, sass_runs_on
 from .checks import _compare, _rng_array
 from .hang import enter_stage
 from .job import Job
-from .result import StageResult
+from .result import Stage, StageResult, Status
+
+# What a device stage body says: its status, message, log and details.
+DeviceSaid = tuple[Status, str, str, dict[str, Any]]
 
 
 class DriverError(Exception):
@@ -55,7 +58,7 @@ def _device_arch(device: Any) -> Arch:
     return Arch.parse(f"sm_{major}{minor}")
 
 
-def _timed(stage: str, body: Callable[[], tuple[str, str, str, dict[str, Any]]]) -> StageResult:
+def _timed(stage: Stage, body: Callable[[], DeviceSaid]) -> StageResult:
     started = time.monotonic()
     try:
         status, message, log, details = body()
@@ -111,7 +114,7 @@ def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], lis
     return arrays, values, outputs
 
 
-def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> tuple[str, str, str, dict[str, Any]]:
+def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     name = (job.kernel or "").encode()
     function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
     arrays, values, outputs = _prepare_args(job, gpu)
@@ -137,7 +140,7 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> tuple[str, str, st
 
 
 def _call_host_entry(job: Job, gpu: GpuSession, library: ctypes.CDLL
-                     ) -> tuple[str, str, str, dict[str, Any]]:
+                     ) -> DeviceSaid:
     entry = getattr(library, job.kernel or "")
     entry.restype = ctypes.c_int
     arrays, values, outputs = _prepare_args(job, gpu)
@@ -158,7 +161,7 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
     modules: list[Any] = []
     libraries: list[ctypes.CDLL] = []
 
-    def load() -> tuple[str, str, str, dict[str, Any]]:
+    def load() -> DeviceSaid:
         gpu = GpuSession()
         gpu_holder.append(gpu)
         target = Arch.parse(job.arch)
@@ -203,7 +206,7 @@ def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
     if results[0].status != "ok" or not job.run or not job.kernel:
         return results
 
-    def run() -> tuple[str, str, str, dict[str, Any]]:
+    def run() -> DeviceSaid:
         gpu = gpu_holder[0]
         try:
             if libraries and not modules:

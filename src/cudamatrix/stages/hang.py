@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from .limits import read_bounded
-from .result import StageResult
+from .result import STAGE_NAMES, Stage, StageResult
 
 STAGE_FILE = "stage.txt"
 STACK_FILE = "stack.txt"
@@ -41,12 +41,12 @@ def arm_stack_dump(work: Path, timeout_s: float) -> IO[str]:
     return handle
 
 
-def stage_entered(work: Path, default: str = "compile") -> str:
+def stage_entered(work: Path, default: Stage = "compile") -> Stage:
     try:
         stage = (work / STAGE_FILE).read_text().strip()
     except OSError:
         return default
-    return stage if stage in ("compile", "inspect", "load", "run") else default
+    return next((s for s in STAGE_NAMES if s == stage), default)
 
 
 def innermost_frame(stack: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 # ok: the stage did its job. failed: the code under test was refused or wrong.
 # unsupported: the toolkit does not know the target arch (the cell is a skip).
@@ -11,13 +11,17 @@ from typing import Any
 # toolkit, no driver for CuPy): the cell is a skip, never a silent pass.
 # skipped: a later stage could not run here (no GPU). error: the tool or its
 # environment broke. timeout: past its time limit. crashed: the worker died.
-STATUSES = ("ok", "failed", "unsupported", "unavailable", "skipped", "error", "timeout", "crashed")
+Status = Literal["ok", "failed", "unsupported", "unavailable", "skipped", "error", "timeout",
+                 "crashed"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+Stage = Literal["compile", "inspect", "load", "run"]
+STAGE_NAMES: tuple[Stage, ...] = get_args(Stage)
 
 
 @dataclass(frozen=True)
 class StageResult:
-    stage: str
-    status: str
+    stage: Stage
+    status: Status
     message: str = ""
     log: str = ""
     seconds: float = 0.0
@@ -28,4 +32,9 @@ class StageResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageResult:
+        """A recorded stage (results.json, a cell file, a prebuilt folder): its stage and
+        status must be ones this tool knows, or the record is refused by name."""
+        if data.get("stage") not in STAGE_NAMES or data.get("status") not in STATUSES:
+            raise ValueError(f"not a stage record: stage {data.get('stage')!r}, "
+                             f"status {data.get('status')!r}")
         return cls(**data)
