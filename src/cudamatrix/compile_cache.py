@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .stages.cell_files import ARTIFACTS, COMPILE_RECORD
 from .stages.flags import include_folders
 from .stages.job import Job
 from .stages.result import StageResult
@@ -39,9 +40,8 @@ from .stages.result import StageResult
 # Bump when what a compile stage records or produces changes shape.
 CACHE_FORMAT = 3
 CACHEABLE = frozenset({"ok", "failed", "unsupported"})
-RECORD = "compile.json"
+RECORD = COMPILE_RECORD
 MANIFEST = "manifest.json"
-ARTIFACTS = ("kernel.ptx", "kernel.cubin", "libcase.so")
 # No artifact a compile stage makes comes near this: anything larger is not stored.
 MAX_ARTIFACT_BYTES = 1 << 30
 # Folders no compile reads that change on their own (Python's bytecode caches).

@@ -39,6 +39,7 @@ from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .providers.host_compiler import installed_compiler
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .sources import tree_digest
+from .stages.cell_files import COMPILE_RECORD, CUBIN, PTX
 from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
 from .stages.job import Job
@@ -206,7 +207,7 @@ class CellRunner:
         if self.options.prebuilt and cell.frontend not in self.options.compile_here:
             earlier = self.options.prebuilt / "artifacts" / cell.slug
             record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
-            if (earlier / "compile.json").exists():
+            if (earlier / COMPILE_RECORD).exists():
                 if earlier.resolve() != workdir.resolve():
                     shutil.rmtree(workdir, ignore_errors=True)
                     shutil.copytree(earlier, workdir)
@@ -358,8 +359,8 @@ class CellRunner:
             stages = [cached]
             if cached.status == "ok" and (job.artifacts or job.kernel):
                 stages.append(inspect_artifacts(
-                    job.artifacts, _found(workdir / "kernel.ptx"),
-                    _found(workdir / "kernel.cubin"),
+                    job.artifacts, _found(workdir / PTX),
+                    _found(workdir / CUBIN),
                     kernel=None if job.host_entry else job.kernel,
                     cuobjdump=job.env.cuobjdump if job.env else None))
         else:

@@ -32,13 +32,14 @@ from .providers.docker import (
     translate,
 )
 from .providers.environment import Environment
+from .stages.cell_files import JOB_FILE, RESULT_FILE
 from .stages.forkserver import OUTPUT_FILE
 from .stages.hang import innermost_frame, stack_of, stage_entered
 from .stages.job import Job
 from .stages.limits import read_bounded
 from .stages.logs import error_lines
 from .stages.result import StageResult
-from .stages.worker import PARENT_ENV, RESULT_FILE
+from .stages.worker import PARENT_ENV
 
 
 class ForkServer:
@@ -108,7 +109,7 @@ class Workers:
     def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
         if self.stopping:
             raise KeyboardInterrupt
-        job_file = job.work / "job.json"
+        job_file = job.work / JOB_FILE
         job_file.write_text(job.to_json())
         connection, pid = self._server(env).start_cell(job_file)
         with self._lock:
@@ -248,7 +249,7 @@ class DockerCells:
                 raise KeyboardInterrupt from None
             return [StageResult("compile", "error", str(exc))]
         inside = translate(job, self.mounts)
-        (job.work / "job.json").write_text(inside.to_json())
+        (job.work / JOB_FILE).write_text(inside.to_json())
         uid = self._take_uid() if os.geteuid() == 0 else None
         try:
             return self._exec(container, job, inside, uid)

@@ -38,14 +38,13 @@ from ..audit.facts import Module, UnreadableFile, fatbins, read_modules
 from ..audit.inputs import members
 from ..audit.predict import runs_on
 from ..versions import Arch, sass_runs_on
+from .cell_files import BUILD_SOURCE, COMPILE_RECORD
 from .hang import enter_stage, tool_timed_out
 from .job import Job
 from .limits import run_tool
 from .logs import decisive_line, error_lines, warning_lines
 from .result import StageResult
 
-SOURCE_FOLDER = "src"  # the project's copy inside the cell's folder
-BUILD_RECORD = "compile.json"
 # What a build command may name; every other {name} is left for the shell-free command.
 BUILD_PLACEHOLDERS = ("arch", "cuda_arch", "torch_arch", "gencode", "python", "cuda_home",
                       "nvcc", "cxx", "case")
@@ -180,7 +179,7 @@ def _outputs(root: Path, patterns: list[str]) -> list[Path]:
 def build(job: Job) -> StageResult:
     """The compile stage: the project copied, its commands run, its outputs found."""
     started = time.monotonic()
-    source = job.work / SOURCE_FOLDER
+    source = job.work / BUILD_SOURCE
     shutil.rmtree(source, ignore_errors=True)
     shutil.copytree(job.options["project"], source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git"))
@@ -293,7 +292,7 @@ def _test(job: Job, env: dict[str, str], source: Path) -> StageResult:
 def build_stages(job: Job) -> list[StageResult]:
     """Every stage of a build cell; a prebuilt cell (built on another machine) starts at
     its audit."""
-    record = job.work / BUILD_RECORD
+    record = job.work / COMPILE_RECORD
     enter_stage(job.work, "compile")
     if job.prebuilt:
         built = StageResult.from_dict(json.loads(record.read_text()))
@@ -306,7 +305,7 @@ def build_stages(job: Job) -> list[StageResult]:
     stages = [built]
     if built.status != "ok":
         return stages
-    source = job.work / SOURCE_FOLDER
+    source = job.work / BUILD_SOURCE
     enter_stage(job.work, "inspect")
     inspected, fatbinaries = audit_outputs(job, [source / p for p in built.details["outputs"]])
     stages.append(inspected)

@@ -22,8 +22,9 @@ from pathlib import Path
 from ..audit.facts import shipped_images
 from ..providers.environment import Environment
 from ..versions import Arch
+from .cell_files import CUBIN, LIBRARY, PTX, SCRIPT_STACK_FILE
 from .flags import resolve_flags, shown
-from .hang import SCRIPT_STACK_FILE, STACK_LEAD_S
+from .hang import STACK_LEAD_S
 from .job import Job
 from .limits import address_space_limit, run_tool
 from .logs import decisive_line, missing_include, resource_usage, warning_lines
@@ -77,7 +78,7 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
     """PTX built for NVRTC's default virtual arch, assembled for the cell's GPU by the
     toolkit's ptxas: what a driver would do with it when the case names no arch."""
     assert job.env is not None and job.env.ptxas is not None
-    cubin = job.work / "kernel.cubin"
+    cubin = job.work / CUBIN
     remaining = max(1.0, job.timeout - (time.monotonic() - started))
     # Run where the files are, so messages name kernel.ptx rather than a long path.
     command = [job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name]
@@ -112,10 +113,10 @@ def compile_nvrtc(job: Job) -> Build:
                                   "options": shown(options, job.env)}
     if not output.ok:
         return _failure(job, log, started, output.accident, **details)
-    ptx = job.work / "kernel.ptx"
+    ptx = job.work / PTX
     ptx.write_bytes(output.ptx)
     if output.cubin:
-        cubin = job.work / "kernel.cubin"
+        cubin = job.work / CUBIN
         cubin.write_bytes(output.cubin)
         return _compiled(job, log, started, details, ptx, cubin)
     return _ptxas(job, ptx, started, log, details)
@@ -133,8 +134,8 @@ def compile_nvcc(job: Job) -> Build:
     assert job.env is not None and job.env.nvcc is not None
     keep = job.work / "keep"
     keep.mkdir(parents=True, exist_ok=True)
-    cubin = job.work / "kernel.cubin"
-    library = job.work / "libcase.so"
+    cubin = job.work / CUBIN
+    library = job.work / LIBRARY
     # A host-entry case is built whole, as a shared library the run stage calls;
     # the PTX and cubin come out of the kept intermediate files either way.
     # Wheel toolkits keep libcudart_static.a where nvcc.profile does not look.
@@ -165,7 +166,7 @@ def compile_nvcc(job: Job) -> Build:
     if tool.code != 0:
         shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
         return _failure(job, full_log, started, tool.accident, **details)
-    ptx = job.work / "kernel.ptx"
+    ptx = job.work / PTX
     for pattern, target in (("*.ptx", ptx), ("*.cubin", cubin)):
         found = sorted(keep.glob(pattern))
         if found and not target.exists():
@@ -209,7 +210,7 @@ def compile_script(job: Job) -> Build:
             break
     if tool.code != 0:
         return _failure(job, log, started, tool.accident, **details)
-    ptx, cubin = job.work / "kernel.ptx", job.work / "kernel.cubin"
+    ptx, cubin = job.work / PTX, job.work / CUBIN
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)
 
@@ -222,7 +223,7 @@ def compile_clang(job: Job) -> Build:
     flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
     base = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
             f"--cuda-gpu-arch={Arch.parse(job.arch).name}", "--cuda-device-only", *flags]
-    cubin, ptx = job.work / "kernel.cubin", job.work / "kernel.ptx"
+    cubin, ptx = job.work / CUBIN, job.work / PTX
     logs: list[str] = []
     details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}
     for outputs in (["-c", "-Xcuda-ptxas", "-v", "-o", str(cubin)], ["-S", "-o", str(ptx)]):

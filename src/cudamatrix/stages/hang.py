@@ -15,13 +15,11 @@ import re
 from pathlib import Path
 from typing import IO
 
+from .cell_files import SCRIPT_STACK_FILE, STACK_FILE, STAGE_FILE
 from .limits import read_bounded
 from .result import STAGE_NAMES, Stage, StageResult
 
-STAGE_FILE = "stage.txt"
-STACK_FILE = "stack.txt"
 # A case script runs in a process of its own (pyscript.py): it writes its own stack here.
-SCRIPT_STACK_FILE = "script-stack.txt"
 # The watchdog fires this long before the cell's limit, so the stack is written before
 # any executor stops the process (a container's exec ends at the limit itself).
 STACK_LEAD_S = 2.0

@@ -18,6 +18,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from .cell_files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
 from .compile import Build
 from .frontends import frontend
 from .hang import arm_stack_dump, enter_stage, tool_timed_out
@@ -27,7 +28,6 @@ from .library_path import library_first
 from .limits import kill_running_tools
 from .result import StageResult
 
-RESULT_FILE = "stages.json"
 PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
 
@@ -60,12 +60,12 @@ def _die_with_parent(parent: int | None = None) -> None:
 def _prebuilt(job: Job) -> Build:
     """The compile stage of an earlier run (another machine's), with its artifacts."""
     folder = Path(job.prebuilt or "")
-    stage = StageResult.from_dict(json.loads((folder / "compile.json").read_text()))
+    stage = StageResult.from_dict(json.loads((folder / COMPILE_RECORD).read_text()))
 
     def found(name: str) -> Path | None:
         return folder / name if (folder / name).exists() else None
 
-    return Build(stage, found("kernel.ptx"), found("kernel.cubin"), found("libcase.so"))
+    return Build(stage, found(PTX), found(CUBIN), found(LIBRARY))
 
 
 def execute(job: Job) -> list[StageResult]:
@@ -87,7 +87,7 @@ def execute(job: Job) -> list[StageResult]:
     stages.append(build.result)
     if build.result.status != "ok":
         return stages
-    (job.work / "compile.json").write_text(json.dumps(build.result.to_dict()))
+    (job.work / COMPILE_RECORD).write_text(json.dumps(build.result.to_dict()))
     if job.artifacts or job.kernel:
         # An artifact failure decides the cell, but on a GPU the later stages still run:
         # what the bad build does there (a trap, a wrong result) is evidence worth keeping.
