@@ -233,9 +233,11 @@ class Environments:
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
-        if isinstance(result, Environment) and result.known_archs:
-            for said in self.matrix.arch_disagreements(version, result.known_archs):
-                self.progress.note(f"warning: {said}")
+        if isinstance(result, Environment):
+            for tool, accepted in (("ptxas", result.known_archs), ("NVRTC", result.nvrtc_archs)):
+                for said in self.matrix.arch_disagreements(version, accepted, tool) \
+                        if accepted else ():
+                    self.progress.note(f"warning: {said}")
         state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
         self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
         self.toolkits[version] = result

@@ -106,18 +106,22 @@ class Matrix:
     def arch_known(self, toolkit: str, arch: str) -> bool:
         return self.archs[arch].known_to(toolkit)
 
-    def arch_disagreements(self, toolkit: str, accepted: Sequence[str]) -> list[str]:
-        """Where a toolkit's own ptxas and this file's arch table (which prunes cells at
-        plan time) disagree: an arch kept that the toolkit refuses, or one pruned that it
-        builds. Said at run time, so a wrong row in the table never goes unseen."""
+    def arch_disagreements(self, toolkit: str, accepted: Sequence[str],
+                           tool: str = "ptxas") -> list[str]:
+        """Where a toolkit's own tool (its ptxas; its NVRTC, which names plain archs only)
+        and this file's arch table (which prunes cells at plan time) disagree: an arch kept
+        that the tool refuses, or one pruned that it builds. Said at run time, so a wrong
+        row in the table never goes unseen."""
         said = []
         for name, support in self.archs.items():
+            if tool != "ptxas" and support.arch.suffix:
+                continue
             if support.known_to(toolkit) and name not in accepted:
                 said.append(f"{self.path.name} keeps {name} for toolkit {toolkit}, whose "
-                            "ptxas refuses it")
+                            f"{tool} refuses it")
             elif not support.known_to(toolkit) and name in accepted:
                 said.append(f"{self.path.name} prunes {name} for toolkit {toolkit}, whose "
-                            "ptxas builds it")
+                            f"{tool} builds it")
         return said
 
     def wheel_requirements(self, toolkit: str) -> list[str]:

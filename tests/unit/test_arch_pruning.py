@@ -39,3 +39,13 @@ def test_the_table_is_checked_against_what_a_toolkits_ptxas_accepts() -> None:
     said = matrix.arch_disagreements("13.0", [a for a in accepted if a != "sm_110"] + ["sm_70"])
     assert said == ["matrix.toml prunes sm_70 for toolkit 13.0, whose ptxas builds it",
                     "matrix.toml keeps sm_110 for toolkit 13.0, whose ptxas refuses it"]
+
+
+def test_nvrtc_is_asked_too_for_the_plain_archs_it_can_name() -> None:
+    matrix = load_matrix(DEFAULT_MATRIX)
+    # CUDA 13.0's nvrtcGetSupportedArchs, as it answers (no a/f targets: it cannot say them).
+    nvrtc = ["sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103",
+             "sm_110", "sm_120", "sm_121"]
+    assert matrix.arch_disagreements("13.0", nvrtc, "NVRTC") == []
+    assert matrix.arch_disagreements("13.0", [a for a in nvrtc if a != "sm_75"], "NVRTC") == [
+        "matrix.toml keeps sm_75 for toolkit 13.0, whose NVRTC refuses it"]

@@ -32,6 +32,8 @@ class Environment:
     image: str | None = None
     # The real archs the toolkit's own ptxas accepts (empty: not known, nothing pruned).
     known_archs: tuple[str, ...] = ()
+    # The plain archs its NVRTC names (nvrtcGetSupportedArchs): the same question asked twice.
+    nvrtc_archs: tuple[str, ...] = ()
     # Public headers (tree.PUBLIC_HEADERS) that no include folder of this toolkit holds.
     missing_headers: tuple[str, ...] = ()
     # cuobjdump (nvdisasm beside it) for SASS checks: the toolkit's own, or the 13.x wheels'.
@@ -91,6 +93,7 @@ class Environment:
         data["include_dirs"] = tuple(data.get("include_dirs", ()))
         data["library_dirs"] = tuple(data.get("library_dirs", ()))
         data["known_archs"] = tuple(data.get("known_archs", ()))
+        data["nvrtc_archs"] = tuple(data.get("nvrtc_archs", ()))
         data["missing_headers"] = tuple(data.get("missing_headers", ()))
         return cls(**data)
 

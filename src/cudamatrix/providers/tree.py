@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def _first(paths: Iterator[Path]) -> Path | None:
 
 # Bump when what the reader finds changes: descriptions kept beside installed trees
 # by an older reader are then read again instead of trusted.
-TREE_READER_VERSION = 5
+TREE_READER_VERSION = 6
 
 # Files a package's include folder may hold that no kernel includes: the nvrtc and
 # nvvm wheels' own API headers, and the wheels' Python package markers.
@@ -98,6 +99,37 @@ def known_archs(ptxas: Path | None) -> tuple[str, ...]:
     return tuple(sorted(set(names), key=lambda n: (int(re.sub(r"\D", "", n)), n)))
 
 
+# Run in a process of its own per toolkit: two libnvrtc.so.12 of different releases share a
+# soname, and a second load in one process would answer with the first one's list.
+_NVRTC_ARCHS = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+count = ctypes.c_int()
+if lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)) != 0:
+    sys.exit(1)
+archs = (ctypes.c_int * count.value)()
+if lib.nvrtcGetSupportedArchs(archs) != 0:
+    sys.exit(1)
+print(" ".join(str(a) for a in archs))
+"""
+
+
+def nvrtc_archs(nvrtc: Path | None) -> tuple[str, ...]:
+    """The archs this toolkit's NVRTC says it supports (``nvrtcGetSupportedArchs``): plain
+    ``sm_XX`` only, as the call has no way to name ``a`` or ``f`` targets. A second
+    source beside ptxas's list, to check the matrix's arch table against."""
+    if nvrtc is None:
+        return ()
+    try:
+        said = subprocess.run([sys.executable, "-c", _NVRTC_ARCHS, str(nvrtc)],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    if said.returncode != 0:
+        return ()
+    return tuple(f"sm_{n}" for n in said.stdout.split() if n.isdigit())
+
+
 def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dict[str, str],
                           search: Path) -> Environment:
     """Find the compilers and headers in a toolkit tree (wheel layout or a classic install)."""
@@ -128,6 +160,7 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
         packages=packages,
         tool_versions=tool_versions,
         known_archs=known_archs(ptxas),
+        nvrtc_archs=nvrtc_archs(nvrtc),
         cuobjdump=str(cuobjdump) if cuobjdump else None,
         missing_headers=missing_headers(includes),
     )
