@@ -205,21 +205,10 @@ class CellRunner:
         workdir = self.options.out / "artifacts" / cell.slug
         prebuilt: Path | None = None
         if self.options.prebuilt and cell.frontend not in self.options.compile_here:
-            earlier = self.options.prebuilt / "artifacts" / cell.slug
-            record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
-            if (earlier / COMPILE_RECORD).exists():
-                if earlier.resolve() != workdir.resolve():
-                    shutil.rmtree(workdir, ignore_errors=True)
-                    shutil.copytree(earlier, workdir)
-                prebuilt = workdir
-                if record.exists():
-                    versions.update(json.loads(record.read_text()).get("versions", {}))
-            elif record.exists():  # it never compiled there: its stages are the whole story
-                data = json.loads(record.read_text())
-                return [StageResult.from_dict(s) for s in data["stages"]], data["versions"]
-            else:
-                return [StageResult("compile", "unavailable",
-                                    f"not built in {self.options.prebuilt}")], versions
+            imported = self.import_prebuilt(cell, workdir, versions)
+            if isinstance(imported, list):
+                return imported, versions
+            prebuilt = imported
         if cell.toolkit != BUNDLED and prebuilt is None:
             got = self.envs.toolkit(cell.toolkit)
             if isinstance(got, str):
@@ -285,6 +274,27 @@ class CellRunner:
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None)
         return job, versions
+
+    def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
+                        ) -> Path | list[StageResult]:
+        """The cell's folder from an earlier run (--prebuilt, another machine's compile),
+        copied into this run's, its versions recorded; or that run's stages, when it never
+        compiled there, or why it is not there."""
+        assert self.options.prebuilt is not None
+        earlier = self.options.prebuilt / "artifacts" / cell.slug
+        record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
+        if (earlier / COMPILE_RECORD).exists():
+            if earlier.resolve() != workdir.resolve():
+                shutil.rmtree(workdir, ignore_errors=True)
+                shutil.copytree(earlier, workdir)
+            if record.exists():
+                versions.update(json.loads(record.read_text()).get("versions", {}))
+            return workdir
+        if record.exists():  # it never compiled there: its stages are the whole story
+            data = json.loads(record.read_text())
+            versions.update(data["versions"])
+            return [StageResult.from_dict(s) for s in data["stages"]]
+        return [StageResult("compile", "unavailable", f"not built in {self.options.prebuilt}")]
 
     def build_options(self, variant: Variant, env: Environment | None, prebuilt: bool,
                       versions: dict[str, str]) -> dict[str, Any] | StageResult:
