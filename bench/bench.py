@@ -32,6 +32,7 @@ from pathlib import Path
 
 from cudamatrix.environments import Environments
 from cudamatrix.errors import EnvironmentUnavailable
+from cudamatrix.executors.local import Workers
 from cudamatrix.gpu import DeviceInfo
 from cudamatrix.plan import BUNDLED
 from cudamatrix.providers.docker import engine
@@ -39,7 +40,6 @@ from cudamatrix.runner import CellRunner, Progress, RunOptions, make_plan
 from cudamatrix.stages.compile import Build
 from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job
-from cudamatrix.workers import Workers
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_COLD_RATIO = 1.15

@@ -1,7 +1,7 @@
 """One matrix run: plan the cells, prepare environments, run every cell, keep every result.
 
 Cells run in worker processes (one each, here in its own process group or in its
-toolkit's container, under a time limit; see workers.py) from a thread pool sized
+toolkit's container, under a time limit; see executors/) from a thread pool sized
 to the cores, after the compile cache had its say. Each result is saved the moment
 it exists, so an interrupted run loses nothing it finished.
 """
@@ -31,6 +31,8 @@ from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S, JitifyWarmups
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .environments import Environments, choose_provider
 from .errors import UserError
+from .executors.containers import DockerCells
+from .executors.local import Workers, worker_env
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
@@ -45,7 +47,6 @@ from .stages.inspect import inspect_artifacts
 from .stages.job import Job
 from .stages.result import StageResult
 from .verdict import judge
-from .workers import DockerCells, Workers, worker_env
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.

@@ -12,12 +12,8 @@ import pytest
 docker = pytest.importorskip("docker")
 
 from cudamatrix.errors import EnvironmentUnavailable  # noqa: E402
-from cudamatrix.providers.docker import (  # noqa: E402
-    BASE_TAG,
-    CellContainer,
-    ensure_base_image,
-    leftover_containers,
-)
+from cudamatrix.executors.containers import CellContainer, leftover_containers  # noqa: E402
+from cudamatrix.providers.docker import BASE_TAG, ensure_base_image  # noqa: E402
 from cudamatrix.stages.frontends import frontend  # noqa: E402
 
 

@@ -1,4 +1,5 @@
-"""The docker provider: each toolkit in its own image, each cell run inside its container.
+"""The docker provider: each toolkit in its own image (its cells run in its container:
+executors/containers.py).
 
 Images are built locally through the docker SDK and tagged by a hash of everything
 that goes into them (Dockerfile, build arguments, the toolkit's exact packages,
@@ -10,16 +11,10 @@ reused. Two flavours:
   ``docker import`` when missing): needs no registry;
 - ``nvidia``: NVIDIA's pinned ``nvidia/cuda:<version>-devel`` images, for runners
   that can pull them (``containers/nvidia-images.toml``).
-
-A toolkit's container runs for the whole run (``sleep`` up to the per-container time
-limit) with no network, a read-only root file system and corpus, a non-root user,
-memory and process limits, and GPUs only when the run has one; each cell is a
-``docker exec`` of the cell worker under the cell's own time limit.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -27,32 +22,24 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentUnavailable, UserError
 from ..matrix import Matrix
-from ..stages.job import Job
 from ..tomlfile import load_toml
-from .environment import Environment, LibraryEnvironment
+from .environment import Environment
 from .wheels import prepare_toolkit
 
 BASE_TAG = "cudamatrix/base:bookworm"
 BASE_PACKAGES = "python3,python3-packaging,g++"
 IMAGE_REPOSITORY = "cudamatrix/toolkit"
-LABEL = "org.cudamatrix.run"  # "<pid>-<start time>" of the run that owns a container
-HOST_LABEL = "org.cudamatrix.host"
 CELL_UID = 10001
 TOOLKIT_IN_IMAGE = "/opt/cudamatrix/toolkit"
 PYTHON_IN_IMAGE = "/opt/cudamatrix/python"
 WORK_IN_IMAGE = "/work"
 CUDA_COMPAT_IN_IMAGE = "/usr/local/cuda/compat"  # where NVIDIA's devel images keep cuda-compat
-DEFAULT_MEMORY = "8g"
-DEFAULT_PIDS = 1024
 DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
 
 
@@ -207,172 +194,3 @@ def _nvidia_image(client: Any, toolkit: str, cache: Path, containers: Path) -> T
         shutil.copy2(dockerfile, Path(folder) / "Dockerfile")
         _build(client, Path(folder), tag, buildargs, toolkit, network="default")
     return ToolkitImage(tag, environment, built=True)
-
-
-@dataclass(frozen=True)
-class Mount:
-    host: str
-    image: str
-    writable: bool = False
-
-
-class CellContainer:
-    """One toolkit's running container; cells are exec'ed into it, one process each."""
-
-    def __init__(self, client: Any, image: str, mounts: Sequence[Mount], run_id: str, *,
-                 gpu: bool = False, memory: str = DEFAULT_MEMORY, pids: int = DEFAULT_PIDS,
-                 lifetime_s: float = DEFAULT_CONTAINER_TIMEOUT_S) -> None:
-        import docker
-        from docker.types import DeviceRequest
-
-        self.client, self.image, self.mounts = client, image, tuple(mounts)
-        # Root on the host would mean root in the container: cells get a user of their own.
-        self.user = f"{CELL_UID}:{CELL_UID}" if os.geteuid() == 0 \
-            else f"{os.getuid()}:{os.getgid()}"
-        requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpu else []
-        name = f"cudamatrix-{run_id}-{_digest(image)[:8]}"
-        try:
-            self.container = client.containers.run(
-                image, ["sleep", str(int(lifetime_s))], name=name, detach=True,
-                network_mode="none", read_only=True, user=self.user,
-                tmpfs={"/tmp": "rw,exec,nosuid,size=4g"}, mem_limit=memory, pids_limit=pids,
-                security_opt=["no-new-privileges"], cap_drop=["ALL"],
-                volumes={m.host: {"bind": m.image, "mode": "rw" if m.writable else "ro"}
-                         for m in self.mounts},
-                environment={"PYTHONPATH": PYTHON_IN_IMAGE, "HOME": "/tmp"},
-                labels={LABEL: run_id, HOST_LABEL: os.uname().nodename},
-                device_requests=requests, working_dir="/tmp")
-        except docker.errors.APIError as exc:
-            # A failed start (no GPU runtime: exit 125 "could not select device driver")
-            # leaves the container Created: remove it before saying why.
-            _remove_named(client, name)
-            raise EnvironmentUnavailable(
-                f"container for {image} did not start: {exc.explanation or exc}") from None
-
-    def exec_worker(self, job_path: str, timeout: float, environment: dict[str, str],
-                    user: str | None = None) -> tuple[int, str]:
-        """Run one cell's worker, as `user` (uid:gid) when given; (exit status, output).
-        Status 137 means it was killed."""
-        command = ["timeout", "-s", "KILL", str(int(timeout) + 1), "python3", "-m",
-                   "cudamatrix.stages.worker", job_path]
-        result = self.container.exec_run(command, user=user or self.user, workdir="/tmp",
-                                         environment=environment)
-        output = result.output.decode(errors="replace") if result.output else ""
-        return int(result.exit_code if result.exit_code is not None else -1), output
-
-    def stop(self) -> None:
-        import docker
-
-        with contextlib.suppress(docker.errors.APIError):
-            self.container.remove(force=True)
-
-
-def _remove_named(client: Any, name: str) -> None:
-    import docker
-
-    with contextlib.suppress(docker.errors.APIError):
-        client.containers.get(name).remove(force=True)
-
-
-def leftover_containers(client: Any, run_id: str | None = None) -> list[Any]:
-    """Containers a run started (all runs' when `run_id` is None), in any state."""
-    label = LABEL if run_id is None else f"{LABEL}={run_id}"
-    return list(client.containers.list(all=True, filters={"label": label}))
-
-
-def translate(job: Job, mounts: Sequence[Mount]) -> Job:
-    """The job with every host path rewritten to where its mount puts it in the container."""
-    ordered = sorted(mounts, key=lambda m: len(m.host), reverse=True)
-
-    def inside(path: str) -> str:
-        for mount in ordered:
-            if path == mount.host or path.startswith(mount.host + "/"):
-                return mount.image + path[len(mount.host):]
-        return path
-
-    library = job.library
-    if library is not None:
-        library = LibraryEnvironment(
-            library.name, library.version, inside(library.root),
-            tuple(inside(p) for p in library.include_dirs),
-            tuple(inside(p) for p in library.python_path), library.packages)
-    env = job.env
-    if env is not None and env.cuobjdump:
-        env = replace(env, cuobjdump=inside(env.cuobjdump))
-    return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
-                   env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None)
-
-
-def remove_orphans(client: Any) -> list[str]:
-    """Remove containers of runs on this host that died without cleaning up (SIGKILL).
-
-    A run's id starts with its process id; a container whose run is gone would go on
-    compiling into folders that a resumed run is about to reuse.
-    """
-    removed = []
-    host = os.uname().nodename
-    for container in leftover_containers(client):
-        pid = str(container.labels.get(LABEL, "")).split("-")[0]
-        if container.labels.get(HOST_LABEL) != host or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # that run is alive
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-            removed.append(str(container.name))
-    return removed
-
-
-class ContainerPool:
-    """The run's containers, one per image, started on first use and all removed at the end."""
-
-    def __init__(self, client: Any, mounts: Sequence[Mount], run_id: str, *, gpu: bool,
-                 lifetime_s: float) -> None:
-        remove_orphans(client)
-        self.client, self.mounts, self.run_id = client, tuple(mounts), run_id
-        self.gpu, self.lifetime_s = gpu, lifetime_s
-        self._containers: dict[str, CellContainer | str] = {}
-        self._lock = threading.Lock()
-        self.closed = False
-
-    def get(self, image: str) -> CellContainer:
-        with self._lock:
-            if self.closed:
-                raise EnvironmentUnavailable("the run is stopping: no new containers")
-            if image not in self._containers:
-                try:
-                    self._containers[image] = CellContainer(
-                        self.client, image, self.mounts, self.run_id, gpu=self.gpu,
-                        lifetime_s=self.lifetime_s)
-                except EnvironmentUnavailable as exc:
-                    self._containers[image] = str(exc)
-            found = self._containers[image]
-        if isinstance(found, str):
-            raise EnvironmentUnavailable(found)
-        return found
-
-    def __iter__(self) -> Iterator[CellContainer]:
-        return iter(c for c in self._containers.values() if isinstance(c, CellContainer))
-
-    def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            started = [c for c in self._containers.values() if isinstance(c, CellContainer)]
-            self._containers.clear()
-        for container in started:
-            container.stop()
-        # Whatever of this run is still there (a removal the engine refused while an exec
-        # was ending): ask again, by label, a few times.
-        for _ in range(5):
-            left = leftover_containers(self.client, self.run_id)
-            if not left:
-                return
-            for container in left:
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
-            time.sleep(0.5)

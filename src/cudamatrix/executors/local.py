@@ -1,0 +1,164 @@
+"""Cells as processes of this machine, forked from a warm server per environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..providers.environment import Environment
+from ..stages.cell_files import JOB_FILE
+from ..stages.forkserver import OUTPUT_FILE
+from ..stages.job import Job
+from ..stages.limits import read_bounded
+from ..stages.result import StageResult
+from ..stages.worker import PARENT_ENV
+from .outcome import collect_stages, timed_out
+
+
+class ForkServer:
+    """One warm worker parent for one worker environment (see stages/forkserver.py)."""
+
+    def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
+        self.socket_path = str(folder / f"server-{number}.sock")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cudamatrix.stages.forkserver", self.socket_path],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            self.stop()
+            raise RuntimeError(f"cell worker server did not start: {ready}"
+                               f"{self.process.stdout.read()[-2000:]}")
+
+    def start_cell(self, job_file: Path) -> tuple[socket.socket, int]:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(60)
+        connection.connect(self.socket_path)
+        connection.sendall(f"{job_file}\n".encode())
+        return connection, int(_read_line(connection))
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def _read_line(connection: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(64)
+        if not chunk:
+            raise ConnectionError("cell worker server closed the connection")
+        data += chunk
+    return data.decode().strip()
+
+
+class Workers:
+    """Cell worker processes: each cell a process of its own, in a process group of its own
+    (so a timeout kills its compilers), forked from a warm server per environment."""
+
+    def __init__(self) -> None:
+        self._running: set[int] = set()
+        self._servers: dict[tuple[str, str], ForkServer] = {}
+        self._lock = threading.Lock()
+        # UNIX socket paths must stay under ~100 bytes: a long $TMPDIR falls back to /tmp.
+        folder = tempfile.mkdtemp(prefix="cudamatrix-workers-")
+        if len(folder) > 80 and os.path.isdir("/tmp"):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = tempfile.mkdtemp(prefix="cm-", dir="/tmp")
+        self._folder = Path(folder)
+        self.stopping = False
+
+    def _server(self, env: dict[str, str]) -> ForkServer:
+        key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))
+        with self._lock:
+            if self.stopping:
+                raise KeyboardInterrupt
+            if key not in self._servers:
+                self._servers[key] = ForkServer(env, self._folder, len(self._servers))
+            return self._servers[key]
+
+    def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
+        if self.stopping:
+            raise KeyboardInterrupt
+        job_file = job.work / JOB_FILE
+        job_file.write_text(job.to_json())
+        connection, pid = self._server(env).start_cell(job_file)
+        with self._lock:
+            self._running.add(pid)
+        try:
+            connection.settimeout(job.timeout + 15)
+            try:
+                code = int(_read_line(connection))
+                killed = False
+            except TimeoutError:
+                self._kill(pid)
+                connection.settimeout(30)
+                code, killed = int(_read_line(connection)), True
+        finally:
+            connection.close()
+            with self._lock:
+                self._running.discard(pid)
+        output_file = job.work / OUTPUT_FILE
+        output = read_bounded(output_file).strip()
+        if killed:
+            return [timed_out(job, output)]
+        if code != 0 and self.stopping:
+            raise KeyboardInterrupt
+        how = (f"killed by {signal.Signals(-code).name}" if code < 0
+               else f"exited with status {code}")
+        return collect_stages(job, code, how, output)
+
+    @staticmethod
+    def _kill(pid: int) -> None:
+        """Stop a cell: SIGTERM lets its worker end the compilers it runs (each in a group
+        of its own); whatever is left of its group is killed a moment later."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def stop_all(self) -> None:
+        self.stopping = True
+        with self._lock:
+            for pid in list(self._running):
+                self._kill(pid)
+
+    def close(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.stop()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+
+def worker_env(env: Environment | None) -> dict[str, str]:
+    variables = dict(os.environ)
+    variables[PARENT_ENV] = str(os.getpid())
+    if env is not None and env.nvrtc:  # loaded once by the warm server, not per cell
+        variables["CUDAMATRIX_PRELOAD"] = env.nvrtc
+    folders = list(env.library_dirs if env else ())
+    if variables.get("LD_LIBRARY_PATH"):
+        folders.append(variables["LD_LIBRARY_PATH"])
+    if folders:
+        variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
+    return variables
