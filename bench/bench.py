@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cudamatrix.environments import Environments
 from cudamatrix.errors import EnvironmentUnavailable
-from cudamatrix.executors.local import Workers
+from cudamatrix.executors.local import LocalExecutor
 from cudamatrix.gpu import DeviceInfo
 from cudamatrix.plan import BUNDLED
 from cudamatrix.providers.docker import engine
@@ -102,7 +102,7 @@ def _compile(job: Job) -> Build:
 def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
     """The tier's compiler invocations, called directly; returns wall seconds and the count."""
     plan = make_plan(options)
-    runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), Workers())
+    runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), LocalExecutor())
     jobs: list[Job] = []
     for cell in sorted(plan.cells, key=lambda c: c.frontend != "cutlass"):
         job, _ = runner.job_for(cell, plan.variant(cell))

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
+from .executors import Executor
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
@@ -23,12 +24,14 @@ from .providers.cuda_root import linked_cuda_root
 from .providers.docker import (
     BASE_TAG,
     CUDA_COMPAT_IN_IMAGE,
+    DEFAULT_CONTAINER_TIMEOUT_S,
     engine,
     ensure_base_image,
     image_exists,
 )
 from .providers.sass_tools import prepare_sass_tools
 from .providers.toolkits import (
+    CellSite,
     DockerToolkits,
     HostToolkits,
     ToolkitNotHere,
@@ -83,9 +86,12 @@ class Environments:
     """Toolkit and library environments, prepared once per run and shared by every cell."""
 
     def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Notes,
-                 containers: Path = CONTAINERS, flavour: str = "wheels") -> None:
+                 containers: Path = CONTAINERS, flavour: str = "wheels", *,
+                 container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S,
+                 cuda_compat: bool = False) -> None:
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
         self.containers, self.flavour = containers, flavour
+        self.container_timeout, self.cuda_compat = container_timeout, cuda_compat
         self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
@@ -99,7 +105,8 @@ class Environments:
     def _toolkit_provider(self) -> ToolkitProvider:
         if self.provider == "docker":
             return DockerToolkits(self.matrix, self.cache, self.containers, self.flavour,
-                                  self.docker_client, self.progress)
+                                  self.docker_client, self.progress, base_image=self.base_image,
+                                  lifetime_s=self.container_timeout, compat=self.cuda_compat)
         if self.provider == "host":
             return HostToolkits()
         return WheelsToolkits(self.matrix, self.cache, self.progress)
@@ -108,6 +115,10 @@ class Environments:
     def local(self) -> bool:
         """Cells run on this machine, with its own programs (not in containers)."""
         return self.toolkit_provider.local
+
+    def executor(self, site: CellSite) -> Executor:
+        """What runs the cells: the provider's executor."""
+        return self.toolkit_provider.executor(site)
 
     def docker_client(self) -> object:
         return engine()  # one connection per process, made when the provider was chosen

@@ -31,14 +31,14 @@ from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S, JitifyWarmups
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .environments import Environments, choose_provider
 from .errors import UserError
-from .executors.containers import DockerCells
-from .executors.local import Workers, worker_env
+from .executors import Executor
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .providers.host_compiler import installed_compiler
+from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .sources import tree_digest
 from .stages.cell_files import COMPILE_RECORD, CUBIN, PTX
@@ -176,14 +176,13 @@ def _found(path: Path) -> Path | None:
 
 class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
-                 workers: Workers, started: float | None = None) -> None:
+                 executor: Executor, started: float | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
-        self.device, self.workers = device, workers
+        self.device, self.executor = device, executor
         self.cache = CompileCache(options.cache, enabled=options.compile_cache)
         # The run's limit counts from its start, set-up included: a CI job's own limit does.
         begun = time.monotonic() if started is None else started
         self.deadline = (begun + options.run_timeout) if options.run_timeout else None
-        self.docker: DockerCells | None = None
         self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
                              else default_cell_memory(options.jobs))
         self.warmups = JitifyWarmups(options.cache, options.out, options.jitify_warmup_timeout,
@@ -388,7 +387,7 @@ class CellRunner:
 
     def execute(self, job: Job) -> list[StageResult]:
         """A worker runs the job: in the cell's container, or as a process here."""
-        return self.docker.run(job) if self.docker else self.workers.run(job, worker_env(job.env))
+        return self.executor.run(job)
 
     def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
         """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""
@@ -506,7 +505,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
                                                 options.cuda_compat, progress)
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
-                        options.docker_flavour)
+                        options.docker_flavour, container_timeout=options.container_timeout,
+                        cuda_compat=options.cuda_compat)
     todo = [c for c in plan.cells if c.id not in done]
     compiled_here = [c for c in todo
                      if not options.prebuilt or c.frontend in options.compile_here]
@@ -514,19 +514,14 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
                           key=lambda v: tuple(int(p) for p in v.split("."))):
         envs.toolkit(toolkit)
-    workers = Workers()
-    runner = CellRunner(plan, options, envs, device, workers, started)
-    if provider == "docker":
-        runner.docker = DockerCells(
-            envs.docker_client(), out=options.out, cache=options.cache, corpus=options.corpus,
-            base_image=envs.base_image, gpu=device.present,
-            lifetime_s=options.container_timeout, compat=options.cuda_compat)
+    executor = envs.executor(CellSite(options.out, options.corpus, device.present))
+    runner = CellRunner(plan, options, envs, device, executor, started)
     results = list(done.values())
     progress.start(len(plan.cells))
     for result in results:
         progress.cell_done(result)
 
-    unwritten = _run_pool(todo, runner, workers, options, progress, on_result, results)
+    unwritten = _run_pool(todo, runner, executor, options, progress, on_result, results)
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
@@ -544,7 +539,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     return info, results
 
 
-def _run_pool(todo: Sequence[Cell], runner: CellRunner, workers: Workers, options: RunOptions,
+def _run_pool(todo: Sequence[Cell], runner: CellRunner, executor: Executor, options: RunOptions,
               progress: Progress, on_result: Callable[[CellResult], None] | None,
               results: list[CellResult]) -> list[str]:
     """Run the cells on a thread pool, saving each result as it comes; the cells the run
@@ -598,17 +593,13 @@ def _run_pool(todo: Sequence[Cell], runner: CellRunner, workers: Workers, option
         # against a stopped worker pool and reports that as its result.
         for future in futures:
             future.cancel()
-        workers.stop_all()
-        if runner.docker:
-            runner.docker.stop()
+        executor.stop()
         pool.shutdown(wait=True, cancel_futures=True)
-        workers.close()
+        executor.close()
         progress.finish()
         raise
     pool.shutdown(wait=True)
-    workers.close()
-    if runner.docker:
-        runner.docker.close()
+    executor.close()
     progress.finish()
     return unwritten
 

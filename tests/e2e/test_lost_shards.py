@@ -70,9 +70,9 @@ def test_the_run_timeout_counts_from_the_start_of_the_run(tmp_path: Path) -> Non
     options = RunOptions(run_timeout=60)
     plan = make_plan(options)
     begun_long_ago = time.monotonic() - 61  # set-up took longer than the whole limit
-    runner = CellRunner(plan, options, envs=None, device=None, workers=None,  # type: ignore[arg-type]
+    runner = CellRunner(plan, options, envs=None, device=None, executor=None,  # type: ignore[arg-type]
                         started=begun_long_ago)
     assert runner.out_of_time()
-    fresh = CellRunner(plan, options, envs=None, device=None, workers=None,  # type: ignore[arg-type]
+    fresh = CellRunner(plan, options, envs=None, device=None, executor=None,  # type: ignore[arg-type]
                        started=time.monotonic())
     assert not fresh.out_of_time()

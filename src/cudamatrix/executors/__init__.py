@@ -1,4 +1,34 @@
 """Where a cell's worker runs: a process of its own here, or a `docker exec` in its
 toolkit's container. Either way the worker writes its stages to the cell's folder and
 the run reads them back, so a crash, a hang or an interrupted run costs one cell.
+
+The run holds one `Executor`, given by its toolkit provider (providers/toolkits.py):
+the runner never asks which kind it has.
 """
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..stages.job import Job
+from ..stages.result import StageResult
+
+
+class Executor(Protocol):
+    """Runs cell workers: one job at a time per call, many calls at once from the run's
+    threads."""
+
+    def run(self, job: Job) -> list[StageResult]:
+        """The job's stages, as its worker recorded them; a worker that crashed, was
+        killed or ran past the job's limit gives one stage saying so. Raises
+        KeyboardInterrupt once `stop` was called."""
+        ...
+
+    def stop(self) -> None:
+        """The run is interrupted: end the running cells (their compilers with them) and
+        refuse new ones."""
+        ...
+
+    def close(self) -> None:
+        """The run is over: release servers, containers and folders."""
+        ...

@@ -24,7 +24,7 @@ from ..providers.docker import (
     DEFAULT_CONTAINER_TIMEOUT_S,
     PYTHON_IN_IMAGE,
     WORK_IN_IMAGE,
-    _digest,
+    content_digest,
 )
 from ..providers.environment import LibraryEnvironment
 from ..stages.cell_files import JOB_FILE
@@ -59,7 +59,7 @@ class CellContainer:
         self.user = f"{CELL_UID}:{CELL_UID}" if os.geteuid() == 0 \
             else f"{os.getuid()}:{os.getgid()}"
         requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpu else []
-        name = f"cudamatrix-{run_id}-{_digest(image)[:8]}"
+        name = f"cudamatrix-{run_id}-{content_digest(image)[:8]}"
         try:
             self.container = client.containers.run(
                 image, ["sleep", str(int(lifetime_s))], name=name, detach=True,
@@ -211,7 +211,7 @@ class ContainerPool:
 MAX_CELL_UIDS = 256
 
 
-class DockerCells:
+class ContainerExecutor:
     """Runs cell workers inside the run's toolkit containers (the docker provider)."""
 
     def __init__(self, client: Any, *, out: Path, cache: Path, corpus: Sequence[Path],

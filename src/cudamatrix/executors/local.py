@@ -63,7 +63,7 @@ def _read_line(connection: socket.socket) -> str:
     return data.decode().strip()
 
 
-class Workers:
+class LocalExecutor:
     """Cell worker processes: each cell a process of its own, in a process group of its own
     (so a timeout kills its compilers), forked from a warm server per environment."""
 
@@ -88,9 +88,10 @@ class Workers:
                 self._servers[key] = ForkServer(env, self._folder, len(self._servers))
             return self._servers[key]
 
-    def run(self, job: Job, env: dict[str, str]) -> list[StageResult]:
+    def run(self, job: Job) -> list[StageResult]:
         if self.stopping:
             raise KeyboardInterrupt
+        env = worker_env(job.env)
         job_file = job.work / JOB_FILE
         job_file.write_text(job.to_json())
         connection, pid = self._server(env).start_cell(job_file)
@@ -135,7 +136,7 @@ class Workers:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
 
-    def stop_all(self) -> None:
+    def stop(self) -> None:
         self.stopping = True
         with self._lock:
             for pid in list(self._running):

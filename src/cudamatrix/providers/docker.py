@@ -97,7 +97,7 @@ def ensure_base_image(client: Any, tag: str = BASE_TAG,
     return str(client.images.get(tag).id)
 
 
-def _digest(*parts: object) -> str:
+def content_digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -131,7 +131,7 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
     host = prepare_toolkit(matrix, toolkit, cache)
     base_id = ensure_base_image(client)
     buildargs = {"BASE": BASE_TAG, "TOOLKIT": toolkit, "CELL_UID": str(CELL_UID)}
-    key = _digest(dockerfile.read_text(), buildargs, host.packages, base_id)
+    key = content_digest(dockerfile.read_text(), buildargs, host.packages, base_id)
     tag = f"{IMAGE_REPOSITORY}:{toolkit}-wheels-{key[:12]}"
 
     def inside(path: str) -> str:  # the tree is copied whole to TOOLKIT_IN_IMAGE
@@ -180,7 +180,7 @@ def _nvidia_image(client: Any, toolkit: str, cache: Path, containers: Path) -> T
             f"containers/nvidia-images.toml pins no NVIDIA image for toolkit {toolkit}")
     dockerfile = containers / "Dockerfile.nvidia"
     buildargs = {"IMAGE": table[toolkit], "TOOLKIT": toolkit, "CELL_UID": str(CELL_UID)}
-    key = _digest(dockerfile.read_text(), buildargs)
+    key = content_digest(dockerfile.read_text(), buildargs)
     tag = f"{IMAGE_REPOSITORY}:{toolkit}-nvidia-{key[:12]}"
     major = toolkit.split(".")[0]
     environment = Environment(

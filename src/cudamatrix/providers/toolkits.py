@@ -1,20 +1,24 @@
 """Where a run's toolkits come from: one class per provider behind one protocol.
 
 The run asks a provider for a toolkit by version and gets an `Environment`, or an
-`EnvironmentUnavailable` saying why not; whether the run's cells then execute on this
-machine or in containers (`local`) is the provider's fact too, so the features that need
-this machine's own programs (a named host compiler, clang, a project's build tools) ask
-it instead of comparing provider names.
+`EnvironmentUnavailable` saying why not; it asks the provider for the executor its cells
+run on, too (processes here, or its toolkits' containers). Whether cells execute on this
+machine (`local`) is the provider's fact, so the features that need this machine's own
+programs (a named host compiler, clang, a project's build tools) ask it instead of
+comparing provider names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import EnvironmentUnavailable
+from ..executors import Executor
+from ..executors.containers import ContainerExecutor
+from ..executors.local import LocalExecutor
 from ..matrix import Matrix
 from .debian import prepare_debian_nvcc, shared_cudart_dirs
 from .docker import build_toolkit_image
@@ -33,6 +37,16 @@ class Notes(Protocol):
     def note(self, text: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class CellSite:
+    """What an executor needs of the run: the folder cells write to, the case folders
+    they read, and whether they may use the GPU."""
+
+    out: Path
+    corpus: tuple[Path, ...]
+    gpu: bool
+
+
 class ToolkitProvider(Protocol):
     """A source of toolkits: ``wheels``, ``host`` or ``docker``."""
 
@@ -44,12 +58,25 @@ class ToolkitProvider(Protocol):
         """The toolkit `version`, prepared; EnvironmentUnavailable when it cannot be."""
         ...
 
+    def executor(self, site: CellSite) -> Executor:
+        """What runs the cells of this provider's toolkits."""
+        ...
 
-class WheelsToolkits:
+
+class _LocalCells:
+    """Cells as processes of this machine (the wheels and host providers)."""
+
+    local = True
+
+    def executor(self, site: CellSite) -> Executor:
+        return LocalExecutor()
+
+
+class WheelsToolkits(_LocalCells):
     """NVIDIA's PyPI wheels, installed into the cache; nvcc from Debian's archive for the
     releases whose wheels carry none and Debian packages (11.8, 12.4)."""
 
-    name, local = "wheels", True
+    name = "wheels"
 
     def __init__(self, matrix: Matrix, cache: Path, notes: Notes) -> None:
         self.matrix, self.cache, self.notes = matrix, cache, notes
@@ -81,10 +108,10 @@ class WheelsToolkits:
                        library_dirs=(*env.library_dirs, *shared_cudart_dirs(env, self.cache)))
 
 
-class HostToolkits:
+class HostToolkits(_LocalCells):
     """The toolkit installed on this machine ($CUDA_HOME or /usr/local/cuda): one version."""
 
-    name, local = "host", True
+    name = "host"
 
     def __init__(self) -> None:
         self._found: Environment | EnvironmentUnavailable | None = None
@@ -108,12 +135,22 @@ class DockerToolkits:
     name, local = "docker", False
 
     def __init__(self, matrix: Matrix, cache: Path, containers: Path, flavour: str,
-                 client: Callable[[], object], notes: Notes) -> None:
+                 client: Callable[[], object], notes: Notes, *,
+                 base_image: Callable[[], str | None], lifetime_s: float,
+                 compat: bool) -> None:
         self.matrix, self.cache, self.containers, self.flavour = matrix, cache, containers, flavour
         self.client, self.notes = client, notes  # the engine's client, asked for on first use
+        # The image of cells without a toolkit; how long a container lives; NVIDIA's
+        # forward-compatibility libraries first on the library path.
+        self.base_image, self.lifetime_s, self.compat = base_image, lifetime_s, compat
 
     def toolkit(self, version: str) -> Environment:
         image = build_toolkit_image(self.client(), self.matrix, version, self.cache,
                                     self.containers, self.flavour)
         self.notes.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
         return image.environment
+
+    def executor(self, site: CellSite) -> Executor:
+        return ContainerExecutor(self.client(), out=site.out, cache=self.cache,
+                                 corpus=site.corpus, base_image=self.base_image, gpu=site.gpu,
+                                 lifetime_s=self.lifetime_s, compat=self.compat)

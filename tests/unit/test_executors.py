@@ -1,0 +1,76 @@
+"""The local executor against a toy frontend (no compiler): what a cell's worker did
+comes back as its stages, whether it finished, crashed or printed, and a stopped
+executor starts nothing more (a hung one: tests/e2e/test_hang.py, as it takes its limit
+plus the grace the worker has to say where it was)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.executors import Executor
+from cudamatrix.executors.local import LocalExecutor
+from cudamatrix.stages.job import Job
+
+TOY = '''
+import os, signal, sys
+from cudamatrix.stages.frontends import Frontend, register
+from cudamatrix.stages.result import StageResult
+
+
+def stages(job):
+    what = job.options["do"]
+    if what == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if what == "talk":
+        print("error: the toy kernel said no", file=sys.stderr, flush=True)
+        return [StageResult("compile", "failed", "toy compile failed")]
+    return [StageResult("compile", "ok", "", f"built {job.cell_id}")]
+
+
+register(Frontend("toy-executor", stages=stages, toolkit_free=True, cached=False))
+'''
+
+
+@pytest.fixture
+def executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "toy_executor.py").write_text(TOY)
+    monkeypatch.setenv("CUDAMATRIX_FRONTENDS", "toy_executor")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "plugins"))
+    made: Executor = LocalExecutor()
+    yield made
+    made.close()
+
+
+def _job(tmp_path: Path, what: str) -> Job:
+    work = tmp_path / what
+    work.mkdir()
+    return Job(cell_id=f"toy/{what}", arch="sm_80", source=str(tmp_path), frontend="toy-executor",
+               workdir=str(work), timeout=60, options={"do": what}, gpu_stages=False)
+
+
+def test_finished_worker_gives_its_stages(executor: Executor, tmp_path: Path) -> None:
+    stages = executor.run(_job(tmp_path, "ok"))
+    assert [(s.stage, s.status) for s in stages] == [("compile", "ok")]
+    assert stages[0].log == "built toy/ok"
+
+
+def test_what_a_worker_printed_joins_its_last_stage(executor: Executor, tmp_path: Path) -> None:
+    stages = executor.run(_job(tmp_path, "talk"))
+    assert stages[-1].status == "failed"
+    assert "the toy kernel said no" in stages[-1].message
+    assert "--- process output ---" in stages[-1].log
+
+
+def test_crashed_worker_is_one_crashed_stage(executor: Executor, tmp_path: Path) -> None:
+    stages = executor.run(_job(tmp_path, "crash"))
+    assert [(s.stage, s.status) for s in stages] == [("compile", "crashed")]
+    assert stages[0].message == "cell worker killed by SIGSEGV"
+
+
+def test_stopped_executor_starts_nothing(executor: Executor, tmp_path: Path) -> None:
+    executor.stop()
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(_job(tmp_path, "ok"))
