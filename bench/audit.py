@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cudamatrix.audit.facts import fatbins
 from cudamatrix.audit.inputs import resolve
-from cudamatrix.runner import default_cache
+from cudamatrix.options import default_cache
 
 REPO = Path(__file__).resolve().parents[1]
 WHEELS = {"bitsandbytes==0.50.2": 5.0, "vllm==0.11.0": None}

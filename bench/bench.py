@@ -34,9 +34,10 @@ from cudamatrix.environments import Environments
 from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.executors.local import LocalExecutor
 from cudamatrix.gpu import DeviceInfo
+from cudamatrix.options import RunOptions
 from cudamatrix.plan import BUNDLED
 from cudamatrix.providers.docker import engine
-from cudamatrix.runner import CellRunner, Progress, RunOptions, make_plan
+from cudamatrix.runner import CellRunner, Progress, make_plan
 from cudamatrix.stages.compile import Build
 from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job

@@ -34,6 +34,7 @@ from .defaults import CONTAINERS, KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
+from .options import RunOptions, default_cache
 from .project import CONFIG, find_project, init_project
 from .providers import PROVIDERS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
@@ -42,7 +43,7 @@ from .reports import write_reports
 from .reports.github import publish
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
-from .runner import RunOptions, default_cache, execute, exit_status, make_plan
+from .runner import execute, exit_status, make_plan
 from .versions import HOST_COMPILER
 
 

@@ -27,16 +27,15 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .compile_cache import CompileCache, compile_key
 from .corpus import Case, Variant, load_corpus, select_cases
-from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S, JitifyWarmups
-from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
+from .cupy_warmup import JitifyWarmups
 from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
+from .options import RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
-from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .providers.host_compiler import installed_compiler
 from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
@@ -48,68 +47,8 @@ from .stages.job import Job
 from .stages.result import StageResult
 from .verdict import judge
 
-DEFAULT_CELL_TIMEOUT_S = 300.0
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    matrix: Path = DEFAULT_MATRIX
-    # A project's tables laid over the matrix file (cudamatrix.toml's tiers).
-    matrix_overrides: dict[str, Any] = field(default_factory=dict)
-    corpus: tuple[Path, ...] = (KNOWN_BUGS,)
-    out: Path = Path("reports/latest")
-    tier: str | None = None
-    toolkits: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()
-    # nvcc's host compilers as an axis (--host-compiler), in place of the tier's list.
-    host_compilers: tuple[str, ...] = ()
-    cases: tuple[str, ...] = ()
-    # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
-    cell_ids: tuple[str, ...] = ()
-    provider: str = "auto"
-    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
-    cache: Path = field(default_factory=lambda: default_cache())
-    cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
-    # Address space per compiler process; None: the machine's memory shared by the jobs.
-    cell_memory_gib: float | None = None
-    run_timeout: float | None = None
-    shard: tuple[int, int] | None = None
-    resume: bool = False
-    gpu: bool = True
-    runner_label: str = ""
-    prebuilt: Path | None = None
-    # With --prebuilt, the frontends compiled on this machine all the same: CuPy always
-    # compiles through the driver; the CuTe DSL script may be run here to launch too.
-    compile_here: tuple[str, ...] = ("cupy",)
-    compile_cache: bool = True
-    containers: Path = CONTAINERS
-    docker_flavour: str = "wheels"
-    container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
-    # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
-    # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
-    cuda_compat: bool = False
-    # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
-    jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
-
-
-def default_cell_memory(jobs: int) -> int:
-    """Bytes of address space one cell's compiler may take: the machine's memory shared by
-    the cells running at once, 4 to 16 GiB. A bound, so that ``#include "/dev/zero"`` or a
-    runaway template ends its own cell, not the machine."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 16 << 30
-    return int(min(16 << 30, max(4 << 30, total // max(1, jobs))))
-
-
-def default_cache() -> Path:
-    if os.environ.get("CUDAMATRIX_CACHE"):
-        return Path(os.environ["CUDAMATRIX_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "cudamatrix"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from conftest import cudamatrix, write_case
-from cudamatrix.runner import CellRunner, RunOptions, make_plan
+from cudamatrix.options import RunOptions
+from cudamatrix.runner import CellRunner, make_plan
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """
