@@ -29,15 +29,21 @@ from . import __version__
 from .baseline import compare, load_baseline, settle_xpass
 from .ci import github_matrix
 from .corpus import Case, load_corpus
-from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S
-from .defaults import CONTAINERS, KNOWN_BUGS
+from .defaults import KNOWN_BUGS
 from .errors import UserError
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
-from .options import RunOptions, default_cache
+from .options import (
+    CACHE_ENV,
+    DOCKER_FLAVOURS,
+    PROVIDER_ENV,
+    RUNNER_LABEL_ENV,
+    RunOptions,
+    default,
+    default_cache,
+)
 from .project import CONFIG, find_project, init_project
 from .providers import PROVIDERS
-from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
@@ -136,30 +142,31 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("folder", type=Path, nargs="?", default=Path("."))
     run = commands.add_parser("run", help="run the matrix and write the reports")
     _add_selection(run)
-    run.add_argument("--out", type=Path, default=Path("reports/latest"),
+    run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
     run.add_argument("--provider", choices=("auto", *PROVIDERS),
-                     default=os.environ.get("CUDAMATRIX_PROVIDER", "auto"),
+                     default=default("provider"),
                      help="where toolkits come from: docker where an engine and the base image "
-                          "are ready, else wheels (auto, the default); $CUDAMATRIX_PROVIDER")
-    run.add_argument("--containers", type=Path, default=CONTAINERS,
+                          f"are ready, else wheels (auto, the default); ${PROVIDER_ENV}")
+    run.add_argument("--containers", type=Path, default=default("containers"),
                      help="the Dockerfiles of the docker provider (default: %(default)s)")
-    run.add_argument("--docker-flavour", choices=("wheels", "nvidia"), default="wheels",
+    run.add_argument("--docker-flavour", choices=DOCKER_FLAVOURS,
+                     default=default("docker_flavour"),
                      help="toolkit images from PyPI wheels on a local Debian base (no registry "
                           "needed), or from NVIDIA's pinned CUDA images")
     run.add_argument("--cuda-compat", action="store_true",
                      help="with NVIDIA's images, run on the forward-compatibility libraries "
                           "(a newer toolkit on an older driver); label the runner apart")
-    run.add_argument("--container-timeout", type=_seconds, default=DEFAULT_CONTAINER_TIMEOUT_S,
+    run.add_argument("--container-timeout", type=_seconds, default=default("container_timeout"),
                      help="seconds a toolkit container may live (default: %(default)s)")
-    run.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+    run.add_argument("--jobs", "-j", type=int, default=default("jobs"),
                      help="cells run in parallel (default: the number of cores)")
-    run.add_argument("--cache", type=Path, help="where environments are kept "
-                     "(default: $CUDAMATRIX_CACHE or ~/.cache/cudamatrix)")
-    run.add_argument("--cell-timeout", type=_seconds, default=300.0,
+    run.add_argument("--cache", type=Path, default=None, help="where environments are kept "
+                     f"(default: ${CACHE_ENV} or ~/.cache/cudamatrix)")
+    run.add_argument("--cell-timeout", type=_seconds, default=default("cell_timeout"),
                      help="seconds one cell may take (default: %(default)s)")
     run.add_argument("--jitify-warmup-timeout", type=_seconds,
-                     default=DEFAULT_WARMUP_TIMEOUT_S,
+                     default=default("jitify_warmup_timeout"),
                      help="seconds CuPy's one-time Jitify warm-up may take; done once per "
                           "CuPy version and toolkit for the run's jitify cells, which share "
                           "its time-out (default: %(default)s)")
@@ -179,9 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "another machine) and do the load and run stages here")
     run.add_argument("--compile-here", action="append", default=None, metavar="FRONTEND",
                      help="with --prebuilt, frontends still compiled on this machine "
-                          "(repeatable; default: cupy)")
-    run.add_argument("--runner-label", default=os.environ.get("CUDAMATRIX_RUNNER_LABEL", ""),
-                     help="the driver/runner label this machine was promised")
+                          f"(repeatable; default: {', '.join(default('compile_here'))})")
+    run.add_argument("--runner-label", default=default("runner_label"),
+                     help="the driver/runner label this machine was promised "
+                          f"(${RUNNER_LABEL_ENV})")
     validate = commands.add_parser("validate", help="check the matrix and the corpus")
     _add_selection(validate)
     listing = commands.add_parser("list", help="print the cells a run would have")
@@ -318,20 +326,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """`cudamatrix run`'s options from its arguments (each default from options.py)."""
     extra: dict[str, object] = dict(
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
         cell_memory_gib=args.cell_memory,
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
-        compile_here=tuple(args.compile_here or ("cupy",)),
+        compile_here=tuple(args.compile_here or default("compile_here")),
         containers=args.containers, docker_flavour=args.docker_flavour,
         container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,
         jitify_warmup_timeout=args.jitify_warmup_timeout)
     if args.cache:
         extra["cache"] = args.cache
-    options = _options(args, **extra)
+    return _options(args, **extra)
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    options = run_options(args)
     interactive = console.is_terminal and not os.environ.get("CI")
     progress = RichProgress(console) if interactive else PlainProgress()
     # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.

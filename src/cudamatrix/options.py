@@ -1,10 +1,11 @@
-"""A run's options and their defaults, in one place: the command line, the benchmark and
-the tests all start from `RunOptions`."""
+"""A run's options and their defaults, in one place: the command line takes its defaults
+from here (`default`), and the benchmark and the tests start from `RunOptions` as well,
+so a default, or the environment variable that sets it, cannot differ between them."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,11 @@ from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
+# The environment variables that set a default (a CI runner's label, its provider).
+PROVIDER_ENV = "CUDAMATRIX_PROVIDER"
+RUNNER_LABEL_ENV = "CUDAMATRIX_RUNNER_LABEL"
+CACHE_ENV = "CUDAMATRIX_CACHE"
+DOCKER_FLAVOURS = ("wheels", "nvidia")
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class RunOptions:
     cases: tuple[str, ...] = ()
     # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
     cell_ids: tuple[str, ...] = ()
-    provider: str = "auto"
+    provider: str = field(default_factory=lambda: os.environ.get(PROVIDER_ENV, "auto"))
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     cache: Path = field(default_factory=lambda: default_cache())
     cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
@@ -40,7 +46,7 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     resume: bool = False
     gpu: bool = True
-    runner_label: str = ""
+    runner_label: str = field(default_factory=lambda: os.environ.get(RUNNER_LABEL_ENV, ""))
     prebuilt: Path | None = None
     # With --prebuilt, the frontends compiled on this machine all the same: CuPy always
     # compiles through the driver; the CuTe DSL script may be run here to launch too.
@@ -56,6 +62,17 @@ class RunOptions:
     jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
 
 
+def default(name: str) -> Any:
+    """The default of the option `name`, as a `RunOptions()` made now would have it."""
+    found = {f.name: f for f in fields(RunOptions)}.get(name)
+    if found is None:
+        raise KeyError(f"no run option {name!r}")
+    if found.default is not MISSING:
+        return found.default
+    assert found.default_factory is not MISSING
+    return found.default_factory()
+
+
 def default_cell_memory(jobs: int) -> int:
     """Bytes of address space one cell's compiler may take: the machine's memory shared by
     the cells running at once, 4 to 16 GiB. A bound, so that ``#include "/dev/zero"`` or a
@@ -68,7 +85,7 @@ def default_cell_memory(jobs: int) -> int:
 
 
 def default_cache() -> Path:
-    if os.environ.get("CUDAMATRIX_CACHE"):
-        return Path(os.environ["CUDAMATRIX_CACHE"])
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "cudamatrix"

@@ -33,7 +33,7 @@ from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, probe
 from .matrix import Matrix, Tier, load_matrix
-from .options import RunOptions, default_cell_memory
+from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
 from .providers.host_compiler import installed_compiler
@@ -400,7 +400,7 @@ def execute(options: RunOptions, progress: Progress,
         probe_file.unlink()
     except OSError as exc:
         raise UserError(f"{options.cache}: cache folder is not writable ({exc.strerror}); "
-                        "give another with --cache or $CUDAMATRIX_CACHE") from None
+                        f"give another with --cache or ${CACHE_ENV}") from None
     lock = lock_output(out)
     try:
         return _execute(options, plan, progress, on_result, started_at, started)
