@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,15 +59,25 @@ def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) 
             path.write_text(content)
 
 
+# The machine's cache, as the run would find it before any test points it elsewhere.
+SHARED_CACHE = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
+# What a test's own cache shares with every other test, by link: downloads, each checked
+# against its hashes when it is prepared (toolkit and library wheels, Debian's packages,
+# build tools, sdists, upstream sources). Everything else (compiled cells, CuPy's kernel
+# cache, the links a run lays out) is the test's own, so no test's verdict comes from
+# what another left in the cache.
+SHARED_DOWNLOADS = ("toolkits", "tools", "libraries", "debian", "clang", "build-tools",
+                    "sources", "audit-wheels", "realworld", "downloads")
+
+
 def private_cache(root: Path) -> Path:
-    """A compile cache of its own under `root`, sharing the prepared toolkits and tools
-    (used read-only) by link: a test can inspect or damage its entries alone."""
-    shared = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
+    """A cache of its own under `root` sharing the prepared downloads by link: a test can
+    inspect or damage its compile cache alone."""
     own = root / "cache"
     own.mkdir()
-    for name in ("toolkits", "tools"):
-        if (shared / name).exists():
-            (own / name).symlink_to(shared / name)
+    for name in SHARED_DOWNLOADS:
+        (SHARED_CACHE / name).mkdir(parents=True, exist_ok=True)
+        (own / name).symlink_to(SHARED_CACHE / name)
     return own
 
 
@@ -82,6 +93,38 @@ def chromium() -> str:
     if found is None:
         pytest.skip("no Chromium here: apt-get install chromium (`nox -s tests` does, as root)")
     return found
+
+
+def _end_to_end(path: Path) -> bool:
+    return path.is_relative_to(REPO / "tests" / "e2e")
+
+
+# Each end-to-end test runs with a cache folder of its own (the downloads shared by link),
+# and so does each module's shared run (a module-scoped fixture): `cudamatrix` and the
+# tool's code in the test process both read $CUDAMATRIX_CACHE, so no verdict a test checks
+# can come from a compile another test left in the cache.
+@pytest.fixture(scope="module", autouse=True)
+def module_cache(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+    """The cache of the module's shared fixtures (made before them: autouse goes first)."""
+    if not _end_to_end(Path(request.path)):
+        yield None
+        return
+    cache = private_cache(tmp_path_factory.mktemp("module-cache"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUDAMATRIX_CACHE", str(cache))
+        yield cache
+
+
+@pytest.fixture(autouse=True)
+def own_cache(module_cache: Path | None, request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory,
+              monkeypatch: pytest.MonkeyPatch) -> Path | None:
+    if module_cache is None:
+        return None
+    cache = private_cache(tmp_path_factory.mktemp("test-cache"))
+    monkeypatch.setenv("CUDAMATRIX_CACHE", str(cache))
+    return cache
 
 
 @pytest.fixture
