@@ -74,3 +74,22 @@ def test_stopped_executor_starts_nothing(executor: Executor, tmp_path: Path) -> 
     executor.stop()
     with pytest.raises(KeyboardInterrupt):
         executor.run(_job(tmp_path, "ok"))
+
+
+def test_container_paths_are_found_through_a_linked_cache(tmp_path: Path) -> None:
+    """A cache folder reached through a link (the e2e tests' own caches, ~/.cache on another
+    disk) is mounted by its real path: the job's paths must still land inside the mount."""
+    from cudamatrix.executors.containers import Mount, translate
+    from cudamatrix.providers.environment import LibraryEnvironment
+
+    real = tmp_path / "disk" / "libraries"
+    (real / "cute_dsl-4.8.1").mkdir(parents=True)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "libraries").symlink_to(real)
+    linked = tmp_path / "cache" / "libraries" / "cute_dsl-4.8.1"
+    job = Job(cell_id="c", arch="sm_80", source=str(tmp_path), frontend="nvrtc",
+              workdir=str(tmp_path), timeout=1,
+              library=LibraryEnvironment("cute_dsl", "4.8.1", str(linked), (), (str(linked),)))
+    inside = translate(job, [Mount(str(real.resolve()), "/work/libraries")])
+    assert inside.library is not None
+    assert inside.library.python_path == ("/work/libraries/cute_dsl-4.8.1",)

@@ -110,13 +110,16 @@ def leftover_containers(client: Any, run_id: str | None = None) -> list[Any]:
 
 
 def translate(job: Job, mounts: Sequence[Mount]) -> Job:
-    """The job with every host path rewritten to where its mount puts it in the container."""
+    """The job with every host path rewritten to where its mount puts it in the container.
+    Mounts name resolved folders, so a path is matched as given and resolved: a cache
+    reached through a link (~/.cache on another disk) is still found in its mount."""
     ordered = sorted(mounts, key=lambda m: len(m.host), reverse=True)
 
     def inside(path: str) -> str:
-        for mount in ordered:
-            if path == mount.host or path.startswith(mount.host + "/"):
-                return mount.image + path[len(mount.host):]
+        for candidate in dict.fromkeys((path, os.path.realpath(path))):
+            for mount in ordered:
+                if candidate == mount.host or candidate.startswith(mount.host + "/"):
+                    return mount.image + candidate[len(mount.host):]
         return path
 
     library = job.library
