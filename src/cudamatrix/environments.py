@@ -241,6 +241,9 @@ class Environments:
             result = str(exc)
         except EnvironmentUnavailable as exc:
             result = self.failures[f"toolkit {version}"] = str(exc)
+        except OSError as exc:  # the cache cannot hold it (a file in the way, a full disk)
+            result = self.failures[f"toolkit {version}"] = \
+                f"{exc.strerror or exc}: {exc.filename or self.cache}"
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))

@@ -110,6 +110,19 @@ def test_an_unwritable_cache_is_named(tmp_path: Path) -> None:
     _one_line_error(run, str(cache), "cache folder is not writable")
 
 
+def test_a_toolkit_folder_the_cache_cannot_hold_is_named(tmp_path: Path) -> None:
+    """A file where the cache keeps its toolkits: the toolkit cannot be prepared (an
+    OSError, not an EnvironmentUnavailable), which ended the run in a traceback."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "toolkits").write_text("a file where a folder should be")
+    run = _run(_corpus(tmp_path), tmp_path / "out", "--cache", str(cache))
+    line = _one_line_error(run, "toolkit 12.4 could not be prepared", "toolkits")
+    assert "File exists" in line or "Not a directory" in line, line
+    cell = run.cells()["one/v/12.4/sm_80"]
+    assert cell["outcome"] == "error" and "toolkits" in cell["message"]
+
+
 def test_markup_in_messages_is_printed_as_written(tmp_path: Path) -> None:
     corpus = tmp_path / "c"
     write_case(corpus, "one", CASE.format(extra=""),
