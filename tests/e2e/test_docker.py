@@ -14,7 +14,6 @@ docker = pytest.importorskip("docker")
 from cudamatrix.errors import EnvironmentUnavailable  # noqa: E402
 from cudamatrix.executors.containers import CellContainer, leftover_containers  # noqa: E402
 from cudamatrix.providers.docker import BASE_TAG, ensure_base_image  # noqa: E402
-from cudamatrix.stages.frontends import frontend  # noqa: E402
 
 
 def _engine():
@@ -106,22 +105,13 @@ def test_same_verdicts_from_wheels_and_docker(run_cli, tmp_path: Path) -> None:
                          out=tmp_path / "docker", timeout=3000)
     assert docker_run.code == wheels.code == 0, docker_run.output[-3000:]
     assert docker_run.results["run"]["provider"] == "docker"
-    # Debian's nvcc (11.8, 12.4) serves the wheels provider only: those nvcc cells build
-    # there and are skips in the wheels image, saying so; every other verdict is equal.
-    debian = {v for v, t in wheels.results["run"]["toolkits"].items()
-              if "nvcc_from" in t["tool_versions"]}
-    assert debian == {"12.4"}
-
-    def nvcc_by_debian(cell_id: str, cell: dict) -> bool:
-        return cell["toolkit"] in debian and "nvcc" in frontend(cell["frontend"]).needs
-
-    for cell_id, cell in docker_run.cells().items():
-        if nvcc_by_debian(cell_id, cell):
-            assert cell["outcome"] == "skip" and "has no nvcc" in cell["message"]
-    assert ({k: v for k, v in _verdicts(docker_run).items()
-             if not nvcc_by_debian(k, docker_run.cells()[k])}
-            == {k: v for k, v in _verdicts(wheels).items()
-                if not nvcc_by_debian(k, wheels.cells()[k])})
+    # Debian's nvcc serves 12.4 in both: here unpacked, there inside the image.
+    for run in (wheels, docker_run):
+        assert run.results["run"]["toolkits"]["12.4"]["tool_versions"]["nvcc_from"] \
+            .startswith("nvidia-cuda-toolkit 12.4.131")
+    assert _verdicts(docker_run) == _verdicts(wheels)
+    assert any(c["toolkit"] == "12.4" and c["frontend"] in ("nvcc", "cutlass")
+               and c["outcome"] == "pass" for c in docker_run.cells().values())
     built = [c for c in docker_run.cells().values() if c["stage"] != "compile"
              or c["outcome"] == "pass"]
     assert built  # cells really compiled in there: their jobs name paths inside the image
@@ -230,3 +220,35 @@ def test_sass_checks_run_inside_containers(run_cli, tmp_path: Path) -> None:
     cell = run.cells()["fma/v/13.0/sm_80"]
     assert cell["outcome"] == "pass", cell["message"]
     assert [s["status"] for s in cell["stages"][:2]] == ["ok", "ok"]
+
+
+NVCC_KERNEL = 'extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+
+
+def test_debian_nvcc_builds_inside_the_wheels_images(run_cli, tmp_path: Path) -> None:
+    """Issue 12, point 2's container half: the 11.8 and 12.4 images carry Debian's nvcc
+    (their wheels have none), built with the base image's g++ 11 and 12 (nvcc 11.8
+    refuses GCC 12); the cells compile in there and say which nvcc and GCC built them."""
+    corpus = tmp_path / "cases" / "twice"
+    corpus.mkdir(parents=True)
+    (corpus / "k.cu").write_text(NVCC_KERNEL)
+    (corpus / "case.toml").write_text(
+        'title = "an nvcc kernel"\n[[variant]]\nname = "v"\nsource = "k.cu"\n'
+        'frontend = "nvcc"\nkernel = "twice"\n')
+    run = run_cli("run", "--corpus", str(tmp_path / "cases"), "--case", "twice", "--toolkit",
+                  "11.8", "--toolkit", "12.4", "--arch", "sm_80", "--provider", "docker",
+                  "--no-compile-cache",
+                  out=tmp_path / "out", timeout=3000)
+    assert run.code == 0, run.output[-3000:]
+    for toolkit, nvcc, suite, gcc in (("11.8", "11.8.89", "bookworm", 11),
+                                      ("12.4", "12.4.131", "trixie", 12)):
+        cell = run.cells()[f"twice/v/{toolkit}/sm_80"]
+        assert cell["outcome"] == "pass", cell["message"]
+        assert cell["versions"]["nvcc"] == nvcc
+        assert cell["versions"]["nvcc_from"].endswith(f"({suite})")
+        assert cell["versions"]["host_compiler"] == f"g++-{gcc} (image)"
+        job = json.loads(next((tmp_path / "out" / "artifacts").glob(f"twice*{toolkit}*/job.json"))
+                         .read_text())
+        assert job["env"]["nvcc"].startswith("/opt/cudamatrix/debian/")
+        assert job["env"]["host_compiler"] == f"/usr/bin/g++-{gcc}"
+        assert f"-ccbin /usr/bin/g++-{gcc}" in cell["stages"][0]["log"]

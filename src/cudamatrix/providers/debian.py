@@ -31,12 +31,14 @@ KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 PACKAGE = "nvidia-cuda-toolkit"
 INDEX = "non-free/binary-amd64/Packages.xz"
 MARKER = "cudamatrix-debian.json"
+DEBIAN_NVCC_BIN = "usr/lib/nvidia-cuda-toolkit/bin"  # nvcc and its tools, in the package
 _TIMEOUT_S = 300
 
 
 @dataclass(frozen=True)
 class DebianNvcc:
     nvcc: str
+    root: Path  # the unpacked package, in the cache
     package: str  # "nvidia-cuda-toolkit 12.4.131~12.4.1-2 (trixie)"
     version: str  # nvcc's own: "12.4.131"
 
@@ -89,8 +91,9 @@ def _package_entry(release: str, suite: str, version_prefix: str) -> dict[str, s
     raise EnvironmentUnavailable(f"Debian {suite} non-free has no {PACKAGE} {version_prefix}")
 
 
-def _profile(nvcc_dir: Path, include_dirs: tuple[str, ...], library_dirs: tuple[str, ...]) -> str:
-    """nvcc.profile for the unpacked tree: its tools, libdevice, and the wheels' headers."""
+def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...]) -> str:
+    """nvcc.profile for the unpacked tree: its tools, libdevice, and the wheels' headers
+    (paths as nvcc will see them: here, or inside an image)."""
     includes = " ".join(f'"-I{d}"' for d in include_dirs)
     libraries = " ".join(f'"-L{d}"' for d in library_dirs)
     return ("# Written by cudamatrix for an unpacked Debian nvidia-cuda-toolkit.\n"
@@ -105,7 +108,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
     """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
     root = cache / "debian" / f"{suite}-{toolkit}"
     marker = root / MARKER
-    nvcc_dir = root / "usr" / "lib" / "nvidia-cuda-toolkit" / "bin"
+    nvcc_dir = root / DEBIAN_NVCC_BIN
     if marker.is_file():
         facts = json.loads(marker.read_text())
     else:
@@ -128,7 +131,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         except (OSError, subprocess.CalledProcessError, KeyError) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
-        bin_dir = staging / "usr" / "lib" / "nvidia-cuda-toolkit" / "bin"
+        bin_dir = staging / DEBIAN_NVCC_BIN
         # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
         # host compiler is chosen by the run instead (-ccbin), and said.
         for wrapper in ("gcc", "g++", "nvcc.profile"):
@@ -138,7 +141,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         shutil.rmtree(root, ignore_errors=True)
         staging.rename(root)
     profile = nvcc_dir / "nvcc.profile"
-    wanted = _profile(nvcc_dir, include_dirs, library_dirs)
+    wanted = nvcc_profile(include_dirs, library_dirs)
     if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
         profile.write_text(wanted)
     nvcc = nvcc_dir / "nvcc"
@@ -151,7 +154,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
                                          f"{(said.stderr or said.stdout).strip()[-200:]}")
         facts["version"] = found.group(1)
         marker.write_text(json.dumps(facts))
-    return DebianNvcc(str(nvcc), str(facts["package"]), str(facts["version"]))
+    return DebianNvcc(str(nvcc), root, str(facts["package"]), str(facts["version"]))
 
 
 def shared_cudart_dirs(env: Environment, cache: Path) -> tuple[str, ...]:

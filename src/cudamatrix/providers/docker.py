@@ -7,8 +7,11 @@ the base image), so a changed input builds a new image and an unchanged one is
 reused. Two flavours:
 
 - ``wheels``: the toolkit the wheels provider installed, copied onto a local Debian
-  base image (``cudamatrix/base:bookworm``, made from a debootstrap rootfs by
-  ``docker import`` when missing): needs no registry;
+  base image (``cudamatrix/base:bookworm-gcc11``, made from a debootstrap rootfs by
+  ``docker import`` when missing): needs no registry. Where the wheels carry no nvcc
+  and Debian packages the release (11.8 in bookworm, 12.4 in trixie), Debian's nvcc
+  goes into the image too, as the wheels provider uses it here, with the newest of
+  the base image's GCCs (11, 12) that release accepts;
 - ``nvidia``: NVIDIA's pinned ``nvidia/cuda:<version>-devel`` images, for runners
   that can pull them (``containers/nvidia-images.toml``).
 """
@@ -29,14 +32,19 @@ from typing import Any
 from ..errors import EnvironmentUnavailable, UserError
 from ..matrix import Matrix
 from ..tomlfile import load_toml
+from .debian import DEBIAN_NVCC_BIN, MARKER, DebianNvcc, nvcc_profile, prepare_debian_nvcc
 from .environment import Environment
 from .wheels import prepare_toolkit
 
-BASE_TAG = "cudamatrix/base:bookworm"
-BASE_PACKAGES = "python3,python3-packaging,g++"
+# g++-11 beside bookworm's g++ 12: nvcc 11.8 accepts GCC up to 11. A change of the
+# packages is a new tag, so an older base is never taken for this one.
+BASE_TAG = "cudamatrix/base:bookworm-gcc11"
+BASE_PACKAGES = "python3,python3-packaging,g++,g++-11"
+BASE_GCC = (11, 12)  # the GCC majors of the base image, each as /usr/bin/g++-N
 IMAGE_REPOSITORY = "cudamatrix/toolkit"
 CELL_UID = 10001
 TOOLKIT_IN_IMAGE = "/opt/cudamatrix/toolkit"
+DEBIAN_IN_IMAGE = "/opt/cudamatrix/debian"  # Debian's nvcc, for releases whose wheels lack it
 PYTHON_IN_IMAGE = "/opt/cudamatrix/python"
 WORK_IN_IMAGE = "/work"
 CUDA_COMPAT_IN_IMAGE = "/usr/local/cuda/compat"  # where NVIDIA's devel images keep cuda-compat
@@ -101,7 +109,7 @@ def content_digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _link_tree(source: Path, target: Path) -> None:
+def _link_tree(source: Path, target: Path, ignore: Any = None) -> None:
     """Hard-link a tree into a build context (copying where links cannot cross)."""
     def place(src: str, dst: str) -> None:
         try:
@@ -109,7 +117,7 @@ def _link_tree(source: Path, target: Path) -> None:
         except OSError:
             shutil.copy2(src, dst)
 
-    shutil.copytree(source, target, copy_function=place, symlinks=True)
+    shutil.copytree(source, target, copy_function=place, symlinks=True, ignore=ignore)
 
 
 @dataclass(frozen=True)
@@ -130,8 +138,10 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
                         "--containers names the folder)")
     host = prepare_toolkit(matrix, toolkit, cache)
     base_id = ensure_base_image(client)
+    debian = _debian_nvcc(matrix, toolkit, host, cache)
     buildargs = {"BASE": BASE_TAG, "TOOLKIT": toolkit, "CELL_UID": str(CELL_UID)}
-    key = content_digest(dockerfile.read_text(), buildargs, host.packages, base_id)
+    key = content_digest(dockerfile.read_text(), buildargs, host.packages, base_id,
+                         debian.facts if isinstance(debian, DebianLayer) else None)
     tag = f"{IMAGE_REPOSITORY}:{toolkit}-wheels-{key[:12]}"
 
     def inside(path: str) -> str:  # the tree is copied whole to TOOLKIT_IN_IMAGE
@@ -144,14 +154,88 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
         nvcc=inside(host.nvcc) if host.nvcc else None,
         include_dirs=tuple(inside(p) for p in host.include_dirs),
         library_dirs=tuple(inside(p) for p in host.library_dirs))
+    if isinstance(debian, str):
+        environment = replace(environment, nvcc_unusable=debian)
+    elif debian is not None:
+        environment = debian.environment(environment, host)
     if image_exists(client, tag):
         return ToolkitImage(tag, environment, built=False)
     with tempfile.TemporaryDirectory(prefix="cudamatrix-context-", dir=cache) as folder:
         context = Path(folder)
         shutil.copy2(dockerfile, context / "Dockerfile")
         _link_tree(Path(host.root), context / "toolkit")
+        if isinstance(debian, DebianLayer):
+            debian.lay_out(context / "debian", environment)
+        else:
+            (context / "debian").mkdir()  # the Dockerfile copies it all the same
         _build(client, context, tag, buildargs, toolkit)
     return ToolkitImage(tag, environment, built=True)
+
+
+@dataclass(frozen=True)
+class DebianLayer:
+    """Debian's nvcc for a toolkit whose wheels carry none, as the image holds it."""
+
+    tree: Path  # the unpacked package in the cache
+    nvcc: DebianNvcc
+    gcc: int  # the base image's GCC major it builds with
+    facts: tuple[str, str, int]
+
+    @property
+    def bin_in_image(self) -> str:
+        return f"{DEBIAN_IN_IMAGE}/{DEBIAN_NVCC_BIN}"
+
+    def environment(self, image: Environment, host: Environment) -> Environment:
+        """The image's toolkit with this nvcc, its host compiler and a linkable cudart."""
+        cudart = [f"{DEBIAN_IN_IMAGE}/cudart"] if _wheel_cudart(host) else []
+        tools = {**image.tool_versions, "nvcc": self.nvcc.version,
+                 "nvcc_from": self.nvcc.package, "host_compiler": f"g++-{self.gcc} (image)"}
+        return replace(image, nvcc=f"{self.bin_in_image}/nvcc", tool_versions=tools,
+                       host_compiler=f"/usr/bin/g++-{self.gcc}",
+                       library_dirs=(*image.library_dirs, *cudart))
+
+    def lay_out(self, folder: Path, image: Environment) -> None:
+        """The unpacked tree into the build context, with an nvcc.profile of the image's
+        paths (written anew: the tree's own is a link to the cache's file)."""
+        _link_tree(self.tree, folder, ignore=shutil.ignore_patterns(MARKER))
+        profile = folder / DEBIAN_NVCC_BIN / "nvcc.profile"
+        profile.unlink(missing_ok=True)
+        profile.write_text(nvcc_profile(image.include_dirs, image.library_dirs))
+        runtime = _wheel_cudart_in_image(image)
+        if runtime:  # the name `-lcudart` looks for, as shared_cudart_dirs gives it here
+            (folder / "cudart").mkdir()
+            (folder / "cudart" / "libcudart.so").symlink_to(runtime)
+
+
+def _wheel_cudart(env: Environment) -> list[Path]:
+    return sorted(Path(env.root).glob("nvidia/cuda_runtime/lib/libcudart.so.*"))
+
+
+def _wheel_cudart_in_image(image: Environment) -> str | None:
+    for folder in image.library_dirs:
+        if folder.endswith("/nvidia/cuda_runtime/lib"):
+            return f"{folder}/libcudart.so.{image.toolkit.split('.')[0]}"
+    return None
+
+
+def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path
+                 ) -> DebianLayer | str | None:
+    """Debian's nvcc for the image where the wheels have none and Debian packages the
+    release; why not, where it cannot be had or no GCC of the image fits; else None."""
+    entry = matrix.toolkits.get(toolkit)
+    if host.nvcc is not None or entry is None or entry.debian is None:
+        return None
+    try:
+        got = prepare_debian_nvcc(entry.debian, toolkit, cache, host.include_dirs,
+                                  host.library_dirs)
+    except (EnvironmentUnavailable, OSError) as exc:
+        return (f"toolkit {toolkit} (wheels) has no nvcc, and Debian {entry.debian}'s could "
+                f"not be had: {exc}")
+    fitting = [major for major in BASE_GCC if entry.gcc_max is None or major <= entry.gcc_max]
+    if not fitting:
+        return (f"toolkit {toolkit}'s nvcc accepts GCC up to {entry.gcc_max}; the base image "
+                f"has {', '.join(f'g++ {m}' for m in BASE_GCC)}")
+    return DebianLayer(got.root, got, max(fitting), (got.package, got.version, max(fitting)))
 
 
 def _build(client: Any, context: Path, tag: str, buildargs: dict[str, str],
