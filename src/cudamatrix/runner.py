@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from packaging.version import InvalidVersion, Version
 
@@ -32,6 +32,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, probe
+from .job_preparation import build_options
 from .matrix import Matrix, Tier, load_matrix
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
@@ -39,7 +40,6 @@ from .providers import Environment, LibraryEnvironment
 from .providers.host_compiler import installed_compiler
 from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
-from .sources import tree_digest
 from .stages.cell_files import COMPILE_RECORD, CUBIN, PTX
 from .stages.frontends import frontend
 from .stages.inspect import inspect_artifacts
@@ -194,7 +194,7 @@ class CellRunner:
         if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
             options["cuda_path"] = str(self.envs.classic_root(env))
         if cell.frontend == "build":
-            made = self.build_options(variant, env, prebuilt is not None, versions)
+            made = build_options(variant, env, self.envs, prebuilt is not None, versions)
             if isinstance(made, StageResult):
                 return [made], versions
             options = made
@@ -234,43 +234,6 @@ class CellRunner:
             versions.update(data["versions"])
             return [StageResult.from_dict(s) for s in data["stages"]]
         return [StageResult("compile", "unavailable", f"not built in {self.options.prebuilt}")]
-
-    def build_options(self, variant: Variant, env: Environment | None, prebuilt: bool,
-                      versions: dict[str, str]) -> dict[str, Any] | StageResult:
-        """What a build cell's worker needs: the project's folder, the toolkit as
-        ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
-        options: dict[str, Any] = {k: v for k, v in variant.build.items()
-                                   if k not in ("project", "requires")}
-        if prebuilt:  # built elsewhere: its folder came with it
-            return options
-        if not self.envs.local:
-            return StageResult("compile", "unavailable", "the build frontend runs with the "
-                               "wheels or host provider (--provider wheels)")
-        spec = variant.build.get("project")
-        if spec:
-            got = self.envs.source(spec, variant.source)
-            if isinstance(got, str):  # the user's to fix: reported again at the end
-                return StageResult("compile", "error", got)
-            if got.is_wheel:
-                return StageResult("compile", "error", f"project {spec}: a wheel is built "
-                                   "already; a build needs a folder, an sdist or a checkout")
-            options.update(project=str(got.path), project_label=got.label)
-        else:
-            digest = tree_digest(variant.source)
-            options.update(project=str(variant.source),
-                           project_label=f"{variant.source.name}/ ({digest[:12]})")
-        versions["project"] = options["project_label"]
-        requires = tuple(variant.build.get("requires", ()))
-        if requires:
-            tools = self.envs.build_tools(requires)
-            if isinstance(tools, str):
-                return StageResult("compile", "error", f"build tools: {tools}")
-            options.update(tools_path=list(tools.python_path),
-                           tools_bin=[str(Path(tools.root) / "bin")])
-            versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
-        if env is not None:
-            options["cuda_home"] = str(self.envs.cuda_home(env))
-        return options
 
     def host_compiler(self, name: str | None) -> tuple[str, str] | StageResult | None:
         """The host compiler a variant or the tier's axis names for nvcc (path, version), or
