@@ -1,16 +1,49 @@
 """What a cell's job needs beyond its case, prepared on the orchestrator's side before a
-worker runs it."""
+worker runs it: each frontend's `prepare` (stages/frontends.py) is one function here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .corpus import Variant
+from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .providers import Environment
 from .sources import tree_digest
+from .stages.job import Job
 from .stages.result import StageResult
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a frontend's `prepare` may use: the cell's variant and toolkit, the run's
+    environments and warm-ups, and the cell's recorded versions (which it may add to)."""
+
+    variant: Variant
+    env: Environment | None
+    envs: Environments
+    warmups: JitifyWarmups
+    prebuilt: bool  # its artifacts come from an earlier run (--prebuilt)
+    versions: dict[str, str]
+
+
+def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
+    """CuPy finds its toolkit as a classic CUDA folder; with Jitify, the run's one warm-up
+    of its headers seeds the cell."""
+    env = context.env
+    if env is not None and env.provider == "wheels":
+        job = replace(job, options={**job.options,
+                                    "cuda_path": str(context.envs.classic_root(env))})
+    return context.warmups.prepare(job) if job.options.get("jitify") else job
+
+
+def prepare_build(job: Job, context: JobContext) -> Job | StageResult:
+    """A build cell: its project's folder, the toolkit as ``$CUDA_HOME``, its tools."""
+    made = build_options(context.variant, context.env, context.envs, context.prebuilt,
+                         context.versions)
+    return made if isinstance(made, StageResult) else replace(job, options=made)
 
 
 def build_options(variant: Variant, env: Environment | None, envs: Environments,

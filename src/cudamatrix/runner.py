@@ -32,7 +32,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, probe
-from .job_preparation import build_options
+from .job_preparation import JobContext
 from .matrix import Matrix, Tier, load_matrix
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
@@ -168,8 +168,9 @@ class CellRunner:
             unknown = env.lacks_arch(cell.arch)
             if unknown:
                 return [StageResult("compile", "unsupported", unknown)], versions
-        if cell.frontend == "cupy" and not self.device.present:
-            reason = f"CuPy compiles through the driver: {self.device.reason}"
+        spec = frontend(cell.frontend)
+        if spec.needs_gpu_to_compile and not self.device.present:
+            reason = f"{spec.needs_gpu_to_compile}: {self.device.reason}"
             return [StageResult("compile", "unavailable", reason)], versions
         library: LibraryEnvironment | None = None
         # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
@@ -190,14 +191,6 @@ class CellRunner:
             return [host], versions
         if host:
             versions["host_compiler"] = f"{named} {host[1]}"
-        options = dict(variant.options)
-        if cell.frontend == "cupy" and env is not None and env.provider == "wheels":
-            options["cuda_path"] = str(self.envs.classic_root(env))
-        if cell.frontend == "build":
-            made = build_options(variant, env, self.envs, prebuilt is not None, versions)
-            if isinstance(made, StageResult):
-                return [made], versions
-            options = made
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
             frontend=cell.frontend, workdir=str(workdir.resolve()),
@@ -207,11 +200,17 @@ class CellRunner:
             artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
                              "why": a.why} for a in variant.artifacts),
             run=dict(variant.run), env=env, library=library,
-            gpu_stages=self.device.present, load=variant.load, options=options,
+            gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None)
+        if spec.prepare is not None:
+            prepared = spec.prepare(job, JobContext(variant, env, self.envs, self.warmups,
+                                                    prebuilt is not None, versions))
+            if isinstance(prepared, StageResult):
+                return [prepared], versions
+            job = prepared
         return job, versions
 
     def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
@@ -256,11 +255,6 @@ class CellRunner:
         job, versions = self.job_for(cell, variant)
         if isinstance(job, list):
             return job, versions
-        if cell.frontend == "cupy" and job.options.get("jitify"):
-            warmed = self.warmups.prepare(job)
-            if isinstance(warmed, StageResult):
-                return [warmed], versions
-            job = warmed
         workdir = job.work
         cacheable = job.prebuilt is None and frontend(cell.frontend).cached
         key = compile_key(job, self.envs.provider) if cacheable else None
@@ -480,7 +474,7 @@ def _run_pool(todo: Sequence[Cell], runner: CellRunner, executor: Executor, opti
     futures = []
     try:
         # Slow cells (CUTLASS) first, so they do not end up alone at the tail of the run.
-        for cell in sorted(todo, key=lambda c: c.frontend != "cutlass"):
+        for cell in sorted(todo, key=lambda c: not frontend(c.frontend).slow):
             future = pool.submit(runner.run_cell, cell)
             cell_of[future] = cell
             future.add_done_callback(finished)

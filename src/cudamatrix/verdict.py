@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 from .corpus import STAGES, Expectation, Variant
 from .diagnose import diagnose_stage
 from .plan import Cell
+from .stages.frontends import frontend
 from .stages.logs import error_lines, warning_lines
 from .stages.result import StageResult
 
@@ -147,7 +148,7 @@ def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
     if verdict.outcome != "pass":
         failing = next((s for s in stages if s.status != "ok"), stages[-1])
         # CuPy's Jitify preprocesses before CuPy adds the arch option.
-        arch_reached = variant.arch_flag and not (cell.frontend == "cupy"
-                                                  and variant.options.get("jitify"))
+        bypass = frontend(cell.frontend).arch_bypass_option
+        arch_reached = variant.arch_flag and not (bypass and variant.options.get(bypass))
         diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
     return verdict, expectation, diagnosis

@@ -15,11 +15,15 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from .compile import Build, compile_clang, compile_nvcc, compile_nvrtc, compile_script
 from .job import Job
 from .result import StageResult
+
+if TYPE_CHECKING:  # the orchestrator's side; a cell worker never imports it
+    from ..job_preparation import JobContext
 
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
 
@@ -35,6 +39,15 @@ class Frontend:
     library: str | None = None  # the library axis (matrix.toml [libraries.<name>])
     toolkit_free: bool = False  # brings its own compiler: the toolkit axis does not apply
     cached: bool = True  # its compile results go to the compile cache
+    # Compiles through the driver (CuPy): with no GPU here its cells are skips saying so.
+    needs_gpu_to_compile: str | None = None
+    # A case option that sends the source through a preprocessor before the arch flag is
+    # added (CuPy's jitify): with it set, the arch never reached that step.
+    arch_bypass_option: str | None = None
+    slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
+    # The orchestrator's side: what the job needs beyond its case (a folder of links, a
+    # fetched project, a warm-up), or the stage that says why it cannot have it.
+    prepare: Callable[[Job, JobContext], Job | StageResult] | None = None
 
 
 def _cupy_stages(job: Job) -> list[StageResult]:
@@ -47,6 +60,18 @@ def _build_stages(job: Job) -> list[StageResult]:
     from .build import build_stages  # reads ELF files and may load through the driver
 
     return build_stages(job)
+
+
+def _prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
+    from ..job_preparation import prepare_cupy
+
+    return prepare_cupy(job, context)
+
+
+def _prepare_build(job: Job, context: JobContext) -> Job | StageResult:
+    from ..job_preparation import prepare_build
+
+    return prepare_build(job, context)
 
 
 REGISTRY: dict[str, Frontend] = {}
@@ -63,8 +88,10 @@ def register(frontend: Frontend) -> Frontend:
 for _builtin in (
     Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",)),
     Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",)),
-    Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False),
-    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass"),
+    Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
+             needs_gpu_to_compile="CuPy compiles through the driver",
+             arch_bypass_option="jitify", prepare=_prepare_cupy),
+    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True),
     Frontend("clang", compile=compile_clang, needs=("clang",)),
     Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
     Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
@@ -74,7 +101,8 @@ for _builtin in (
     Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
              needs=("nvcc",)),
     # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
-    Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False),
+    Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
+             prepare=_prepare_build),
 ):
     register(_builtin)
 
