@@ -248,7 +248,8 @@ class Environments:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
         if isinstance(result, Environment):
-            for tool, accepted in (("ptxas", result.known_archs), ("NVRTC", result.nvrtc_archs)):
+            for tool, accepted in (("ptxas", result.known_archs), ("NVRTC", result.nvrtc_archs),
+                                   ("nvcc", result.nvcc_archs)):
                 for said in self.matrix.arch_disagreements(version, accepted, tool) \
                         if accepted else ():
                     self.progress.note(f"warning: {said}")

@@ -5,6 +5,7 @@ skipping, with the host compiler each release accepts."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -54,6 +55,26 @@ def test_nvcc_cells_of_11_8_and_12_4_build(nvcc_run) -> None:
     # CUTLASS 4.2's Hopper GEMM, built by 12.4 for sm_90a: a real build, no longer a skip.
     assert cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]["outcome"] == "pass"
     assert not [c for c in cells.values() if c["outcome"] in ("fail", "error", "xpass")]
+
+
+def test_each_nvcc_lists_the_archs_the_matrix_keeps_for_it(nvcc_run) -> None:
+    """Issue 12, point 5: the arch table is checked against nvcc's own --list-gpu-code too
+    (11.8's and 12.4's from Debian here), and a disagreement would be a run warning."""
+    from cudamatrix.defaults import DEFAULT_MATRIX
+    from cudamatrix.matrix import load_matrix
+    from cudamatrix.providers.toolkits import WheelsToolkits
+
+    class Quiet:
+        def note(self, text: str) -> None:
+            pass
+
+    matrix = load_matrix(DEFAULT_MATRIX)
+    provider = WheelsToolkits(matrix, Path(os.environ["CUDAMATRIX_CACHE"]), Quiet())
+    for toolkit, first, last in (("11.8", "sm_35", "sm_90"), ("12.4", "sm_50", "sm_90")):
+        listed = provider.toolkit(toolkit).nvcc_archs
+        assert listed[0] == first and listed[-1] == last, listed
+        assert matrix.arch_disagreements(toolkit, listed, "nvcc") == []
+    assert "whose nvcc" not in nvcc_run.output
 
 
 def test_nvcc_11_8_refuses_a_newer_gcc_as_the_matrix_says(nvcc_run, tmp_path: Path) -> None:

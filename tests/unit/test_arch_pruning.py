@@ -49,3 +49,13 @@ def test_nvrtc_is_asked_too_for_the_plain_archs_it_can_name() -> None:
     assert matrix.arch_disagreements("13.0", nvrtc, "NVRTC") == []
     assert matrix.arch_disagreements("13.0", [a for a in nvrtc if a != "sm_75"], "NVRTC") == [
         "matrix.toml keeps sm_75 for toolkit 13.0, whose NVRTC refuses it"]
+
+
+def test_nvcc_is_asked_too_where_the_toolkit_has_one() -> None:
+    matrix = load_matrix(DEFAULT_MATRIX)
+    # CUDA 13.0's nvcc --list-gpu-code, in its own order (plain targets only).
+    nvcc = ["sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_110",
+            "sm_103", "sm_120", "sm_121"]
+    assert matrix.arch_disagreements("13.0", nvcc, "nvcc") == []
+    assert matrix.arch_disagreements("13.0", [*nvcc, "sm_70"], "nvcc") == [
+        "matrix.toml prunes sm_70 for toolkit 13.0, whose nvcc builds it"]

@@ -34,6 +34,7 @@ from ..matrix import Matrix
 from ..tomlfile import load_toml
 from .debian import DEBIAN_NVCC_BIN, MARKER, DebianNvcc, nvcc_profile, prepare_debian_nvcc
 from .environment import Environment
+from .tree import nvcc_archs
 from .wheels import prepare_toolkit
 
 # g++-11 beside bookworm's g++ 12: nvcc 11.8 accepts GCC up to 11. A change of the
@@ -191,6 +192,7 @@ class DebianLayer:
         tools = {**image.tool_versions, "nvcc": self.nvcc.version,
                  "nvcc_from": self.nvcc.package, "host_compiler": f"g++-{self.gcc} (image)"}
         return replace(image, nvcc=f"{self.bin_in_image}/nvcc", tool_versions=tools,
+                       nvcc_archs=nvcc_archs(Path(self.nvcc.nvcc)),  # the same binary, here
                        host_compiler=f"/usr/bin/g++-{self.gcc}",
                        library_dirs=(*image.library_dirs, *cudart))
 

@@ -34,6 +34,8 @@ class Environment:
     known_archs: tuple[str, ...] = ()
     # The plain archs its NVRTC names (nvrtcGetSupportedArchs): the same question asked twice.
     nvrtc_archs: tuple[str, ...] = ()
+    # The plain archs its nvcc names (--list-gpu-code), where it has one.
+    nvcc_archs: tuple[str, ...] = ()
     # Public headers (tree.PUBLIC_HEADERS) that no include folder of this toolkit holds.
     missing_headers: tuple[str, ...] = ()
     # cuobjdump (nvdisasm beside it) for SASS checks: the toolkit's own, or the 13.x wheels'.
@@ -94,6 +96,7 @@ class Environment:
         data["library_dirs"] = tuple(data.get("library_dirs", ()))
         data["known_archs"] = tuple(data.get("known_archs", ()))
         data["nvrtc_archs"] = tuple(data.get("nvrtc_archs", ()))
+        data["nvcc_archs"] = tuple(data.get("nvcc_archs", ()))
         data["missing_headers"] = tuple(data.get("missing_headers", ()))
         return cls(**data)
 

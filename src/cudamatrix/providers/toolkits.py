@@ -25,6 +25,7 @@ from .docker import build_toolkit_image
 from .environment import Environment
 from .host import prepare_host
 from .host_compiler import choose_gcc, installed_compiler
+from .tree import nvcc_archs
 from .wheels import prepare_toolkit
 
 
@@ -104,6 +105,7 @@ class WheelsToolkits(_LocalCells):
             found = installed_compiler(host)
             tools["host_compiler"] = f"{Path(host).name} {found[1] if found else 'unknown'}"
         return replace(env, nvcc=got.nvcc, tool_versions=tools, host_compiler=host,
+                       nvcc_archs=nvcc_archs(Path(got.nvcc)),
                        nvcc_unusable=why,
                        library_dirs=(*env.library_dirs, *shared_cudart_dirs(env, self.cache)))
 

@@ -33,7 +33,7 @@ def _first(paths: Iterator[Path]) -> Path | None:
 
 # Bump when what the reader finds changes: descriptions kept beside installed trees
 # by an older reader are then read again instead of trusted.
-TREE_READER_VERSION = 6
+TREE_READER_VERSION = 7  # 7: nvcc's own arch list (nvcc_archs)
 
 # Files a package's include folder may hold that no kernel includes: the nvrtc and
 # nvvm wheels' own API headers, and the wheels' Python package markers.
@@ -130,6 +130,22 @@ def nvrtc_archs(nvrtc: Path | None) -> tuple[str, ...]:
     return tuple(f"sm_{n}" for n in said.stdout.split() if n.isdigit())
 
 
+def nvcc_archs(nvcc: Path | None) -> tuple[str, ...]:
+    """The real archs this toolkit's nvcc says it builds (``--list-gpu-code``): plain
+    ``sm_XX`` only, as it names no ``a`` or ``f`` targets. A third source beside ptxas's
+    and NVRTC's lists, to check the matrix's arch table against."""
+    if nvcc is None:
+        return ()
+    try:
+        said = subprocess.run([str(nvcc), "--list-gpu-code"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    if said.returncode != 0:
+        return ()
+    return tuple(name for name in said.stdout.split() if re.fullmatch(r"sm_\d+", name))
+
+
 def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dict[str, str],
                           search: Path) -> Environment:
     """Find the compilers and headers in a toolkit tree (wheel layout or a classic install)."""
@@ -161,6 +177,7 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
         tool_versions=tool_versions,
         known_archs=known_archs(ptxas),
         nvrtc_archs=nvrtc_archs(nvrtc),
+        nvcc_archs=nvcc_archs(nvcc),
         cuobjdump=str(cuobjdump) if cuobjdump else None,
         missing_headers=missing_headers(includes),
     )
