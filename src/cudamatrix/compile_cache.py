@@ -119,7 +119,11 @@ def compile_key(job: Job, provider: str) -> str:
             "version": env.toolkit, "provider": env.provider,
             "packages": env.packages, "tools": env.tool_versions,
             # A host toolkit has no package versions: its location tells builds apart.
-            "root": env.root if not env.packages else ""},
+            "root": env.root if not env.packages else "",
+            # In a container, its image (tagged by a hash of all that went into it): the
+            # same packages on another base (another GCC, Python's headers) are another
+            # compile.
+            "image": env.image},
         "library": None if job.library is None else {
             "name": job.library.name, "version": job.library.version,
             "packages": job.library.packages},
