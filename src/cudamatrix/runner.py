@@ -37,7 +37,6 @@ from .matrix import Matrix, Tier, load_matrix
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
 from .providers import Environment, LibraryEnvironment
-from .providers.host_compiler import installed_compiler
 from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .stages.cell_files import COMPILE_RECORD, CUBIN, PTX
@@ -240,15 +239,8 @@ class CellRunner:
         toolkit)."""
         if not name:
             return None
-        if not self.envs.local:
-            return StageResult("compile", "unavailable", "a named host compiler runs with "
-                               "the wheels or host provider: the toolkit images carry one GCC, "
-                               f"not {name}")
-        found = installed_compiler(name)
-        if found is None:
-            return StageResult("compile", "unavailable", f"no {name} on this "
-                               "machine for nvcc's -ccbin (install it)")
-        return found
+        found = self.envs.toolkit_provider.host_compiler(name)
+        return StageResult("compile", "unavailable", found) if isinstance(found, str) else found
 
     def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
         """Run the cell's stages (from the compile cache where it can), or say why they cannot."""

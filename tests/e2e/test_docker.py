@@ -252,3 +252,23 @@ def test_debian_nvcc_builds_inside_the_wheels_images(run_cli, tmp_path: Path) ->
         assert job["env"]["nvcc"].startswith("/opt/cudamatrix/debian/")
         assert job["env"]["host_compiler"] == f"/usr/bin/g++-{gcc}"
         assert f"-ccbin /usr/bin/g++-{gcc}" in cell["stages"][0]["log"]
+
+
+def test_a_named_gcc_runs_in_the_image_as_on_the_host(run_cli, tmp_path: Path) -> None:
+    """The host-compiler axis in containers: the base image's g++-11 and g++-12 are the
+    compilers a case may name there (nvcc 11.8's real refusal of GCC 12 included); a
+    compiler the image lacks is a skip that says which it has."""
+    args = ("run", "--known-bugs", "--case", "host-compiler-range", "--toolkit", "11.8",
+            "--arch", "sm_80", "--no-compile-cache")
+    docker_run = run_cli(*args, "--provider", "docker", out=tmp_path / "docker", timeout=1800)
+    wheels = run_cli(*args, "--provider", "wheels", out=tmp_path / "wheels")
+    inside, here = docker_run.cells(), wheels.cells()
+    for variant in ("gcc-11", "gcc-12", "gcc-12-allowed"):
+        cell = f"host-compiler-range/{variant}/11.8/sm_80"
+        assert inside[cell]["outcome"] == here[cell]["outcome"], inside[cell]["message"]
+        assert inside[cell]["versions"]["host_compiler"].endswith("(image)")
+    assert inside["host-compiler-range/gcc-12/11.8/sm_80"]["outcome"] == "xfail"
+    assert "unsupported GNU version" in inside["host-compiler-range/gcc-12/11.8/sm_80"]["message"]
+    clang = inside["host-compiler-range/clang-19/11.8/sm_80"]
+    assert clang["outcome"] == "skip"
+    assert "the toolkit images carry g++-11, g++-12, not clang++-19" in clang["message"]

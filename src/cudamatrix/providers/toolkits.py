@@ -10,6 +10,7 @@ comparing provider names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..executors.containers import ContainerExecutor
 from ..executors.local import LocalExecutor
 from ..matrix import Matrix
 from .debian import prepare_debian_nvcc, shared_cudart_dirs
-from .docker import build_toolkit_image
+from .docker import BASE_GCC, build_toolkit_image
 from .environment import Environment
 from .host import prepare_host
 from .host_compiler import choose_gcc, installed_compiler
@@ -63,6 +64,11 @@ class ToolkitProvider(Protocol):
         """What runs the cells of this provider's toolkits."""
         ...
 
+    def host_compiler(self, name: str) -> tuple[str, str] | str:
+        """A host compiler a case or the tier names for nvcc (``g++-11``), as the cells
+        will find it (path, version); or why they cannot have it."""
+        ...
+
 
 class _LocalCells:
     """Cells as processes of this machine (the wheels and host providers)."""
@@ -71,6 +77,10 @@ class _LocalCells:
 
     def executor(self, site: CellSite) -> Executor:
         return LocalExecutor()
+
+    def host_compiler(self, name: str) -> tuple[str, str] | str:
+        found = installed_compiler(name)
+        return found if found else f"no {name} on this machine for nvcc's -ccbin (install it)"
 
 
 class WheelsToolkits(_LocalCells):
@@ -156,3 +166,15 @@ class DockerToolkits:
         return ContainerExecutor(self.client(), out=site.out, cache=self.cache,
                                  corpus=site.corpus, base_image=self.base_image, gpu=site.gpu,
                                  lifetime_s=self.lifetime_s, compat=self.compat)
+
+    def host_compiler(self, name: str) -> tuple[str, str] | str:
+        """The wheels images' GCCs (the base image's ``g++-N``); no other compiler."""
+        have = ", ".join(f"g++-{major}" for major in BASE_GCC)
+        named = re.fullmatch(r"g\+\+-(\d+)", name)
+        if self.flavour == "wheels" and named and int(named.group(1)) in BASE_GCC:
+            return f"/usr/bin/{name}", f"{named.group(1)} (image)"
+        if self.flavour == "wheels":
+            return (f"the toolkit images carry {have}, not {name}: another host compiler "
+                    "runs with the wheels or host provider")
+        return (f"NVIDIA's images carry their own GCC, not {name}: a named host compiler "
+                "runs with the wheels or host provider")
