@@ -7,7 +7,8 @@ the base image), so a changed input builds a new image and an unchanged one is
 reused. Two flavours:
 
 - ``wheels``: the toolkit the wheels provider installed, copied onto a local Debian
-  base image (``cudamatrix/base:bookworm-gcc11``, made from a debootstrap rootfs by
+  base image (``cudamatrix/base:bookworm-<digest of its packages>``, made from a
+  debootstrap rootfs by
   ``docker import`` when missing): needs no registry. Where the wheels carry no nvcc
   and Debian packages the release (11.8 in bookworm, 12.4 in trixie), Debian's nvcc
   goes into the image too, as the wheels provider uses it here, with the newest of
@@ -37,11 +38,14 @@ from .environment import Environment
 from .tree import nvcc_archs
 from .wheels import prepare_toolkit
 
-# g++-11 beside bookworm's g++ 12: nvcc 11.8 accepts GCC up to 11. A change of the
-# packages is a new tag, so an older base is never taken for this one.
-BASE_TAG = "cudamatrix/base:bookworm-gcc11"
-BASE_PACKAGES = "python3,python3-packaging,g++,g++-11"
+# g++-11 beside bookworm's g++ 12 (nvcc 11.8 accepts GCC up to 11); Python's headers for
+# the extensions a case builds (a PyTorch CUDAExtension includes Python.h).
+BASE_PACKAGES = "python3,python3-dev,python3-packaging,g++,g++-11"
 BASE_GCC = (11, 12)  # the GCC majors of the base image, each as /usr/bin/g++-N
+# Named by its package list: another list is another image, never an older base taken
+# for this one (data/containers/base.sh reads both from here).
+BASE_TAG = ("cudamatrix/base:bookworm-"
+            + hashlib.sha256(BASE_PACKAGES.encode()).hexdigest()[:8])
 IMAGE_REPOSITORY = "cudamatrix/toolkit"
 CELL_UID = 10001
 TOOLKIT_IN_IMAGE = "/opt/cudamatrix/toolkit"
