@@ -43,7 +43,7 @@ from .options import (
     default_cache,
 )
 from .project import CONFIG, find_project, init_project
-from .providers import PROVIDERS
+from .providers.toolkits import TOOLKIT_PROVIDERS
 from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run)
     run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
-    run.add_argument("--provider", choices=("auto", *PROVIDERS),
+    run.add_argument("--provider", choices=("auto", *TOOLKIT_PROVIDERS),
                      default=default("provider"),
                      help="where toolkits come from: docker where an engine and the base image "
                           f"are ready, else wheels (auto, the default); ${PROVIDER_ENV}")

@@ -31,12 +31,11 @@ from .providers.docker import (
 )
 from .providers.sass_tools import prepare_sass_tools
 from .providers.toolkits import (
+    TOOLKIT_PROVIDERS,
     CellSite,
-    DockerToolkits,
-    HostToolkits,
+    ProviderSetting,
     ToolkitNotHere,
     ToolkitProvider,
-    WheelsToolkits,
 )
 from .providers.wheels import (
     prepare_build_tools,
@@ -103,13 +102,10 @@ class Environments:
         self._lock = threading.Lock()
 
     def _toolkit_provider(self) -> ToolkitProvider:
-        if self.provider == "docker":
-            return DockerToolkits(self.matrix, self.cache, self.containers, self.flavour,
-                                  self.docker_client, self.progress, base_image=self.base_image,
-                                  lifetime_s=self.container_timeout, compat=self.cuda_compat)
-        if self.provider == "host":
-            return HostToolkits()
-        return WheelsToolkits(self.matrix, self.cache, self.progress)
+        setting = ProviderSetting(self.matrix, self.cache, self.progress, self.containers,
+                                  self.flavour, self.docker_client, self.base_image,
+                                  self.container_timeout, self.cuda_compat)
+        return TOOLKIT_PROVIDERS[self.provider](setting)
 
     @property
     def local(self) -> bool:

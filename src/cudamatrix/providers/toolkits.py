@@ -40,6 +40,22 @@ class Notes(Protocol):
 
 
 @dataclass(frozen=True)
+class ProviderSetting:
+    """What the run makes its provider from: the matrix, the cache, where to say things,
+    and the container options (the docker provider's; the others ignore them)."""
+
+    matrix: Matrix
+    cache: Path
+    notes: Notes
+    containers: Path
+    flavour: str
+    client: Callable[[], object]  # the Docker engine's client, asked for on first use
+    base_image: Callable[[], str | None]
+    container_timeout: float
+    cuda_compat: bool
+
+
+@dataclass(frozen=True)
 class CellSite:
     """What an executor needs of the run: the folder cells write to, the case folders
     they read, and whether they may use the GPU."""
@@ -92,6 +108,10 @@ class WheelsToolkits(_LocalCells):
     def __init__(self, matrix: Matrix, cache: Path, notes: Notes) -> None:
         self.matrix, self.cache, self.notes = matrix, cache, notes
 
+    @classmethod
+    def made_for(cls, setting: ProviderSetting) -> WheelsToolkits:
+        return cls(setting.matrix, setting.cache, setting.notes)
+
     def toolkit(self, version: str) -> Environment:
         return self._with_debian_nvcc(prepare_toolkit(self.matrix, version, self.cache), version)
 
@@ -128,6 +148,10 @@ class HostToolkits(_LocalCells):
     def __init__(self) -> None:
         self._found: Environment | EnvironmentUnavailable | None = None
 
+    @classmethod
+    def made_for(cls, setting: ProviderSetting) -> HostToolkits:
+        return cls()
+
     def toolkit(self, version: str) -> Environment:
         if self._found is None:
             try:
@@ -156,6 +180,12 @@ class DockerToolkits:
         # forward-compatibility libraries first on the library path.
         self.base_image, self.lifetime_s, self.compat = base_image, lifetime_s, compat
 
+    @classmethod
+    def made_for(cls, setting: ProviderSetting) -> DockerToolkits:
+        return cls(setting.matrix, setting.cache, setting.containers, setting.flavour,
+                   setting.client, setting.notes, base_image=setting.base_image,
+                   lifetime_s=setting.container_timeout, compat=setting.cuda_compat)
+
     def toolkit(self, version: str) -> Environment:
         image = build_toolkit_image(self.client(), self.matrix, version, self.cache,
                                     self.containers, self.flavour)
@@ -178,3 +208,11 @@ class DockerToolkits:
                     "runs with the wheels or host provider")
         return (f"NVIDIA's images carry their own GCC, not {name}: a named host compiler "
                 "runs with the wheels or host provider")
+
+
+# Every provider by the name --provider gives it: adding one is a class and a line here.
+TOOLKIT_PROVIDERS: dict[str, Callable[[ProviderSetting], ToolkitProvider]] = {
+    "wheels": WheelsToolkits.made_for,
+    "docker": DockerToolkits.made_for,
+    "host": HostToolkits.made_for,
+}

@@ -1,0 +1,56 @@
+"""Providers by name, in one registry (providers/toolkits.py): the run makes its provider
+from there, so a provider is one class and one line, never a string switched on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.cli import build_parser
+from cudamatrix.defaults import DEFAULT_MATRIX
+from cudamatrix.environments import Environments
+from cudamatrix.executors import Executor
+from cudamatrix.executors.local import LocalExecutor
+from cudamatrix.matrix import load_matrix
+from cudamatrix.providers.environment import Environment
+from cudamatrix.providers.toolkits import TOOLKIT_PROVIDERS, CellSite, ProviderSetting
+
+
+class Quiet:
+    def note(self, text: str) -> None:
+        pass
+
+
+class ToyToolkits:
+    """A provider that has every toolkit, with nothing in it."""
+
+    name, local = "toy", True
+
+    def __init__(self, setting: ProviderSetting) -> None:
+        self.cache = setting.cache
+
+    def toolkit(self, version: str) -> Environment:
+        # cuobjdump named, so the run does not fetch NVIDIA's for it (no network here).
+        return Environment(toolkit=version, provider="toy", root=str(self.cache),
+                           cuobjdump=str(self.cache / "cuobjdump"))
+
+    def executor(self, site: CellSite) -> Executor:
+        return LocalExecutor()
+
+    def host_compiler(self, name: str) -> tuple[str, str] | str:
+        return f"the toy has no {name}"
+
+
+def test_a_provider_is_one_class_and_one_registry_line(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(TOOLKIT_PROVIDERS, "toy", ToyToolkits)
+    envs = Environments(load_matrix(DEFAULT_MATRIX), "toy", tmp_path, Quiet())
+    got = envs.toolkit("12.4")
+    assert isinstance(got, Environment) and got.provider == "toy" and got.root == str(tmp_path)
+    assert envs.local and envs.toolkit_provider.host_compiler("g++-11") == "the toy has no g++-11"
+    executor = envs.executor(CellSite(tmp_path, (), False))
+    assert isinstance(executor, LocalExecutor)
+    executor.close()
+    # --provider offers what the registry holds.
+    assert build_parser().parse_args(["run", "--provider", "toy"]).provider == "toy"
