@@ -157,6 +157,12 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
     return DebianNvcc(str(nvcc), root, str(facts["package"]), str(facts["version"]))
 
 
+def nvcc_unavailable(toolkit: str, suite: str, exc: Exception) -> str:
+    """Why a wheels toolkit has no nvcc when Debian's could not be had (fetch, checks,
+    unpack): the same words here and in the images."""
+    return f"toolkit {toolkit} (wheels) has no nvcc, and Debian {suite}'s could not be had: {exc}"
+
+
 def shared_cudart_dirs(env: Environment, cache: Path) -> tuple[str, ...]:
     """Where a host build links the wheels' shared cudart: the 12.x wheels ship only
     libcudart.so.12 (no static cudart, no unversioned name), so a folder of the cache

@@ -33,7 +33,14 @@ from typing import Any
 from ..errors import EnvironmentUnavailable, UserError
 from ..matrix import Matrix
 from ..tomlfile import load_toml
-from .debian import DEBIAN_NVCC_BIN, MARKER, DebianNvcc, nvcc_profile, prepare_debian_nvcc
+from .debian import (
+    DEBIAN_NVCC_BIN,
+    MARKER,
+    DebianNvcc,
+    nvcc_profile,
+    nvcc_unavailable,
+    prepare_debian_nvcc,
+)
 from .environment import Environment
 from .tree import nvcc_archs
 from .wheels import prepare_toolkit
@@ -162,7 +169,7 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
     if isinstance(debian, str):
         environment = replace(environment, nvcc_unusable=debian)
     elif debian is not None:
-        environment = debian.environment(environment, host)
+        environment = debian.environment(environment)
     if image_exists(client, tag):
         return ToolkitImage(tag, environment, built=False)
     with tempfile.TemporaryDirectory(prefix="cudamatrix-context-", dir=cache) as folder:
@@ -181,18 +188,21 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
 class DebianLayer:
     """Debian's nvcc for a toolkit whose wheels carry none, as the image holds it."""
 
-    tree: Path  # the unpacked package in the cache
-    nvcc: DebianNvcc
+    nvcc: DebianNvcc  # the unpacked package in the cache
     gcc: int  # the base image's GCC major it builds with
-    facts: tuple[str, str, int]
+
+    @property
+    def facts(self) -> tuple[str, str, int]:
+        """What the image's content hash must hold of it."""
+        return self.nvcc.package, self.nvcc.version, self.gcc
 
     @property
     def bin_in_image(self) -> str:
         return f"{DEBIAN_IN_IMAGE}/{DEBIAN_NVCC_BIN}"
 
-    def environment(self, image: Environment, host: Environment) -> Environment:
+    def environment(self, image: Environment) -> Environment:
         """The image's toolkit with this nvcc, its host compiler and a linkable cudart."""
-        cudart = [f"{DEBIAN_IN_IMAGE}/cudart"] if _wheel_cudart(host) else []
+        cudart = [f"{DEBIAN_IN_IMAGE}/cudart"] if _wheel_cudart_in_image(image) else []
         tools = {**image.tool_versions, "nvcc": self.nvcc.version,
                  "nvcc_from": self.nvcc.package, "host_compiler": f"g++-{self.gcc} (image)"}
         return replace(image, nvcc=f"{self.bin_in_image}/nvcc", tool_versions=tools,
@@ -203,7 +213,7 @@ class DebianLayer:
     def lay_out(self, folder: Path, image: Environment) -> None:
         """The unpacked tree into the build context, with an nvcc.profile of the image's
         paths (written anew: the tree's own is a link to the cache's file)."""
-        _link_tree(self.tree, folder, ignore=shutil.ignore_patterns(MARKER))
+        _link_tree(self.nvcc.root, folder, ignore=shutil.ignore_patterns(MARKER))
         profile = folder / DEBIAN_NVCC_BIN / "nvcc.profile"
         profile.unlink(missing_ok=True)
         profile.write_text(nvcc_profile(image.include_dirs, image.library_dirs))
@@ -211,10 +221,6 @@ class DebianLayer:
         if runtime:  # the name `-lcudart` looks for, as shared_cudart_dirs gives it here
             (folder / "cudart").mkdir()
             (folder / "cudart" / "libcudart.so").symlink_to(runtime)
-
-
-def _wheel_cudart(env: Environment) -> list[Path]:
-    return sorted(Path(env.root).glob("nvidia/cuda_runtime/lib/libcudart.so.*"))
 
 
 def _wheel_cudart_in_image(image: Environment) -> str | None:
@@ -235,13 +241,12 @@ def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path
         got = prepare_debian_nvcc(entry.debian, toolkit, cache, host.include_dirs,
                                   host.library_dirs)
     except (EnvironmentUnavailable, OSError) as exc:
-        return (f"toolkit {toolkit} (wheels) has no nvcc, and Debian {entry.debian}'s could "
-                f"not be had: {exc}")
+        return nvcc_unavailable(toolkit, entry.debian, exc)
     fitting = [major for major in BASE_GCC if entry.gcc_max is None or major <= entry.gcc_max]
     if not fitting:
         return (f"toolkit {toolkit}'s nvcc accepts GCC up to {entry.gcc_max}; the base image "
                 f"has {', '.join(f'g++ {m}' for m in BASE_GCC)}")
-    return DebianLayer(got.root, got, max(fitting), (got.package, got.version, max(fitting)))
+    return DebianLayer(got, max(fitting))
 
 
 def _build(client: Any, context: Path, tag: str, buildargs: dict[str, str],

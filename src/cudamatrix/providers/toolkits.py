@@ -21,7 +21,7 @@ from ..executors import Executor
 from ..executors.containers import ContainerExecutor
 from ..executors.local import LocalExecutor
 from ..matrix import Matrix
-from .debian import prepare_debian_nvcc, shared_cudart_dirs
+from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
 from .environment import Environment
 from .host import prepare_host
@@ -127,8 +127,7 @@ class WheelsToolkits(_LocalCells):
             got = prepare_debian_nvcc(toolkit.debian, version, self.cache, env.include_dirs,
                                       env.library_dirs)
         except (EnvironmentUnavailable, OSError) as exc:
-            return replace(env, nvcc_unusable=f"toolkit {version} (wheels) has no nvcc, and "
-                                              f"Debian {toolkit.debian}'s could not be had: {exc}")
+            return replace(env, nvcc_unusable=nvcc_unavailable(version, toolkit.debian, exc))
         host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)
         tools = {**env.tool_versions, "nvcc": got.version, "nvcc_from": got.package}
         if host:  # as a case's own is recorded: the program and its full version
