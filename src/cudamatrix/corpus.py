@@ -50,8 +50,6 @@ ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range")
 BUILD_KEYS = ("commands", "project", "outputs", "test", "requires", "env")
 # What a build's audit reads when the case names no outputs: its libraries and wheels.
 DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
-# [variant.options]: how a library compiles (CuPy's RawModule flags).
-OPTION_KEYS = ("jitify", "enable_cooperative_groups")
 
 Spec = str | tuple[str, ...]
 # A case id is its folder's name and travels into file names, XML, Markdown and HTML.
@@ -304,7 +302,11 @@ class _Reader:
         options = raw.get("options", {})
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
-        check_keys(f"{where}.options", options, OPTION_KEYS, self.fail)
+        allowed = REGISTRY[frontend].options  # each frontend's own option schema
+        if options and not allowed:
+            raise self.fail(f"{where}.options", f"the {frontend} frontend takes no options, "
+                            f"got {', '.join(map(repr, options))}")
+        check_keys(f"{where}.options", options, allowed, self.fail)
         host_compiler = raw.get("host_compiler")
         if host_compiler is not None:
             if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
@@ -347,7 +349,7 @@ class _Reader:
                build: Mapping[str, Any]) -> Path:
         """A kernel case's source file; a build case's project folder (the case folder
         itself unless named), none where [variant.build] names its project."""
-        if frontend == "build":
+        if REGISTRY[frontend].builds_project:
             if "project" in build:
                 if name is not None:
                     raise self.fail(where, "give source (a folder here) or build.project, "
@@ -370,7 +372,7 @@ class _Reader:
 
     def build(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
         """[variant.build], checked: only the build frontend has one, and it must."""
-        if frontend != "build":
+        if not REGISTRY[frontend].builds_project:
             if raw is not None:
                 raise self.fail(where, f"the {frontend} frontend takes no build table "
                                 "(frontend = \"build\" runs a project's own build)")

@@ -182,8 +182,8 @@ _BLANK = dict(top="", variant="", run="", arg="", options="")
                                          "'check'?)"),
     ("run", "gird = [4]", "unknown key 'gird' (did you mean 'grid'?)"),
     ("arg", "shap = [32]", "run.args[0]: unknown key 'shap' (did you mean 'shape'?)"),
-    ("options", "jitfy = true", "variant 'v'.options: unknown key 'jitfy' (did you mean "
-                                "'jitify'?)"),
+    ("options", "jitify = true", "variant 'v'.options: the nvrtc frontend takes no options, "
+                                 "got 'jitify'"),
     ("variant", 'only = { toolkit = "" }', "only.toolkit: an empty value selects nothing"),
     ("variant", 'only = { toolkits = ">=12" }', "unknown key 'toolkits' (did you mean "
                                                 "'toolkit'?)"),
@@ -211,3 +211,19 @@ def test_a_misspelt_matrix_key_is_named_with_the_nearest(tmp_path: Path, old: st
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(text.replace(old, new, 1))
     _one_line_error(cudamatrix("validate", "--matrix", str(matrix)), str(matrix), says)
+
+
+def test_a_frontends_own_options_are_its_schema(tmp_path: Path) -> None:
+    """[variant.options] is checked against the frontend's own keys (stages/frontends.py):
+    CuPy's misspelt one is named with the nearest."""
+    write_case(tmp_path / "c", "typo", """
+        title = "CuPy with a misspelt option"
+        [[variant]]
+        name = "v"
+        source = "k.cu"
+        frontend = "cupy"
+        kernel = "k"
+        options = { jitfy = true }
+    """, {"k.cu": KERNEL})
+    run = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
+    _one_line_error(run, "variant 'v'.options: unknown key 'jitfy' (did you mean 'jitify'?)")

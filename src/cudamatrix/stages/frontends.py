@@ -45,6 +45,9 @@ class Frontend:
     # added (CuPy's jitify): with it set, the arch never reached that step.
     arch_bypass_option: str | None = None
     slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
+    options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
+    # Builds a project (its source a folder, its commands in [variant.build]).
+    builds_project: bool = False
     # The orchestrator's side: what the job needs beyond its case (a folder of links, a
     # fetched project, a warm-up), or the stage that says why it cannot have it.
     prepare: Callable[[Job, JobContext], Job | StageResult] | None = None
@@ -88,7 +91,9 @@ def register(frontend: Frontend) -> Frontend:
 for _builtin in (
     Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",)),
     Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",)),
+    # [variant.options]: how CuPy compiles (its RawModule's flags).
     Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
+             options=("jitify", "enable_cooperative_groups"),
              needs_gpu_to_compile="CuPy compiles through the driver",
              arch_bypass_option="jitify", prepare=_prepare_cupy),
     Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True),
@@ -102,7 +107,7 @@ for _builtin in (
              needs=("nvcc",)),
     # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
     Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
-             prepare=_prepare_build),
+             prepare=_prepare_build, builds_project=True),
 ):
     register(_builtin)
 
