@@ -93,3 +93,19 @@ def test_container_paths_are_found_through_a_linked_cache(tmp_path: Path) -> Non
     inside = translate(job, [Mount(str(real.resolve()), "/work/libraries")])
     assert inside.library is not None
     assert inside.library.python_path == ("/work/libraries/cute_dsl-4.8.1",)
+
+
+def test_two_lines_in_one_read_are_two_lines() -> None:
+    """The server sends a worker's pid, then its exit status; a worker that ends at once
+    can get both into one read ('16850\\n0\\n'), which once failed the cell's parent with
+    ValueError: invalid literal for int()."""
+    import socket
+
+    from cudamatrix.executors.local import _Lines
+
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b"16850\n0\n")
+    lines = _Lines(ours)
+    assert (lines.read(), lines.read()) == ("16850", "0")
+    ours.close()
+    theirs.close()

@@ -40,12 +40,13 @@ class ForkServer:
             raise RuntimeError(f"cell worker server did not start: {ready}"
                                f"{self.process.stdout.read()[-2000:]}")
 
-    def start_cell(self, job_file: Path) -> tuple[socket.socket, int]:
+    def start_cell(self, job_file: Path) -> tuple[socket.socket, _Lines, int]:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.settimeout(60)
         connection.connect(self.socket_path)
         connection.sendall(f"{job_file}\n".encode())
-        return connection, int(_read_line(connection))
+        lines = _Lines(connection)
+        return connection, lines, int(lines.read())
 
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -53,14 +54,21 @@ class ForkServer:
         self.process.wait()
 
 
-def _read_line(connection: socket.socket) -> str:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = connection.recv(64)
-        if not chunk:
-            raise ConnectionError("cell worker server closed the connection")
-        data += chunk
-    return data.decode().strip()
+class _Lines:
+    """The lines a cell's server sends (the worker's pid, then its exit status). A fast
+    worker's two lines can arrive in one read: what follows the first is kept for the next."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection, self._pending = connection, b""
+
+    def read(self) -> str:
+        while b"\n" not in self._pending:
+            chunk = self.connection.recv(64)
+            if not chunk:
+                raise ConnectionError("cell worker server closed the connection")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode().strip()
 
 
 class LocalExecutor:
@@ -94,18 +102,18 @@ class LocalExecutor:
         env = worker_env(job.env)
         job_file = job.work / JOB_FILE
         job_file.write_text(job.to_json())
-        connection, pid = self._server(env).start_cell(job_file)
+        connection, lines, pid = self._server(env).start_cell(job_file)
         with self._lock:
             self._running.add(pid)
         try:
             connection.settimeout(job.timeout + 15)
             try:
-                code = int(_read_line(connection))
+                code = int(lines.read())
                 killed = False
             except TimeoutError:
                 self._kill(pid)
                 connection.settimeout(30)
-                code, killed = int(_read_line(connection)), True
+                code, killed = int(lines.read()), True
         finally:
             connection.close()
             with self._lock:
