@@ -35,7 +35,6 @@ from .providers.toolkits import (
     CellSite,
     ProviderSetting,
     ToolkitNotHere,
-    ToolkitProvider,
 )
 from .providers.wheels import (
     prepare_build_tools,
@@ -89,23 +88,19 @@ class Environments:
                  container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S,
                  cuda_compat: bool = False) -> None:
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
-        self.containers, self.flavour = containers, flavour
-        self.container_timeout, self.cuda_compat = container_timeout, cuda_compat
         self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
-        self.toolkit_provider = self._toolkit_provider()
+        # The provider by its name; the container options are its to keep (the others
+        # ignore them).
+        self.toolkit_provider = TOOLKIT_PROVIDERS[provider](ProviderSetting(
+            matrix, cache, progress, containers, flavour, self.docker_client, self.base_image,
+            container_timeout, cuda_compat))
         self.sources: dict[str, Source | str] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
         self._lock = threading.Lock()
-
-    def _toolkit_provider(self) -> ToolkitProvider:
-        setting = ProviderSetting(self.matrix, self.cache, self.progress, self.containers,
-                                  self.flavour, self.docker_client, self.base_image,
-                                  self.container_timeout, self.cuda_compat)
-        return TOOLKIT_PROVIDERS[self.provider](setting)
 
     @property
     def local(self) -> bool:
