@@ -110,6 +110,8 @@ def compile_key(job: Job, provider: str) -> str:
         "arch_flag": job.arch_flag,
         "flags": list(job.flags),
         "host_entry": job.host_entry,
+        # NVRTC instantiates and lowers the kernel the case names (a name expression).
+        "kernel": job.kernel,
         "options": job.options,
         "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.

@@ -20,6 +20,8 @@ from typing import Any
 from .errors import UserError
 from .keys import check_keys
 from .sources import SourceSpec
+from .stages.artifact_text import ARTIFACT_KINDS, never_tells
+from .stages.budgets import BUDGET_FIELDS, BUDGET_KEYS
 from .stages.build import BUILD_PLACEHOLDERS
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .stages.frontends import REGISTRY
@@ -27,16 +29,14 @@ from .tomlfile import load_toml
 from .versions import EXPECT_KEYS, HOST_COMPILER, WHEN_KEYS, axis_matches, check_specifier
 
 STAGES = ("compile", "inspect", "load", "run")
-# ptx: the PTX text; sass: the machine code as cuobjdump -sass prints it; cubin: the
-# cubin's raw bytes (embedded strings such as an abort message, never instructions).
-ARTIFACT_KINDS = ("ptx", "sass", "cubin")
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
 LOAD_MODES = ("auto", "cubin", "ptx")
 # The keys of each table of case.toml.
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                "artifact", "timeout", "run", "load", "options", "host_compiler", "build")
+                "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
+                "resources")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
 # What a case may expect of a cell: that it works, that it fails (at a stage, saying
 # something), or that it hangs until its limit (a known hang is a finding, not a broken
@@ -123,6 +123,8 @@ class Variant:
     host_compiler: str | None = None
     # The build frontend's [variant.build]: commands, project, outputs, test, requires, env.
     build: Mapping[str, Any] = field(default_factory=dict)
+    # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
+    resources: Mapping[str, Any] = field(default_factory=dict)
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -251,7 +253,9 @@ class _Reader:
         check_keys(where, raw, ARTIFACT_KEYS, self.fail)
         kind = raw.get("in", "ptx")
         if kind not in ARTIFACT_KINDS:
-            raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}")
+            raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}, got "
+                            f"{kind!r} (ptx: the PTX; sass or cubin: the machine code; "
+                            "strings: the strings the cubin embeds)")
         if ("contains" in raw) == ("lacks" in raw):
             raise self.fail(where, "give exactly one of 'contains' or 'lacks'")
         pattern = raw.get("contains", raw.get("lacks"))
@@ -261,7 +265,41 @@ class _Reader:
             re.compile(pattern)
         except re.error as exc:
             raise self.fail(where, f"bad regular expression: {exc}") from None
+        pointless = never_tells(kind, pattern)
+        if pointless:
+            raise self.fail(where, f"a check that cannot tell anything: {pointless}")
         return ArtifactCheck(kind, pattern, "contains" in raw, str(raw.get("why", "")))
+
+    def kernel(self, where: str, raw: Any) -> str | None:
+        """The kernel as C++ names it (``gemm``, ``ns::gemm<128, float>``, a full signature)
+        or as the module holds it (mangled, ``extern "C"``)."""
+        if raw is not None and (not isinstance(raw, str) or not raw.strip()):
+            raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw!r}")
+        return raw.strip() if isinstance(raw, str) else None
+
+    def resources(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
+        """[variant.resources]: non-negative whole limits by name, and the kernel they are
+        for (every kernel of the module without one)."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(where, "expected a table such as { max_registers = 64, "
+                            "max_spill_stores = 0 }")
+        check_keys(where, raw, BUDGET_KEYS, self.fail)
+        if not REGISTRY[frontend].reports_resources:
+            raise self.fail(where, f"the {frontend} frontend reports no resource usage to "
+                            "judge (ptxas's figures come from the nvrtc, nvcc, cutlass and "
+                            "clang frontends)")
+        for key in BUDGET_FIELDS:
+            value = raw.get(key)
+            if key in raw and (isinstance(value, bool) or not isinstance(value, int)
+                               or value < 0):
+                raise self.fail(f"{where}.{key}", f"expected a whole number >= 0, got {value!r}")
+        if "kernel" in raw and (not isinstance(raw["kernel"], str) or not raw["kernel"].strip()):
+            raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw['kernel']!r}")
+        if not any(key in raw for key in BUDGET_FIELDS):
+            raise self.fail(where, f"give at least one limit ({', '.join(BUDGET_FIELDS)})")
+        return dict(raw)
 
     def variant(self, index: int, raw: Any, directory: Path) -> Variant:
         where = f"variant[{index}]"
@@ -277,7 +315,7 @@ class _Reader:
             raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
         build = self.build(f"{where}.build", raw.get("build"), frontend)
-        for key in ("artifact", "run", "kernel", "flags", "load", "options"):
+        for key in ("artifact", "run", "kernel", "flags", "load", "options", "resources"):
             if build and key in raw:
                 raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
                                 "outputs are audited per arch and build.test runs on a GPU")
@@ -330,7 +368,7 @@ class _Reader:
             source=source,
             frontend=frontend,
             flags=flags,
-            kernel=raw.get("kernel"),
+            kernel=self.kernel(where, raw.get("kernel")),
             arch_flag=bool(raw.get("arch_flag", True)),
             only=self.when(f"{where}.only", raw.get("only", {})),
             expect=tuple(self.expectation(f"{where}.expect[{i}]", e)
@@ -343,6 +381,7 @@ class _Reader:
             options=options,
             host_compiler=host_compiler,
             build=build,
+            resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
         )
 
     def source(self, where: str, name: Any, directory: Path, frontend: str,

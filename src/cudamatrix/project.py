@@ -162,9 +162,9 @@ arch = ["sm_80", "sm_90"]
 
 SAXPY = """\
 // An example kernel: edit it, or copy this folder for a kernel of your own.
-// extern "C" keeps the name unmangled, so `kernel = "saxpy"` in case.toml finds it
-// (NVRTC and the driver look kernels up by their symbol name).
-extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+// `kernel = "saxpy"` in case.toml names it as C++ does (a template by its arguments,
+// `saxpy<float>`); the tool finds the name the compiler gave it.
+__global__ void saxpy(float a, const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
 }

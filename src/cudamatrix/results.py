@@ -58,6 +58,15 @@ class CellResult:
         return self._compiled("resources")
 
     @property
+    def kernel(self) -> dict[str, str] | None:
+        """The case's kernel as it was found in the module: the name the case wrote, the
+        name in the module (what the load and run stages used) and its C++ signature."""
+        for stage in self.stages:
+            if stage.stage == "inspect" and "kernel" in stage.details:
+                return dict(stage.details["kernel"])
+        return None
+
+    @property
     def ships(self) -> list[dict[str, Any]]:
         """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
         return self._compiled("ships")
@@ -92,6 +101,7 @@ class CellResult:
             "note": self.note,
             "diagnosis": self.diagnosis,
             "resources": self.resources,
+            "kernel": self.kernel,
             "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "title": self.title,

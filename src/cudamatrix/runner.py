@@ -41,7 +41,7 @@ from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .stages.cell_files import COMPILE_RECORD, CUBIN, PTX
 from .stages.frontends import frontend
-from .stages.inspect import inspect_artifacts
+from .stages.inspect import inspect_job
 from .stages.job import Job
 from .stages.result import StageResult
 from .verdict import judge
@@ -203,7 +203,8 @@ class CellRunner:
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
-            host_compiler_version=host[1] if host else None)
+            host_compiler_version=host[1] if host else None,
+            budgets=dict(variant.resources))
         if spec.prepare is not None:
             prepared = spec.prepare(job, JobContext(variant, env, self.envs, self.warmups,
                                                     prebuilt is not None, versions))
@@ -255,12 +256,10 @@ class CellRunner:
             job = replace(job, prebuilt=str(workdir))
         if cached is not None and job.prebuilt is None:
             stages = [cached]
-            if cached.status == "ok" and (job.artifacts or job.kernel):
-                stages.append(inspect_artifacts(
-                    job.artifacts, _found(workdir / PTX),
-                    _found(workdir / CUBIN),
-                    kernel=None if job.host_entry else job.kernel,
-                    cuobjdump=job.env.cuobjdump if job.env else None))
+            inspected = inspect_job(job, _found(workdir / PTX), _found(workdir / CUBIN),
+                                    cached.details) if cached.status == "ok" else None
+            if inspected is not None:
+                stages.append(inspected)
         else:
             stages = self.execute(job)
             if key and cached is None:

@@ -107,12 +107,17 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
               "bad.cu": b'extern "C" __global__ void k(float *x) { x[0] = undefined_caf; }'
                         b' // caf\xe9\n'})
     write_case(root, "kernel-name", """
-        title = "a kernel name the module does not define is the case's mistake"
+        title = "a kernel is named as C++ names it; one the module lacks is the case's mistake"
         [[variant]]
-        name = "mangled"
+        name = "cpp"
         source = "k.cu"
         frontend = "nvrtc"
         kernel = "scale"
+        [[variant]]
+        name = "missing"
+        source = "k.cu"
+        frontend = "nvrtc"
+        kernel = "scal"
         """, {"k.cu": "__global__ void scale(float *x) { x[0] *= 2.0f; }\n"})
     return root
 
@@ -186,11 +191,16 @@ def test_sources_and_logs_are_bytes(run: Run) -> None:
     assert failed["reason"].startswith("failed as expected")
 
 
-def test_a_wrong_kernel_name_is_caught_at_build_time(run: Run) -> None:
-    cell = _cell(run, "kernel-name/mangled/12.4/sm_80")
+def test_a_cpp_kernel_name_is_found_and_a_wrong_one_is_caught_at_build_time(run: Run) -> None:
+    found = _cell(run, "kernel-name/cpp/12.4/sm_80")
+    assert found["outcome"] == "pass", found["message"]
+    assert found["kernel"] == {"name": "scale", "lowered": "_Z5scalePf",
+                               "signature": "scale(float*)"}
+    cell = _cell(run, "kernel-name/missing/12.4/sm_80")
     assert cell["outcome"] == "error" and cell["stage"] == "inspect", cell
-    assert "'scale' is not a kernel of the built module" in cell["message"]
-    assert "_Z5scalePf" in cell["message"] and 'extern "C"' in cell["message"]
+    assert "kernel 'scal' is not a kernel of the built module" in cell["message"]
+    assert "its kernels: scale(float*)" in cell["message"]
+    assert 'identifier "scal" is undefined' in cell["message"]  # NVRTC's own words
     assert run.code == 1
 
 

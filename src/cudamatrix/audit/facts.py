@@ -105,6 +105,14 @@ def _elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
     return sections
 
 
+def cubin_kernel_names(data: bytes) -> list[str]:
+    """The kernels of a cubin by their names in it: each has a ``.nv.info.<name>``
+    section (device functions do not)."""
+    prefix = ".nv.info."
+    return [name[len(prefix):] for name in _elf_sections(io.BytesIO(data))
+            if name.startswith(prefix)]
+
+
 def read_cubin(data: bytes, arch: str, index: int = 0) -> Image:
     sections = _elf_sections(io.BytesIO(data))
     kernels = sum(1 for name in sections if name.startswith(".nv.info."))

@@ -26,6 +26,14 @@ from .cell_files import CUBIN, LIBRARY, PTX, SCRIPT_STACK_FILE
 from .flags import resolve_flags, shown
 from .hang import STACK_LEAD_S
 from .job import Job
+from .kernel_names import (
+    KERNEL_RECORD,
+    KERNEL_REFUSED,
+    KernelName,
+    cpp_name,
+    demangle,
+    is_mangled,
+)
 from .limits import address_space_limit, run_tool
 from .logs import decisive_line, missing_include, resource_usage, warning_lines
 from .nvrtc import Nvrtc
@@ -66,7 +74,9 @@ def _compiled(job: Job, log: str, started: float, details: dict[str, object],
     """A successful compile: its resource usage and warnings read off the tools' own log,
     and what the build ships (SASS arch, PTX ISA, sizes), read off the artifacts as the
     audit reads a wheel's."""
-    details["resources"] = resource_usage(log)
+    # Each kernel also by the name its author writes (the report shows that one).
+    details["resources"] = [{**usage, "name": cpp_name(usage["kernel"])}
+                            for usage in resource_usage(log)]
     details["warnings"] = warning_lines(log)
     details["ships"] = shipped_images(cubin, ptx, job.arch)
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
@@ -106,11 +116,27 @@ def compile_nvrtc(job: Job) -> Build:
     for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
         options.append(f"-I{folder}")
     nvrtc = Nvrtc(job.env.nvrtc)
+    # The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
+    # already as the module holds it (mangled) is looked up as it is.
+    expressions = [job.kernel] if job.kernel and not job.host_entry \
+        and not is_mangled(job.kernel) else []
     with address_space_limit(job.memory_bytes):
-        output = nvrtc.compile(source.read_bytes(), source.name, options)
-    log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
+        output = nvrtc.compile(source.read_bytes(), source.name, options, expressions)
     details: dict[str, object] = {"nvrtc": nvrtc.version,
                                   "options": shown(options, job.env)}
+    if not output.ok and expressions and not output.accident:
+        # Refused with the kernel's name: compiled without it, NVRTC says whether the
+        # code or the name is at fault (an overload, a template with no arguments, a
+        # name the source lacks); the name's refusal is then the case's error.
+        with address_space_limit(job.memory_bytes):
+            plain = nvrtc.compile(source.read_bytes(), source.name, options)
+        if plain.ok:
+            details[KERNEL_REFUSED] = decisive_line(output.log)
+            output = plain
+    elif output.ok and expressions:
+        lowered = output.lowered[expressions[0]]
+        details[KERNEL_RECORD] = KernelName(expressions[0], lowered, demangle(lowered)).to_dict()
+    log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
     if not output.ok:
         return _failure(job, log, started, output.accident, **details)
     ptx = job.work / PTX

@@ -17,6 +17,7 @@ from typing import Any
 from .flags import resolve_flags
 from .hang import enter_stage
 from .job import Job
+from .kernel_names import is_mangled
 from .logs import decisive_line, decode
 from .result import Stage, StageResult
 
@@ -89,8 +90,12 @@ def cupy_stages(job: Job) -> list[StageResult]:
     started = time.monotonic()
     enter_stage(job.work, "compile")
     try:
+        # The kernel as C++ names it: CuPy hands it to NVRTC as a name expression, and
+        # get_function finds the lowered name by it (a mangled name is taken as it is).
+        expressions = (job.kernel,) if job.kernel and not is_mangled(job.kernel) else None
         module = cupy.RawModule(code=decode(Path(job.source).read_bytes()), options=tuple(options),
-                                jitify=jitify, enable_cooperative_groups=cooperative)
+                                jitify=jitify, enable_cooperative_groups=cooperative,
+                                name_expressions=expressions)
         kernel = module.get_function(job.kernel)
     except Exception as exc:  # CuPy raises CompileException, CUDADriverError, ...
         text = f"{type(exc).__name__}: {exc}"

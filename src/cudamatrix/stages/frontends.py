@@ -48,6 +48,8 @@ class Frontend:
     options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
     # Builds a project (its source a folder, its commands in [variant.build]).
     builds_project: bool = False
+    # Its compile reports each kernel's resources (ptxas -v): [variant.resources] applies.
+    reports_resources: bool = False
     # The orchestrator's side: what the job needs beyond its case (a folder of links, a
     # fetched project, a warm-up), or the stage that says why it cannot have it.
     prepare: Callable[[Job, JobContext], Job | StageResult] | None = None
@@ -89,15 +91,16 @@ def register(frontend: Frontend) -> Frontend:
 
 
 for _builtin in (
-    Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",)),
-    Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",)),
+    Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",), reports_resources=True),
+    Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",), reports_resources=True),
     # [variant.options]: how CuPy compiles (its RawModule's flags).
     Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
              options=("jitify", "enable_cooperative_groups"),
              needs_gpu_to_compile="CuPy compiles through the driver",
              arch_bypass_option="jitify", prepare=_prepare_cupy),
-    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True),
-    Frontend("clang", compile=compile_clang, needs=("clang",)),
+    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True,
+             reports_resources=True),
+    Frontend("clang", compile=compile_clang, needs=("clang",), reports_resources=True),
     Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
     Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
              toolkit_free=True),

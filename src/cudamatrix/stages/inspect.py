@@ -2,9 +2,12 @@
 
 Exit codes miss a whole class of bug: CUTLASS built for plain sm_90 compiles
 cleanly, carries no WGMMA, and aborts only at run time on the GPU. Checking
-the PTX, the machine code (SASS, disassembled) and the cubin's bytes turns that
-into a build-time finding. A `kernel` the module does not define is caught here
-too, before a GPU stage reports it as a load failure.
+the PTX, the machine code (SASS, disassembled; what ``in = "cubin"`` means too) and
+the strings a cubin embeds turns that into a build-time finding, and so does a
+kernel's register, spill, stack or shared-memory figure over the case's budget. The
+case's `kernel`, named as C++ names it, is found here among the module's entries (its
+name in the module is what the load and run stages use), or the case error says
+which kernels the module has.
 """
 
 from __future__ import annotations
@@ -12,10 +15,22 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..audit.facts import cubin_kernel_names
+from .artifact_text import cubin_strings
+from .budgets import judge_budget, reporter
+from .job import Job
+from .kernel_names import (
+    KERNEL_RECORD,
+    KERNEL_REFUSED,
+    KernelName,
+    KernelNotFound,
+    resolve,
+)
 from .logs import decode
 from .result import StageResult
 
@@ -43,42 +58,77 @@ def disassemble(cuobjdump: str | None, cubin: Path) -> tuple[str | None, str]:
     return text, ""
 
 
-def _kernel_missing(kernel: str | None, ptx_text: str | None) -> str | None:
-    if not kernel or ptx_text is None:
+def module_kernels(ptx_text: str | None, cubin: Path | None) -> list[str] | None:
+    """The kernels of the built module by their names in it: the PTX's entries, else the
+    cubin's (each kernel has its own ``.nv.info.<name>`` section); None without either."""
+    if ptx_text is not None:
+        return entry_names(ptx_text)
+    if cubin is not None and cubin.exists():
+        return cubin_kernel_names(cubin.read_bytes())
+    return None
+
+
+def name_kernel(kernel: str, compiled: Mapping[str, Any],
+                kernels: Sequence[str] | None) -> KernelName | str | None:
+    """The case's kernel as the module holds it, or the case error saying why it is not
+    there (with the module's kernels as C++ prints them); None when nothing was built to
+    look in (a script that wrote no module)."""
+    if KERNEL_REFUSED in compiled:
+        # NVRTC would not take the name as an expression (a template with no arguments, an
+        # overload); the module's own entries may still hold exactly one by that name.
+        try:
+            return resolve(kernel, kernels or [])
+        except KernelNotFound as exc:
+            return f"{exc}; NVRTC, given it as a name expression: {compiled[KERNEL_REFUSED]}"
+    if KERNEL_RECORD in compiled:  # the compiler lowered the name itself (NVRTC)
+        record = compiled[KERNEL_RECORD]
+        named = KernelName(record["name"], record["lowered"], record["signature"])
+        if kernels is None or named.lowered in kernels:
+            return named
+    if kernels is None:
         return None
-    entries = entry_names(ptx_text)
-    if kernel in entries:
-        return None
-    hint = ("; a C++ kernel is looked up by its mangled name: declare it extern \"C\" or give "
-            "the mangled name" if any(kernel in e for e in entries) else "")
-    return (f"case error: kernel {kernel!r} is not a kernel of the built module (its entries: "
-            f"{', '.join(entries) or 'none'}){hint}")
+    try:
+        return resolve(kernel, kernels)
+    except KernelNotFound as exc:
+        return str(exc)
+
+
+def _text_for(kind: str, texts: dict[str, str | None]) -> str | None:
+    # A cubin's checks read its machine code: what a person means by "the cubin".
+    return texts.get("sass" if kind == "cubin" else kind)
 
 
 def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
                       cubin: Path | None, *, kernel: str | None = None,
-                      cuobjdump: str | None = None) -> StageResult:
+                      cuobjdump: str | None = None, compiled: Mapping[str, Any] | None = None,
+                      budgets: Mapping[str, Any] | None = None,
+                      arch: str = "") -> StageResult:
+    """The built module against the case: its kernel found by its C++ name, its PTX, SASS
+    and embedded strings against the artifact checks, its kernels' resources (what the
+    compiler reported) against the case's budget."""
     started = time.monotonic()
+    compiled = compiled or {}
     ptx_text = ptx.read_text(errors="replace") if ptx and ptx.exists() else None
-    missing = _kernel_missing(kernel, ptx_text)
-    if missing:
-        return StageResult("inspect", "error", missing, missing, time.monotonic() - started)
+    details: dict[str, Any] = {}
+    lines, failures, unavailable = [], [], ""
+    if kernel:
+        named = name_kernel(kernel, compiled, module_kernels(ptx_text, cubin))
+        if isinstance(named, str):
+            return StageResult("inspect", "error", named, named, time.monotonic() - started)
+        if named is not None:
+            details[KERNEL_RECORD] = named.to_dict()
+            lines.append(f"ok   kernel {kernel!r} is {named.signature} ({named.lowered})")
     texts: dict[str, str | None] = {
         "ptx": ptx_text,
-        # The cubin's bytes: embedded strings (an abort message) are searchable as latin-1;
-        # instructions are not, which is what "sass" is for.
-        "cubin": cubin.read_bytes().decode("latin-1") if cubin and cubin.exists() else None,
+        "strings": cubin_strings(cubin.read_bytes()) if cubin and cubin.exists() else None,
     }
-    lines, failures, unavailable = [], [], ""
-    if kernel and ptx_text is not None:
-        lines.append(f"ok   kernel {kernel!r} is an entry of the module")
-    if any(c["kind"] == "sass" for c in checks) and cubin and cubin.exists():
+    if any(c["kind"] in ("sass", "cubin") for c in checks) and cubin and cubin.exists():
         texts["sass"], unavailable = disassemble(cuobjdump, cubin)
     for check in checks:
         kind, pattern, present = check["kind"], check["pattern"], check["present"]
-        text = texts.get(kind)
+        text = _text_for(kind, texts)
         verb = "contains" if present else "lacks"
-        if text is None and kind == "sass" and unavailable:
+        if text is None and kind in ("sass", "cubin") and unavailable:
             return StageResult("inspect", "unavailable", unavailable, unavailable,
                                time.monotonic() - started)
         if text is None:
@@ -91,8 +141,34 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
             why = f" ({check['why']})" if check.get("why") else ""
             found = "lacks" if present else f"contains {hits} x"
             failures.append(f"artifact check failed: {kind} {found} /{pattern}/{why}")
+    if budgets:
+        judged = judge_budget(budgets, compiled.get("resources", []), reporter(compiled, arch))
+        if isinstance(judged, str):
+            return StageResult("inspect", "error", judged, "\n".join([*lines, judged]),
+                               time.monotonic() - started, details)
+        lines.extend(judged.lines)
+        failures.extend(judged.broken)
     seconds = time.monotonic() - started
     log = "\n".join(lines + failures)
     if failures:
-        return StageResult("inspect", "failed", failures[0], log, seconds)
-    return StageResult("inspect", "ok", "", log, seconds)
+        return StageResult("inspect", "failed", failures[0], log, seconds, details)
+    return StageResult("inspect", "ok", "", log, seconds, details)
+
+
+def inspect_job(job: Job, ptx: Path | None, cubin: Path | None,
+                compiled: Mapping[str, Any]) -> StageResult | None:
+    """The inspect stage of a cell whose case asks anything of its module (a kernel, an
+    artifact check, a budget), from a fresh compile or the compile cache alike; None when
+    it asks nothing."""
+    kernel = None if job.host_entry else job.kernel
+    if not (job.artifacts or kernel or job.budgets):
+        return None
+    return inspect_artifacts(job.artifacts, ptx, cubin, kernel=kernel,
+                             cuobjdump=job.env.cuobjdump if job.env else None,
+                             compiled=compiled, budgets=job.budgets, arch=job.arch)
+
+
+def lowered_kernel(job: Job, inspected: StageResult | None) -> Job:
+    """The job with its kernel as the module names it, for the load and run stages."""
+    record = inspected.details.get(KERNEL_RECORD) if inspected else None
+    return replace(job, kernel=record["lowered"]) if record else job

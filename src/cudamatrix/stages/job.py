@@ -35,6 +35,9 @@ class Job:
     # choice for the toolkit (the newest GCC that release accepts).
     host_compiler: str | None = None
     host_compiler_version: str | None = None
+    # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
+    # memory, judged at the inspect stage.
+    budgets: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host_entry(self) -> bool:

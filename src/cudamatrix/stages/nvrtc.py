@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class NvrtcOutput:
     # Why a failure is not NVRTC's verdict on the source and its options: it ran out of
     # memory (the cell's limit) or could not even create the program.
     accident: str | None = None
+    # Each name expression given, as NVRTC lowered it (the name in the module).
+    lowered: dict[str, str] = field(default_factory=dict)
 
 
 _NVRTC_ACCIDENTS = {1: "NVRTC_ERROR_OUT_OF_MEMORY", 2: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE"}
@@ -69,14 +71,22 @@ class Nvrtc:
         self._check(self._lib.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
         return cubin.raw
 
-    def compile(self, source: bytes, name: str, options: Sequence[str]) -> NvrtcOutput:
+    def compile(self, source: bytes, name: str, options: Sequence[str],
+                name_expressions: Sequence[str] = ()) -> NvrtcOutput:
         """Compile `source` as the bytes on disk: NVRTC reads them as the file nvcc would,
-        so a comment in Latin-1 is no reason to fail."""
+        so a comment in Latin-1 is no reason to fail.
+
+        `name_expressions` are C++ names of kernels (``Marlin<256, 1>``, ``ns::scale``):
+        NVRTC instantiates each (a template needs no explicit instantiation) and says the
+        name it got in the module, as CuPy's ``name_expressions`` ask it."""
         program = ctypes.c_void_p()
         self._check(self._lib.nvrtcCreateProgram(ctypes.byref(program), source,
                                                  name.encode(), 0, None, None),
                     "nvrtcCreateProgram")
         try:
+            for expression in name_expressions:
+                self._check(self._lib.nvrtcAddNameExpression(program, expression.encode()),
+                            "nvrtcAddNameExpression")
             encoded = [os.fsencode(o) for o in options]
             array = (ctypes.c_char_p * len(encoded))(*encoded)
             result = self._lib.nvrtcCompileProgram(program, len(encoded), array)
@@ -97,6 +107,14 @@ class Nvrtc:
             self._check(self._lib.nvrtcGetPTXSize(program, ctypes.byref(size)), "nvrtcGetPTXSize")
             ptx = ctypes.create_string_buffer(size.value)
             self._check(self._lib.nvrtcGetPTX(program, ptx), "nvrtcGetPTX")
-            return NvrtcOutput(True, text, ptx.value, self.version, self._cubin(program))
+            lowered = {}
+            for expression in name_expressions:
+                name_in_module = ctypes.c_char_p()
+                self._check(self._lib.nvrtcGetLoweredName(program, expression.encode(),
+                                                          ctypes.byref(name_in_module)),
+                            "nvrtcGetLoweredName")
+                lowered[expression] = (name_in_module.value or b"").decode()
+            return NvrtcOutput(True, text, ptx.value, self.version, self._cubin(program),
+                               lowered=lowered)
         finally:
             self._lib.nvrtcDestroyProgram(ctypes.byref(program))

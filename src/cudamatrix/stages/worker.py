@@ -22,7 +22,7 @@ from .cell_files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
 from .compile import Build
 from .frontends import frontend
 from .hang import arm_stack_dump, enter_stage, tool_timed_out
-from .inspect import inspect_artifacts
+from .inspect import inspect_job, lowered_kernel
 from .job import Job
 from .library_path import library_first
 from .limits import kill_running_tools
@@ -88,20 +88,19 @@ def execute(job: Job) -> list[StageResult]:
     if build.result.status != "ok":
         return stages
     (job.work / COMPILE_RECORD).write_text(json.dumps(build.result.to_dict()))
-    if job.artifacts or job.kernel:
-        # An artifact failure decides the cell, but on a GPU the later stages still run:
-        # what the bad build does there (a trap, a wrong result) is evidence worth keeping.
-        enter_stage(job.work, "inspect")
-        inspected = inspect_artifacts(job.artifacts, build.ptx, build.cubin,
-                                      kernel=None if job.host_entry else job.kernel,
-                                      cuobjdump=job.env.cuobjdump if job.env else None)
+    # An artifact or budget failure decides the cell, but on a GPU the later stages still
+    # run: what the bad build does there (a trap, a wrong result) is evidence worth keeping.
+    enter_stage(job.work, "inspect")
+    inspected = inspect_job(job, build.ptx, build.cubin, build.result.details)
+    if inspected is not None:
         stages.append(inspected)
         if inspected.status == "error":  # the case names a kernel the module lacks
             return stages
     if job.gpu_stages:
         from .device import load_and_run
 
-        stages.extend(load_and_run(job, build.ptx, build.cubin, build.library))
+        stages.extend(load_and_run(lowered_kernel(job, inspected), build.ptx, build.cubin,
+                                   build.library))
     return stages
 
 

@@ -1,0 +1,72 @@
+"""A case's resource budget (``[variant.resources]``) against what the compiler reported.
+
+ptxas says, per kernel, how many registers it used, how many bytes it spilled to local
+memory and read back, its stack frame and its static shared memory (NVRTC with
+``-Xptxas=-v``, nvcc with ``-Xptxas -v``, clang with ``-Xcuda-ptxas -v``); those
+figures are parsed into the compile stage's ``resources``. A budget turns them into a
+verdict: a toolkit upgrade that makes a kernel spill fails the inspect stage with the
+figures, and a case can expect that (``stage = "inspect"``, ``match = "spill"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kernel_names import KernelNotFound, cpp_name, resolve
+
+# Budget key -> (the resources record's field, how the message says it).
+BUDGET_FIELDS: dict[str, tuple[str, str]] = {
+    "max_registers": ("registers", "registers"),
+    "max_spill_stores": ("spill_store_bytes", "bytes of spill stores"),
+    "max_spill_loads": ("spill_load_bytes", "bytes of spill loads"),
+    "max_stack": ("stack_bytes", "bytes of stack frame"),
+    "max_shared": ("smem_bytes", "bytes of static shared memory"),
+}
+BUDGET_KEYS = (*BUDGET_FIELDS, "kernel")
+
+
+@dataclass
+class BudgetVerdict:
+    lines: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+
+
+def reporter(compiled: Mapping[str, Any], arch: str) -> str:
+    """Who reported the figures, for the message: ``NVRTC 13.0, sm_80``."""
+    for key, label in (("nvrtc", "NVRTC"), ("nvcc", "nvcc"), ("clang", "clang")):
+        if key in compiled:
+            return f"{label} {compiled[key]}, {arch}" if arch else f"{label} {compiled[key]}"
+    return arch
+
+
+def judge_budget(budget: Mapping[str, Any], resources: Sequence[Mapping[str, Any]],
+                 said_by: str) -> BudgetVerdict | str:
+    """Each kernel's figures (or the one `kernel` names) against the budget's limits; a
+    string is the case error of a budget that cannot be judged (no figures, no kernel)."""
+    kernels = {str(r["kernel"]): r for r in resources}
+    if not kernels:
+        return ("case error: [variant.resources] has no figures to judge: the compiler "
+                "reported no kernel's resource usage (a module without kernels, or one "
+                "built by a compiler that does not say it)")
+    if "kernel" in budget:
+        try:
+            chosen = [resolve(str(budget["kernel"]), list(kernels)).lowered]
+        except KernelNotFound as exc:
+            return f"[variant.resources] {exc}"
+    else:
+        chosen = list(kernels)
+    verdict = BudgetVerdict()
+    for name in chosen:
+        record, short = kernels[name], cpp_name(name)
+        for key, (field_name, words) in BUDGET_FIELDS.items():
+            if key not in budget or field_name not in record:
+                continue
+            value, limit = int(record[field_name]), int(budget[key])
+            if value > limit:
+                verdict.broken.append(f"{short}: {value} {words} > {key} {limit} ({said_by})")
+                verdict.lines.append(f"FAIL {short}: {words} {value} > {key} {limit}")
+            else:
+                verdict.lines.append(f"ok   {short}: {words} {value} <= {key} {limit}")
+    return verdict

@@ -1,0 +1,46 @@
+"""A kernel named as C++ names it, matched among a module's real mangled entries."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudamatrix.stages.kernel_names import KernelNotFound, cpp_name, demangle, resolve
+
+# Entries as nvcc 13.0 and NVRTC name them (Marlin's from vLLM's marlin.cu).
+ENTRIES = ["_Z12compute_gemmPK6__halfS1_PKfPfff",
+           "_Z6MarlinILi256ELi1ELi8ELi8ELi4ELin1EEvPK4int4S2_PS0_S2_S2_iiiiPii",
+           "_Z6MarlinILi128ELi1ELi8ELi8ELi4ELin1EEvPK4int4S2_PS0_S2_S2_iiiiPii",
+           "saxpy", "_ZN2ns5plainEPf", "_Z4overPf", "_Z4overPi"]
+
+
+@pytest.mark.parametrize(("written", "lowered"), [
+    ("compute_gemm", ENTRIES[0]),
+    ("Marlin<256, 1, 8, 8, 4, -1>", ENTRIES[1]),
+    ("Marlin<128,1,8,8,4,-1>", ENTRIES[2]),  # spacing is not part of a name
+    ("saxpy", "saxpy"),  # extern "C"
+    ("ns::plain", ENTRIES[4]),
+    ("plain", ENTRIES[4]),  # the unique base name
+    ("over(int*)", ENTRIES[6]),
+    ("over(float *)", ENTRIES[5]),
+    ("_Z4overPi", ENTRIES[6]),  # mangled, as before
+])
+def test_resolves(written: str, lowered: str) -> None:
+    assert resolve(written, ENTRIES).lowered == lowered
+
+
+@pytest.mark.parametrize(("written", "words"), [
+    ("Marlin", "'Marlin' names 2 kernels"),
+    ("over", "'over' names 2 kernels"),
+    ("gemm", "is not a kernel of the built module"),
+])
+def test_ambiguity_and_absence_list_the_demangled_kernels(written: str, words: str) -> None:
+    with pytest.raises(KernelNotFound) as caught:
+        resolve(written, ENTRIES)
+    assert words in str(caught.value)
+    assert "over(float*)" in str(caught.value) or "Marlin<256, 1, 8, 8, 4, -1>" in str(caught.value)
+
+
+def test_names_as_authors_write_them() -> None:
+    assert demangle(ENTRIES[0]).startswith("compute_gemm(__half const*")
+    assert cpp_name(ENTRIES[1]) == "Marlin<256, 1, 8, 8, 4, -1>"
+    assert cpp_name("saxpy") == "saxpy" and demangle("_Znot-a-name") == "_Znot-a-name"
