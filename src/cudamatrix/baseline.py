@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .resource_changes import ResourceChange, resource_changes
 from .results import CellResult
 
 FAILING = frozenset({"fail", "error"})
@@ -36,11 +37,14 @@ class BaselineDiff:
     flipped: list[Change] = field(default_factory=list)
     added: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
+    # Kernels that start to spill, or take more registers or shared memory: a finding of
+    # their own, whatever the outcome did.
+    resources: list[ResourceChange] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.new_failures or self.fixed or self.flipped or self.added
-                    or self.removed)
+                    or self.removed or self.resources)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,4 +100,8 @@ def compare(source: str, before: dict[str, dict[str, Any]],
             diff.fixed.append(change)
         elif old != new and not (new in FAILING and old not in FAILING):
             diff.flipped.append(change)
+        if result is not None and cell_id in before:
+            recorded = before[cell_id].get("resources")
+            diff.resources.extend(resource_changes(
+                cell_id, recorded if isinstance(recorded, list) else [], result.resources))
     return diff

@@ -200,3 +200,48 @@ def test_a_check_or_budget_that_cannot_tell_is_refused_when_read(tmp_path: Path,
     result = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
     assert result.code == 2, result.output
     assert words in result.output and "bad/case.toml" in result.output, result.output
+
+
+def test_a_kernel_that_starts_to_spill_is_a_finding_against_the_baseline(
+        tmp_path: Path) -> None:
+    """The same cell, built once unconstrained and once with 32 registers (as a toolkit
+    upgrade or a flag change would): its outcome stays `pass`, and the run says the kernel
+    now spills, in results.json, COMPATIBILITY.md and a GitHub warning annotation."""
+    def case(flags: str) -> None:
+        folder = tmp_path / "c" / "budget"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "case.toml").write_text(
+            'title = "t"\n' + _variant("v", "spill.cu", "nvrtc", f"flags = [{flags}]"))
+        (folder / "spill.cu").write_text(SPILLER)
+
+    args = ("run", "--corpus", str(tmp_path / "c"), "--toolkit", "13.0", "--arch", "sm_80")
+    case('"--maxrregcount=128"')
+    before = cudamatrix(*args, out=tmp_path / "before")
+    assert before.code == 0, before.output[-2000:]
+    assert before.results["cells"][0]["resources"][0]["spill_store_bytes"] == 0
+    case('"--maxrregcount=32"')
+    summary = tmp_path / "summary.md"
+    after = cudamatrix(*args, "--baseline", str(tmp_path / "before" / "results.json"),
+                       out=tmp_path / "after",
+                       env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert after.code == 0, after.output[-2000:]  # no new failure: a finding, not a failure
+    changes = after.results["baseline"]["resources"]
+    assert [(c["kernel"], c["what"]) for c in changes] == [("spill", "spill")], changes
+    assert changes[0]["after"] > 0
+    markdown = (tmp_path / "after" / "COMPATIBILITY.md").read_text()
+    assert "📈 Resources: 1" in markdown and "spill starts to spill" in markdown
+    assert "::warning title=budget/v/13.0/sm_80%3A resources::spill starts to spill" \
+        in after.output, after.output[-2000:]
+    assert "1 resource changes" in after.output
+
+
+def test_the_report_tables_each_kernels_resources_by_its_cpp_name(run: Run) -> None:
+    markdown = (run.out / "COMPATIBILITY.md").read_text()
+    section = markdown[markdown.index("## budgets"):]
+    section = section[section.index("#### Kernel resources"):]
+    rows = {line.split(" | ")[0].strip("| `"): line for line in section.splitlines()
+            if line.startswith("| `")}
+    assert "B spill" in rows["spills"] and "32 reg" in rows["spills"], rows
+    assert "spill" not in rows["within"].split(" | ")[-1], rows
+    overloads = markdown[markdown.index("## names"):]
+    assert "| over(float*) |" in overloads and "| over(int*) |" in overloads

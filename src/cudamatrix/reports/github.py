@@ -60,7 +60,11 @@ def annotation_lines(results: Sequence[CellResult], diff: BaselineDiff | None) -
                        (r.message or r.reason) + (f" [{rule}]" if rule else "")))
     warnings = [(f"{r.cell.id}: xpass", "expected to fail but worked; possibly fixed upstream: "
                  + (", ".join(r.upstream) or r.expected)) for r in results if r.outcome == "xpass"]
-    return _budgeted("error", errors, what) + _budgeted("warning", warnings, "unexpected passes")
+    # A kernel that starts to spill or grows is a warning, whatever its cell's outcome.
+    warnings += [(f"{c.cell}: resources", c.describe())
+                 for c in (diff.resources if diff is not None else [])]
+    return _budgeted("error", errors, what) + _budgeted("warning", warnings,
+                                                        "unexpected passes or resource changes")
 
 
 def step_summary(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:

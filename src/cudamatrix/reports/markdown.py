@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from ..baseline import FAILING, BaselineDiff
 from ..plan import Cell
+from ..resource_changes import kernel_label, usage_text
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
 from .glance import (
@@ -148,11 +149,21 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
     """The changes since the baseline, first thing after the summary."""
     lines = ["", f"## Changes since the baseline (`{diff.source}`)", ""]
     if diff.empty:
-        return [*lines, "No cell changed its outcome; none was added or removed."]
+        return [*lines, "No cell changed its outcome; none was added or removed; no "
+                "kernel's resources grew."]
     groups = (("🆕❌ New failures", diff.new_failures), ("🩹 Fixed", diff.fixed),
               ("🔀 Flipped", diff.flipped), ("➕ Added", diff.added),
               ("➖ Removed", diff.removed))
-    lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups))
+    lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups)
+                 + f" · 📈 Resources: {len(diff.resources)}")
+    if diff.resources:
+        lines += ["", "**📈 Resources** (a kernel that starts to spill, or takes more than "
+                  "10% more registers, or more shared memory)", ""]
+        lines += [f"- `{c.cell}`: {md_text(c.describe(), 200)}"
+                  for c in diff.resources[:BASELINE_LIST_LIMIT]]
+        if len(diff.resources) > BASELINE_LIST_LIMIT:
+            lines.append(f"- … and {len(diff.resources) - BASELINE_LIST_LIMIT} more "
+                         "(results.json has them all)")
     for title, changes in groups:
         if not changes:
             continue
@@ -165,6 +176,34 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
         if len(changes) > BASELINE_LIST_LIMIT:
             lines.append(f"- … and {len(changes) - BASELINE_LIST_LIMIT} more (results.json "
                          "has them all)")
+    return lines
+
+
+KERNELS_PER_VARIANT = 4  # kernels shown per variant where the case names none
+
+
+def resources_lines(cells: Sequence[CellResult]) -> list[str]:
+    """The case's kernels' registers, spills, stack and shared memory as ptxas reported
+    them, by toolkit x arch: a toolkit that makes a kernel spill shows here."""
+    archs = sorted({r.cell.arch for r in cells if r.resources}, key=Arch.parse)
+    rows: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+    hidden = 0
+    for r in cells:
+        records = r.resources
+        if r.kernel:  # the case's own kernel; the module's others are its helpers
+            records = [k for k in records if k.get("kernel") == r.kernel["lowered"]] or records
+        hidden = max(hidden, len(records) - KERNELS_PER_VARIANT)
+        for record in records[:KERNELS_PER_VARIANT]:
+            key = (r.cell.variant, row_label(r.cell), kernel_label(record))
+            rows[key][r.cell.arch] = usage_text(record)
+    if not rows:
+        return []
+    table = [[f"`{variant}`", label, md_text(kernel, 80), *(row.get(a, "") for a in archs)]
+             for (variant, label, kernel), row in rows.items()]
+    lines = ["", "#### Kernel resources (ptxas: registers, spill, stack, static shared memory)",
+             "", compact_table(["variant", "toolkit", "kernel", *archs], table)]
+    if hidden:
+        lines += ["", f"Up to {hidden} more kernels per cell in results.json (`resources`)."]
     return lines
 
 
@@ -233,6 +272,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
                       tabulate(table, headers=["toolkit", *archs], tablefmt="github",
                                disable_numparse=True)]
             lines += notes_lines(cells)
+        lines += resources_lines(case_results)
     details = [r for r in results if r.outcome != "pass" or r.warnings]
     if details:
         lines += ["", "## Details", ""]

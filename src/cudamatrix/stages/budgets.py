@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kernel_names import KernelNotFound, cpp_name, resolve
+from .kernel_names import KernelNotFound, cpp_names, resolve
 
 # Budget key -> (the resources record's field, how the message says it).
 BUDGET_FIELDS: dict[str, tuple[str, str]] = {
@@ -57,9 +57,10 @@ def judge_budget(budget: Mapping[str, Any], resources: Sequence[Mapping[str, Any
             return f"[variant.resources] {exc}"
     else:
         chosen = list(kernels)
+    labels = dict(zip(kernels, cpp_names(list(kernels)), strict=True))
     verdict = BudgetVerdict()
     for name in chosen:
-        record, short = kernels[name], cpp_name(name)
+        record, short = kernels[name], labels[name]
         for key, (field_name, words) in BUDGET_FIELDS.items():
             if key not in budget or field_name not in record:
                 continue

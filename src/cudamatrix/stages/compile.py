@@ -30,7 +30,7 @@ from .kernel_names import (
     KERNEL_RECORD,
     KERNEL_REFUSED,
     KernelName,
-    cpp_name,
+    cpp_names,
     demangle,
     is_mangled,
 )
@@ -75,8 +75,9 @@ def _compiled(job: Job, log: str, started: float, details: dict[str, object],
     and what the build ships (SASS arch, PTX ISA, sizes), read off the artifacts as the
     audit reads a wheel's."""
     # Each kernel also by the name its author writes (the report shows that one).
-    details["resources"] = [{**usage, "name": cpp_name(usage["kernel"])}
-                            for usage in resource_usage(log)]
+    usages = resource_usage(log)
+    details["resources"] = [{**usage, "name": name} for usage, name in
+                            zip(usages, cpp_names([u["kernel"] for u in usages]), strict=True)]
     details["warnings"] = warning_lines(log)
     details["ships"] = shipped_images(cubin, ptx, job.arch)
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),

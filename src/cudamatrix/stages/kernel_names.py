@@ -194,6 +194,14 @@ def cpp_name(symbol: str) -> str:
     return _split_signature(demangle(symbol))[0]
 
 
+def cpp_names(symbols: Sequence[str]) -> list[str]:
+    """Each symbol's :func:`cpp_name`, with its parameters where two share it (overloads):
+    one label per kernel in a table."""
+    names = [cpp_name(symbol) for symbol in symbols]
+    return [name if names.count(name) == 1 else "".join(_split_signature(demangle(symbol)))
+            for name, symbol in zip(names, symbols, strict=True)]
+
+
 def is_mangled(name: str) -> bool:
     """A name as the module holds it: the driver takes it as it is."""
     return name.startswith("_Z")
