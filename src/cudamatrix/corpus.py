@@ -289,7 +289,13 @@ class _Reader:
         if not REGISTRY[frontend].reports_resources:
             raise self.fail(where, f"the {frontend} frontend reports no resource usage to "
                             "judge (ptxas's figures come from the nvrtc, nvcc, cutlass and "
-                            "clang frontends)")
+                            "clang frontends, cuobjdump's from a build's modules)")
+        spills = [k for k in ("max_spill_stores", "max_spill_loads") if k in raw]
+        if REGISTRY[frontend].builds_project and spills:
+            raise self.fail(f"{where}.{spills[0]}", "a build's modules record no spill "
+                            "figures (cuobjdump -res-usage reads registers, stack and shared "
+                            "memory from them; only ptxas prints spills): use max_stack, or a "
+                            "kernel case compiled by nvcc")
         for key in BUDGET_FIELDS:
             value = raw.get(key)
             if key in raw and (isinstance(value, bool) or not isinstance(value, int)
@@ -315,7 +321,7 @@ class _Reader:
             raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
         build = self.build(f"{where}.build", raw.get("build"), frontend)
-        for key in ("artifact", "run", "kernel", "flags", "load", "options", "resources"):
+        for key in ("artifact", "run", "kernel", "flags", "load", "options"):
             if build and key in raw:
                 raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
                                 "outputs are audited per arch and build.test runs on a GPU")

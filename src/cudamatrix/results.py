@@ -54,8 +54,15 @@ class CellResult:
 
     @property
     def resources(self) -> list[dict[str, Any]]:
-        """ptxas's resource usage per kernel (registers, shared memory, spills)."""
-        return self._compiled("resources")
+        """Each kernel's resource usage: ptxas's figures from the compile (registers, shared
+        memory, stack, spills), or for a build's modules cuobjdump's from the inspect."""
+        compiled = self._compiled("resources")
+        if compiled:
+            return compiled
+        for stage in self.stages:
+            if stage.stage == "inspect" and isinstance(stage.details.get("resources"), list):
+                return list(stage.details["resources"])
+        return []
 
     @property
     def kernel(self) -> dict[str, str] | None:

@@ -84,3 +84,35 @@ def test_the_published_h100_run_of_the_build_cases(tmp_path: Path) -> None:
     assert "CUDA_ERROR_NO_BINARY_FOR_GPU" in refused["message"]
     markdown = (tmp_path / "COMPATIBILITY.md").read_text()
     assert f"- {refused['note']} (13.0 sm_80)" in markdown
+
+
+def test_a_builds_kernels_are_held_to_a_budget_from_cuobjdumps_figures(tmp_path: Path) -> None:
+    """[variant.resources] on a build case: each kernel of the built library, read back by
+    cuobjdump -res-usage for the cell's arch, against the limits (spills, which only ptxas
+    prints, are refused when the case is read)."""
+    import shutil
+
+    corpus = tmp_path / "cases"
+    shutil.copytree(CASES / "cmake-saxpy", corpus / "budget")
+    table = (CASES / "cmake-saxpy" / "case.toml").read_text().split("[[variant]]")
+    build = table[1].replace('name = "cudaarchs"', 'name = "{name}"')
+    (corpus / "budget" / "case.toml").write_text(
+        table[0] + "[[variant]]" + build.replace("{name}", "tight")
+        + '  [variant.resources]\n  max_registers = 2\n'
+        + "[[variant]]" + build.replace("{name}", "roomy")
+        + '  [variant.resources]\n  kernel = "saxpy_kernel"\n  max_registers = 255\n  max_stack = 0\n')
+    run = cudamatrix("run", "--corpus", str(corpus), "--toolkit", "13.0", "--arch", "sm_80",
+                     out=tmp_path / "out")
+    cells = run.cells()
+    tight = cells["budget/tight/13.0/sm_80"]
+    assert tight["outcome"] == "fail" and tight["stage"] == "inspect", tight["message"]
+    assert "registers > max_registers 2 (cuobjdump -res-usage, sm_80)" in tight["message"]
+    roomy = cells["budget/roomy/13.0/sm_80"]
+    assert roomy["outcome"] == "pass", roomy["message"]
+    assert [(r["name"], r["arch"], r["file"]) for r in roomy["resources"]] == \
+        [("saxpy_kernel", "sm_80", "libsaxpy.so")], roomy["resources"]
+    (corpus / "budget" / "case.toml").write_text(
+        table[0] + "[[variant]]" + build.replace("{name}", "spills")
+        + '  [variant.resources]\n  max_spill_stores = 0\n')
+    refused = cudamatrix("validate", "--corpus", str(corpus))
+    assert refused.code == 2 and "record no spill figures" in refused.output, refused.output

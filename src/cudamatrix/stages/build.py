@@ -38,11 +38,13 @@ from ..audit.facts import Module, UnreadableFile, fatbins, read_modules
 from ..audit.inputs import members
 from ..audit.predict import runs_on
 from ..versions import Arch, sass_runs_on
+from .budgets import judge_budget
 from .cell_files import BUILD_SOURCE, COMPILE_RECORD
 from .hang import enter_stage, tool_timed_out
 from .job import Job
+from .kernel_names import cpp_names
 from .limits import run_tool
-from .logs import decisive_line, error_lines, warning_lines
+from .logs import cuobjdump_resource_usage, decisive_line, decode, error_lines, warning_lines
 from .result import StageResult
 
 # What a build command may name; every other {name} is left for the shell-free command.
@@ -214,6 +216,16 @@ def _module_summary(module: Module, member: str, gpu: Arch) -> dict[str, Any]:
             "via": "sass" if sass else "ptx-jit" if why is None else None}
 
 
+def _resource_usage(path: Path, label: str, cuobjdump: str, gpu: Arch) -> list[dict[str, Any]]:
+    """The figures of each kernel of a built file's SASS for the cell's arch, as
+    ``cuobjdump -res-usage`` reads them (registers, stack, shared and local memory)."""
+    done = subprocess.run([cuobjdump, "-res-usage", str(path)], capture_output=True,
+                          timeout=300, check=False)
+    records = [r for r in cuobjdump_resource_usage(decode(done.stdout)) if r["arch"] == gpu.name]
+    names = cpp_names([r["kernel"] for r in records])
+    return [{**r, "name": name, "file": label} for r, name in zip(records, names, strict=True)]
+
+
 def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[bytes]]:
     """The inspect stage: what each output ships, per module, for the cell's arch; and
     the modules' fatbinaries, for the driver on a GPU."""
@@ -224,6 +236,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
                            "device code"), []
     gpu = Arch.parse(job.arch)
     summaries: list[dict[str, Any]] = []
+    resources: list[dict[str, Any]] = []
     fatbinaries: list[bytes] = []
     with tempfile.TemporaryDirectory(dir=job.work, prefix="audit-") as scratch:
         try:
@@ -233,6 +246,8 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
                         else output.name
                     modules = read_modules(member.path, label, cuobjdump)
                     summaries += [_module_summary(m, label, gpu) for m in modules]
+                    if any(i.kernels for m in modules for i in m.images):
+                        resources += _resource_usage(member.path, label, cuobjdump, gpu)
                     with member.path.open("rb") as handle:
                         for fatbin in fatbins(handle):
                             handle.seek(fatbin.offset)
@@ -241,7 +256,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
             return StageResult("inspect", "error", f"cannot read the build's outputs: {exc}",
                                seconds=time.monotonic() - started), []
     with_kernels = [s for s in summaries if s["kernels"]]
-    details: dict[str, Any] = {"modules": summaries}
+    details: dict[str, Any] = {"modules": summaries, "resources": resources}
     lines = [f"{s['file']} module {s['module']}: {s['ships']}" for s in summaries]
     if not with_kernels:
         return StageResult("inspect", "ok", "the build ships no kernels", "\n".join(lines),
@@ -252,6 +267,15 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
         message = f"{first['file']} module {first['module']}: {first['why']}"
         return StageResult("inspect", "failed", message, "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries
+    if job.budgets:
+        judged = judge_budget(job.budgets, resources, f"cuobjdump -res-usage, {gpu.name}")
+        if isinstance(judged, str):
+            return StageResult("inspect", "error", judged, "\n".join([*lines, judged]),
+                               time.monotonic() - started, details), fatbinaries
+        lines += judged.lines
+        if judged.broken:
+            return StageResult("inspect", "failed", judged.broken[0], "\n".join(lines),
+                               time.monotonic() - started, details), fatbinaries
     # Runs, but not as asked: no SASS for the arch, so the driver JIT-compiles the PTX at
     # first load (a build that ignored the arch it was given shows here).
     jit = [s for s in with_kernels if s["via"] == "ptx-jit"]

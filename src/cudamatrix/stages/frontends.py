@@ -48,7 +48,8 @@ class Frontend:
     options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
     # Builds a project (its source a folder, its commands in [variant.build]).
     builds_project: bool = False
-    # Its compile reports each kernel's resources (ptxas -v): [variant.resources] applies.
+    # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump
+    # -res-usage): [variant.resources] applies.
     reports_resources: bool = False
     # The orchestrator's side: what the job needs beyond its case (a folder of links, a
     # fetched project, a warm-up), or the stage that says why it cannot have it.
@@ -110,7 +111,7 @@ for _builtin in (
              needs=("nvcc",)),
     # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
     Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
-             prepare=_prepare_build, builds_project=True),
+             prepare=_prepare_build, builds_project=True, reports_resources=True),
 ):
     register(_builtin)
 

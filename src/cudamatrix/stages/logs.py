@@ -89,3 +89,32 @@ def resource_usage(ptxas_log: str) -> list[dict[str, Any]]:
             kernels[current]["spill_store_bytes"] = int(spill.group(2))
             kernels[current]["spill_load_bytes"] = int(spill.group(3))
     return [k for k in kernels.values() if "registers" in k]
+
+
+_RES_ARCH = re.compile(r"^arch = (sm_\w+)", re.MULTILINE)
+_RES_FUNCTION = re.compile(r"^\s*Function ([^\s:]+):\s*$")
+_RES_FIGURES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+
+
+def cuobjdump_resource_usage(text: str) -> list[dict[str, Any]]:
+    """Per kernel and SASS arch, the figures ``cuobjdump -res-usage`` reads from a built
+    module's cubins (registers, stack, static shared and local memory; a cubin records no
+    spill figures, which only ptxas prints)."""
+    records: list[dict[str, Any]] = []
+    arch, function = "", None
+    for line in text.splitlines():
+        if line.startswith("arch = "):
+            found = _RES_ARCH.match(line)
+            arch = found.group(1) if found else ""
+            continue
+        named = _RES_FUNCTION.match(line)
+        if named:
+            function = named.group(1)
+            continue
+        figures = _RES_FIGURES.search(line)
+        if figures and function:
+            registers, stack, shared, local = map(int, figures.groups())
+            records.append({"kernel": function, "arch": arch, "registers": registers,
+                            "stack_bytes": stack, "smem_bytes": shared, "local_bytes": local})
+            function = None
+    return records
