@@ -100,7 +100,8 @@ def test_a_builds_kernels_are_held_to_a_budget_from_cuobjdumps_figures(tmp_path:
         table[0] + "[[variant]]" + build.replace("{name}", "tight")
         + '  [variant.resources]\n  max_registers = 2\n'
         + "[[variant]]" + build.replace("{name}", "roomy")
-        + '  [variant.resources]\n  kernel = "saxpy_kernel"\n  max_registers = 255\n  max_stack = 0\n')
+        + '  [variant.resources]\n  kernel = "saxpy_kernel"\n  max_registers = 255\n'
+        + "  max_stack = 0\n")
     run = cudamatrix("run", "--corpus", str(corpus), "--toolkit", "13.0", "--arch", "sm_80",
                      out=tmp_path / "out")
     cells = run.cells()

@@ -89,3 +89,47 @@ def test_compiler_warnings_reach_the_cell_and_the_report(run: Run) -> None:
     assert any("#177-D" in w for w in warned["warnings"])
     markdown = (run.out / "COMPATIBILITY.md").read_text()
     assert "warning: " in markdown and "are deprecated" in markdown
+
+
+def test_cutlass_kernels_named_the_cpp_way(run: Run) -> None:
+    """CUTLASS's own util kernels, named as C++ names them: NVRTC instantiates the template
+    from its name (float and cutlass::half_t), nvcc's module is searched by the plain
+    name of a namespaced kernel. Each cell records the name the load and run stages use."""
+    cells = run.cells()
+    for toolkit in ("11.8", "12.4", "13.0"):
+        half = cells[f"cutlass-nchw-to-nhwc/half/{toolkit}/sm_80"]
+        assert half["outcome"] == "pass", half["message"]
+        assert half["kernel"]["signature"] == ("void cutlass::nchw_to_nhwc_kernel<cutlass::"
+                                               "half_t>(cutlass::half_t*, cutlass::half_t "
+                                               "const*, int, int, int, int)"), half["kernel"]
+    rmsnorm = cells["cutlass-rmsnorm/half8/13.0/sm_90a"]
+    assert rmsnorm["outcome"] == "pass", rmsnorm["message"]
+    assert rmsnorm["kernel"] == {
+        "name": "rmsnorm_twoPassAlgo_e8",
+        "lowered": "_ZN7cutlass22rmsnorm_twoPassAlgo_e8EP6float4PKS0_S3_iif",
+        "signature": "cutlass::rmsnorm_twoPassAlgo_e8(float4*, float4 const*, float4 const*, "
+                     "int, int, float)"}
+    refused = cells["cutlass-rmsnorm/nvrtc-template/12.4/sm_80"]
+    assert refused["outcome"] == "xfail" and 'source file "cfloat"' in refused["message"]
+
+
+def test_a_real_kernel_that_spills_is_caught_by_its_machine_code_and_its_budget(
+        run: Run) -> None:
+    """nchw_to_nhwc_kernel<float> under 24 registers: NVRTC 11.8 fits it, 12.x and 13.0
+    spill. The cubin check reads the SASS (STL/LDL) and the budget ptxas's figures; both
+    tell the same toolkits apart, and the uncapped kernel keeps within its budget."""
+    cells = run.cells()
+    clean, spilled = cells["cutlass-nchw-to-nhwc/capped-sass/11.8/sm_80"], \
+        cells["cutlass-nchw-to-nhwc/capped-sass/13.0/sm_80"]
+    assert clean["outcome"] == "pass" and clean["resources"][0]["spill_store_bytes"] == 0
+    assert spilled["outcome"] == "xfail" and spilled["stage"] == "inspect"
+    assert "cubin contains" in spilled["message"]
+    assert spilled["resources"][0]["spill_store_bytes"] > 0
+    budget = cells["cutlass-nchw-to-nhwc/capped-budget/12.4/sm_90a"]
+    assert budget["outcome"] == "xfail", budget["message"]
+    assert budget["message"].startswith("cutlass::nchw_to_nhwc_kernel<float>: ")
+    assert "(NVRTC 12.4, sm_90a)" in budget["message"]
+    assert cells["cutlass-nchw-to-nhwc/capped-budget/11.8/sm_75"]["outcome"] == "pass"
+    assert cells["cutlass-nchw-to-nhwc/float/13.0/sm_90a"]["outcome"] == "pass"
+    markdown = (run.out / "COMPATIBILITY.md").read_text()
+    assert "| `capped-budget` | 13.0 | cutlass::nchw_to_nhwc_kernel&lt;float&gt; |" in markdown

@@ -4,7 +4,8 @@
 
 Each package is downloaded once (pip download, no dependencies) into
 ``$CUDAMATRIX_CACHE/realworld`` and read in place; only the named members are
-written, next to a copy of our case.toml. Nothing fetched is ever committed.
+written (a member ending in ``/`` is a whole folder, such as a library's headers),
+next to a copy of our case.toml. Nothing fetched is ever committed.
 """
 
 from __future__ import annotations
@@ -52,10 +53,18 @@ def fetch(out: Path) -> dict[str, str]:
         case = out / entry["case"]
         shutil.copytree(HERE / "cases" / entry["case"], case, dirs_exist_ok=True)
         with zipfile.ZipFile(wheels[entry["package"]]) as archive:
+            names = archive.namelist()
             for target, member in entry["files"].items():
-                path = case / target
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(archive.read(member))
+                # A member ending in "/" is a folder (a library's headers): all of it.
+                pairs = [(target + name[len(member):], name) for name in names
+                         if name.startswith(member) and not name.endswith("/")] \
+                    if member.endswith("/") else [(target, member)]
+                if not pairs:
+                    raise RuntimeError(f"{entry['package']} has no {member}")
+                for relative, name in pairs:
+                    path = case / relative
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(archive.read(name))
     return {name: wheel.name for name, wheel in wheels.items()}
 
 

@@ -102,7 +102,7 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
                       cubin: Path | None, *, kernel: str | None = None,
                       cuobjdump: str | None = None, compiled: Mapping[str, Any] | None = None,
                       budgets: Mapping[str, Any] | None = None,
-                      arch: str = "") -> StageResult:
+                      arch: str = "", where: str = "") -> StageResult:
     """The built module against the case: its kernel found by its C++ name, its PTX, SASS
     and embedded strings against the artifact checks, its kernels' resources (what the
     compiler reported) against the case's budget."""
@@ -129,6 +129,8 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
         text = _text_for(kind, texts)
         verb = "contains" if present else "lacks"
         if text is None and kind in ("sass", "cubin") and unavailable:
+            # Which cubin could not be read: its toolkit and arch, for the skip's message.
+            unavailable = f"{unavailable} (the {where} cubin)" if where else unavailable
             return StageResult("inspect", "unavailable", unavailable, unavailable,
                                time.monotonic() - started)
         if text is None:
@@ -165,7 +167,9 @@ def inspect_job(job: Job, ptx: Path | None, cubin: Path | None,
         return None
     return inspect_artifacts(job.artifacts, ptx, cubin, kernel=kernel,
                              cuobjdump=job.env.cuobjdump if job.env else None,
-                             compiled=compiled, budgets=job.budgets, arch=job.arch)
+                             compiled=compiled, budgets=job.budgets, arch=job.arch,
+                             where=" ".join(filter(None, (
+                                 f"toolkit {job.env.toolkit}" if job.env else "", job.arch))))
 
 
 def lowered_kernel(job: Job, inspected: StageResult | None) -> Job:
