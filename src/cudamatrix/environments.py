@@ -101,6 +101,7 @@ class Environments:
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
         self._lock = threading.Lock()
+        self._sass_tools: list[str | None] = []  # prepared once, on first use
 
     @property
     def local(self) -> bool:
@@ -214,6 +215,14 @@ class Environments:
                                                    f"{exc}")
         self.toolkits[env.toolkit] = made
         return made
+
+    def sass_tools(self) -> str | None:
+        """The run's cuobjdump (NVIDIA's 13.x wheels, once per run), for a cell whose own
+        toolkit is not prepared here (a prebuilt one)."""
+        with self._lock:
+            if not self._sass_tools:
+                self._sass_tools.append(prepare_sass_tools(self.cache))
+            return self._sass_tools[0]
 
     def toolkit(self, version: str) -> Environment | str:
         """The environment, or the reason it could not be had."""

@@ -204,7 +204,9 @@ class CellRunner:
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None,
-            budgets=dict(variant.resources))
+            budgets=dict(variant.resources),
+            disassembler=self.envs.sass_tools() if prebuilt is not None
+            and (variant.artifacts or variant.build) else None)
         if spec.prepare is not None:
             prepared = spec.prepare(job, JobContext(variant, env, self.envs, self.warmups,
                                                     prebuilt is not None, versions))

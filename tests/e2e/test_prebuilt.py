@@ -24,3 +24,40 @@ def test_a_prebuilt_run_gives_the_earlier_runs_verdicts(tmp_path: Path) -> None:
     missing = [c for i, c in after.items() if "/12.9/" in i]
     assert missing and all(c["outcome"] == "skip" and c["message"] ==
                            f"not built in {tmp_path / 'built'}" for c in missing)
+
+
+def test_a_prebuilt_cells_machine_code_checks_and_kernel_name_are_judged_again(
+        tmp_path: Path) -> None:
+    """On the GPU machine a prebuilt cell's toolkit is never prepared: its `in = "cubin"`
+    check still reads the SASS (the run's SASS tools), and its C++ kernel name is the one
+    the compile recorded. It was a skip, "no cuobjdump in this environment"."""
+    from conftest import write_case
+
+    write_case(tmp_path / "c", "spills", """
+        title = "a C++ kernel that spills under 32 registers"
+        [[variant]]
+        name = "capped"
+        source = "k.cu"
+        frontend = "nvrtc"
+        flags = ["--maxrregcount=32"]
+        kernel = "ns::spill<64>"
+          [[variant.artifact]]
+          in = "cubin"
+          lacks = "STL|LDL"
+          [[variant.expect]]
+          outcome = "fail"
+          stage = "inspect"
+          match = "cubin contains"
+        """, {"k.cu": "namespace ns {\ntemplate <int N> __global__ void spill(float *x) {\n"
+                      "    float a[N];\n    for (int i = 0; i < N; i++) a[i] = x[i * threadIdx.x];"
+                      "\n    float s = 0;\n    for (int i = 0; i < N; i++) "
+                      "s += a[(i * 7 + threadIdx.x) % N] * a[i];\n    x[threadIdx.x] = s;\n}\n}\n"})
+    selection = ("--corpus", str(tmp_path / "c"), "--toolkit", "13.0", "--arch", "sm_80")
+    built = cudamatrix("run", *selection, out=tmp_path / "built")
+    cell_id = "spills/capped/13.0/sm_80"
+    assert built.cells()[cell_id]["outcome"] == "xfail", built.output[-2000:]
+    again = cudamatrix("run", *selection, "--prebuilt", str(tmp_path / "built"),
+                       out=tmp_path / "again")
+    cell = again.cells()[cell_id]
+    assert cell["outcome"] == "xfail" and "cubin contains" in cell["message"], cell["message"]
+    assert cell["kernel"]["lowered"] == "_ZN2ns5spillILi64EEEvPf", cell["kernel"]

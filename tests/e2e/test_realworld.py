@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO / "tests" / "realworld"))
 from fetch import fetch
 
 TOOLKITS = ("11.8", "12.0", "12.4", "12.8", "13.0")
-ARCHS = ("sm_70", "sm_75", "sm_80", "sm_90a")
+ARCHS = ("sm_70", "sm_75", "sm_80", "sm_90", "sm_90a")
 
 
 @pytest.fixture(scope="module")

@@ -132,7 +132,8 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
     if env is not None and env.cuobjdump:
         env = replace(env, cuobjdump=inside(env.cuobjdump))
     return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
-                   env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None)
+                   env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None,
+                   disassembler=inside(job.disassembler) if job.disassembler else None)
 
 
 def remove_orphans(client: Any) -> list[str]:

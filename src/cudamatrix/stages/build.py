@@ -230,7 +230,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
     """The inspect stage: what each output ships, per module, for the cell's arch; and
     the modules' fatbinaries, for the driver on a GPU."""
     started = time.monotonic()
-    cuobjdump = job.env.cuobjdump if job.env else None
+    cuobjdump = job.cuobjdump
     if not cuobjdump:
         return StageResult("inspect", "unavailable", "no cuobjdump to read the build's "
                            "device code"), []

@@ -166,7 +166,7 @@ def inspect_job(job: Job, ptx: Path | None, cubin: Path | None,
     if not (job.artifacts or kernel or job.budgets):
         return None
     return inspect_artifacts(job.artifacts, ptx, cubin, kernel=kernel,
-                             cuobjdump=job.env.cuobjdump if job.env else None,
+                             cuobjdump=job.cuobjdump,
                              compiled=compiled, budgets=job.budgets, arch=job.arch,
                              where=" ".join(filter(None, (
                                  f"toolkit {job.env.toolkit}" if job.env else "", job.arch))))

@@ -38,6 +38,14 @@ class Job:
     # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
     # memory, judged at the inspect stage.
     budgets: dict[str, Any] = field(default_factory=dict)
+    # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
+    # machine that loads it, so the run's SASS tools read its cubin.
+    disassembler: str | None = None
+
+    @property
+    def cuobjdump(self) -> str | None:
+        """The cuobjdump that reads this cell's cubins: its toolkit's, else the run's."""
+        return (self.env.cuobjdump if self.env else None) or self.disassembler
 
     @property
     def host_entry(self) -> bool:
