@@ -18,7 +18,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from cudamatrix.audit.facts import fatbins
+from cudamatrix.audit.elf import fatbins
 from cudamatrix.audit.inputs import resolve
 from cudamatrix.options import default_cache
 

@@ -28,7 +28,8 @@ from ..plan import Cell
 from ..results import CellResult, RunInfo
 from ..stages.result import StageResult
 from ..versions import Arch
-from .facts import Module, UnreadableFile, read_modules
+from .elf import UnreadableFile
+from .facts import Module, read_modules
 from .inputs import members, resolve
 from .predict import Driver, Prediction, driver_floor, predict
 

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..audit.facts import Module, UnreadableFile, fatbins, read_modules
+from ..audit.elf import UnreadableFile, fatbins
+from ..audit.facts import Module, read_modules
 from ..audit.inputs import members
 from ..audit.predict import runs_on
 from ..versions import Arch, sass_runs_on
