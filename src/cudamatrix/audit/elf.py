@@ -1,22 +1,60 @@
 """The ELF and fatbinary structures the audit reads: section headers, the fatbinaries of a
-library's ``.nv_fatbin`` section and their entries' headers."""
+library's ``.nv_fatbin`` section and their entries' headers.
+
+Every file read here may come from a stranger's wheel, so every size and offset a header
+claims is checked against what the file holds before it is used: a header that lies
+(a fatbinary of 2^62 bytes, a section table past the end) is an :class:`UnreadableFile`
+naming what lied and where, never a read past the end or an allocation of its claim.
+"""
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
+_HEADER = struct.Struct("<IHHQ")  # fatbinary: magic, version, header size, payload size
+_ENTRY = struct.Struct("<HHIQ")  # entry: kind, version, header size, payload size
+_SECTION_HEADER_SIZE = 64  # ELF64's Elf64_Shdr
+EM_CUDA = 190  # e_machine of a cubin
+
+
+class UnreadableFile(Exception):
+    """A file's device code cannot be read whole (a header that lies, cuobjdump refusing
+    it): its cells say so, naming the file and the offset."""
+
+
+def _size(elf: BinaryIO) -> int:
+    return elf.seek(0, os.SEEK_END)
+
+
+def elf_machine(elf: BinaryIO) -> int | None:
+    """e_machine of a 64-bit little-endian ELF (EM_CUDA for a cubin), None for anything
+    else."""
+    elf.seek(0)
+    head = elf.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None
+    machine: int = struct.unpack_from("<H", head, 18)[0]
+    return machine
+
 
 def _elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
     """A 64-bit little-endian ELF's sections by name: (offset, size). Cubins and the
-    host libraries that embed them are such ELFs. Reads the headers only."""
+    host libraries that embed them are such ELFs. Reads the headers only; a table or a
+    name past the end of the file is no section (a damaged ELF has none to offer), and a
+    section's own bounds are checked where it is read."""
+    end = _size(elf)
     elf.seek(0)
     head = elf.read(64)
     if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
         return {}
     shoff, = struct.unpack_from("<Q", head, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    if shentsize < _SECTION_HEADER_SIZE or shnum == 0 or shstrndx >= shnum \
+            or shoff > end or shentsize * shnum > end - shoff:
+        return {}
     elf.seek(shoff)
     table = elf.read(shentsize * shnum)
 
@@ -26,22 +64,19 @@ def _elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
         offset, size = struct.unpack_from("<QQ", table, base + 0x18)
         return name, offset, size
 
-    try:
-        _, names_at, names_size = header(shstrndx)
-        elf.seek(names_at)
-        names = elf.read(names_size)
-        sections = {}
-        for index in range(shnum):
-            name_at, offset, size = header(index)
-            name = names[name_at:names.index(b"\0", name_at)].decode(errors="replace")
-            sections[name] = (offset, size)
-    except (struct.error, ValueError):
+    _, names_at, names_size = header(shstrndx)
+    if names_at > end or names_size > end - names_at:
         return {}
+    elf.seek(names_at)
+    names = elf.read(names_size)
+    sections = {}
+    for index in range(shnum):
+        name_at, offset, size = header(index)
+        stop = names.find(b"\0", name_at)
+        if name_at >= len(names) or stop < 0:
+            continue  # a name outside the name table: no section of ours
+        sections[names[name_at:stop].decode(errors="replace")] = (offset, size)
     return sections
-
-
-class UnreadableFile(Exception):
-    """cuobjdump could not read a file's device code whole: its cells say so."""
 
 
 @dataclass(frozen=True)
@@ -60,26 +95,38 @@ _ENTRY_PTX, _ENTRY_ELF = 1, 2
 
 def fatbins(elf: BinaryIO) -> list[Fatbin]:
     """The fatbinaries of a library's ``.nv_fatbin`` section, in order, read header by
-    header (a 600 MB library is never read whole)."""
+    header (a 600 MB library is never read whole). A size that runs past its section (or
+    the file) is the file's damage, said with its offset."""
+    end_of_file = _size(elf)
     at, size = _elf_sections(elf).get(".nv_fatbin", (0, 0))
+    if at > end_of_file or size > end_of_file - at:
+        raise UnreadableFile(f".nv_fatbin claims {size} bytes at offset {at:#x}; the file "
+                             f"has {end_of_file}")
     found = []
     offset, end = at, at + size
-    while offset + 16 <= end:
+    while offset + _HEADER.size <= end:
         elf.seek(offset)
-        magic, _, header, length = struct.unpack("<IHHQ", elf.read(16))
+        magic, _, header, length = _HEADER.unpack(elf.read(_HEADER.size))
         if magic != _FATBIN_MAGIC:  # padding between fatbinaries
             offset += 8
             continue
+        if header < _HEADER.size or header > end - offset or length > end - offset - header:
+            raise UnreadableFile(f"the fatbinary at offset {offset:#x} claims a {header}-byte "
+                                 f"header and {length} bytes; its section holds "
+                                 f"{end - offset} from there")
         counts = {_ENTRY_PTX: 0, _ENTRY_ELF: 0}
         entry, stop = offset + header, offset + header + length
-        while entry + 16 <= stop:
+        while entry + _ENTRY.size <= stop:
             elf.seek(entry)
-            kind, _, entry_header, payload = struct.unpack("<HHIQ", elf.read(16))
+            kind, _, entry_header, payload = _ENTRY.unpack(elf.read(_ENTRY.size))
+            if entry_header < _ENTRY.size or entry_header > stop - entry \
+                    or payload > stop - entry - entry_header:
+                raise UnreadableFile(f"the fatbinary entry at offset {entry:#x} claims a "
+                                     f"{entry_header}-byte header and {payload} bytes; its "
+                                     f"fatbinary holds {stop - entry} from there")
             if kind in counts:
                 counts[kind] += 1
             entry += entry_header + payload
         found.append(Fatbin(offset, header + length, counts[_ENTRY_ELF], counts[_ENTRY_PTX]))
         offset = stop
     return found
-
-

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .elf import UnreadableFile, _elf_sections, fatbins
+from .elf import EM_CUDA, UnreadableFile, _elf_sections, elf_machine, fatbins
 
 _IMAGE = re.compile(r"^(?P<stem>.+)\.(?P<module>\d+)\.(?P<arch>sm_\d+[af]?)\.(?P<kind>cubin|ptx)$")
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
@@ -144,7 +144,11 @@ def read_modules(elf: Path, name: str, cuobjdump: str,
     with tempfile.TemporaryDirectory(prefix="cudamatrix-audit-") as scratch, \
             elf.open("rb") as handle:
         found = fatbins(handle)
-        if not found:  # device code outside .nv_fatbin (a cubin given as such): one module
+        if not found:
+            # A cubin given as such is one module; a host library without .nv_fatbin has no
+            # device code (and cuobjdump would read all of it to say so).
+            if elf_machine(handle) != EM_CUDA:
+                return []
             images = _extract(elf, name, cuobjdump, Path(scratch))
             return [Module(name, 1, tuple(images))] if images else []
         module_file = Path(scratch) / "module.fatbin"

@@ -137,6 +137,8 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
         note(f"GPU: none ({device.reason}): predictions only")
     expected = set(options.expect_gpus)
     results: list[CellResult] = []
+    unreadable: list[str] = []
+    read = 0
     with tempfile.TemporaryDirectory(prefix="cudamatrix-audit-") as scratch:
         for spec in options.inputs:
             path = resolve(spec, options.cache)
@@ -144,13 +146,17 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
                 began = time.monotonic()
                 name = f"{member.source}!{member.name}"
                 try:
+                    if member.problem:
+                        raise UnreadableFile(member.problem)
                     modules = read_modules(member.path, name, cuobjdump,
                                            loader.load if loader else None)
                 except UnreadableFile as exc:
                     note(f"{name}: {exc}")
+                    unreadable.append(f"{name}: {exc}")
                     results += [_unreadable(name, str(exc), gpu, driver)
                                 for gpu in gpus for driver in drivers]
                     continue
+                read += len(modules)
                 note(f"{name}: {len(modules)} CUDA module(s)")
                 seconds = time.monotonic() - began
                 for module in modules:
@@ -161,6 +167,9 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
                             results.append(_cell(module, gpu, driver,
                                                  predict(matrix, module, gpu, driver),
                                                  expected, device, seconds, floor))
+    if unreadable and not read:  # nothing but damage: one line says what and where
+        more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+        raise UserError(f"{unreadable[0]}{more}: no CUDA module could be read")
     if not results:
         raise UserError(f"{', '.join(options.inputs)}: no CUDA module found (no cubin or PTX "
                         "in any ELF file)")

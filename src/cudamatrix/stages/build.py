@@ -245,6 +245,8 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
                 for member in members(output, Path(scratch)):
                     label = f"{output.name}:{member.name}" if member.name != output.name \
                         else output.name
+                    if member.problem:
+                        raise UnreadableFile(f"{label}: {member.problem}")
                     modules = read_modules(member.path, label, cuobjdump)
                     summaries += [_module_summary(m, label, gpu) for m in modules]
                     if any(i.kernels for m in modules for i in m.images):
