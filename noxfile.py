@@ -8,6 +8,7 @@
     nox -s merge -- shards/* --out site # one report from shard results
     nox -s audit -- torchao==0.18.0     # what a wheel ships: SASS/PTX per module, loads where
     nox -s shards                       # the CI path on this machine: plan, shards, merge
+    nox -s fuzz                         # every reader of a stranger's file, 10 min each
 """
 
 from __future__ import annotations
@@ -140,6 +141,17 @@ def tests(session: nox.Session) -> None:
     else:
         session.run("pytest", "tests/unit")
         session.run("pytest", "tests/e2e")
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The fuzz targets of tests/unit/test_fuzz.py, each for $CUDAMATRIX_FUZZ_SECONDS
+    (600 unless set), with the nightly profile; prints the inputs tried per target.
+    The unit lane runs the same targets with a bounded number of inputs."""
+    session.install("-e", ".[test]")
+    seconds = os.environ.get("CUDAMATRIX_FUZZ_SECONDS", "600")
+    session.run("pytest", "-q", "-s", "tests/unit/test_fuzz.py", *session.posargs,
+                env={"CUDAMATRIX_FUZZ_PROFILE": "nightly", "CUDAMATRIX_FUZZ_SECONDS": seconds})
 
 
 @nox.session

@@ -7,7 +7,6 @@ is new. With ``--baseline results.json`` the run compares itself cell by cell
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from .errors import UserError
 from .resource_changes import ResourceChange, resource_changes
-from .results import CellResult
+from .results import CellResult, load_results
 
 FAILING = frozenset({"fail", "error"})
 WORKING = frozenset({"pass", "xfail", "xpass"})
@@ -51,16 +50,13 @@ class BaselineDiff:
 
 
 def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
-    """The cells of an earlier results.json, by id; a clear error when it is not one."""
+    """The cells of an earlier results.json, by id, each read as every results file is
+    (typed, damage named in one line): a baseline is often another job's artifact."""
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"--baseline {path}: cannot read it ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"--baseline {path}: not JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
-        raise UserError(f"--baseline {path}: not a cudamatrix results.json")
-    return {c["id"]: c for c in data.get("cells", [])}
+        _, results = load_results(path)
+    except UserError as exc:
+        raise UserError(f"--baseline {exc}") from None
+    return {r.cell.id: r.to_dict() for r in results}
 
 
 def settle_xpass(results: Sequence[CellResult],

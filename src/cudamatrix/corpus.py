@@ -171,6 +171,17 @@ class _Reader:
     def fail(self, where: str, message: str) -> UserError:
         return UserError(f"{self.path}: {where}: {message}")
 
+    def tables(self, where: str, value: Any) -> list[Any]:
+        """An array of tables ([[variant.expect]]): its entries are checked one by one."""
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected [[...]] tables, got {value!r:.60}")
+        return value
+
+    def flag(self, where: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, f"expected true or false, got {value!r:.60}")
+        return value
+
     def strings(self, where: str, value: Any) -> tuple[str, ...]:
         if isinstance(value, str):
             return (value,)
@@ -252,7 +263,7 @@ class _Reader:
             raise self.fail(where, "expected a table")
         check_keys(where, raw, ARTIFACT_KEYS, self.fail)
         kind = raw.get("in", "ptx")
-        if kind not in ARTIFACT_KINDS:
+        if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
             raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}, got "
                             f"{kind!r} (ptx: the PTX; sass or cubin: the machine code; "
                             "strings: the strings the cubin embeds)")
@@ -317,7 +328,7 @@ class _Reader:
         where = f"variant {name!r}"
         check_keys(where, raw, VARIANT_KEYS, self.fail)
         frontend = raw.get("frontend")
-        if frontend not in REGISTRY:
+        if not isinstance(frontend, str) or frontend not in REGISTRY:
             raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
         build = self.build(f"{where}.build", raw.get("build"), frontend)
@@ -375,12 +386,12 @@ class _Reader:
             frontend=frontend,
             flags=flags,
             kernel=self.kernel(where, raw.get("kernel")),
-            arch_flag=bool(raw.get("arch_flag", True)),
+            arch_flag=self.flag(f"{where}.arch_flag", raw.get("arch_flag", True)),
             only=self.when(f"{where}.only", raw.get("only", {})),
-            expect=tuple(self.expectation(f"{where}.expect[{i}]", e)
-                         for i, e in enumerate(raw.get("expect", []))),
-            artifacts=tuple(self.artifact(f"{where}.artifact[{i}]", a)
-                            for i, a in enumerate(raw.get("artifact", []))),
+            expect=tuple(self.expectation(f"{where}.expect[{i}]", e) for i, e in
+                         enumerate(self.tables(f"{where}.expect", raw.get("expect", [])))),
+            artifacts=tuple(self.artifact(f"{where}.artifact[{i}]", a) for i, a in
+                            enumerate(self.tables(f"{where}.artifact", raw.get("artifact", [])))),
             timeout=float(timeout) if timeout is not None else None,
             run=run,
             load=load,
@@ -434,7 +445,10 @@ class _Reader:
                 shlex.split(command)
             except ValueError as exc:
                 raise self.fail(f"{where}.commands", f"{command!r}: {exc}") from None
-        texts = [*commands, *(str(raw.get("test", "")),), *map(str, raw.get("env", {}).values())]
+        env = raw.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise self.fail(f"{where}.env", "expected a table of strings")
+        texts = [*commands, *(str(raw.get("test", "")),), *env.values()]
         for text in texts:
             unknown = [n for n in re.findall(r"\{([a-z_]+)\}", text)
                        if n not in BUILD_PLACEHOLDERS]
@@ -458,9 +472,6 @@ class _Reader:
             if not isinstance(project, str):
                 raise self.fail(f"{where}.project", f"expected a source, got {project!r}")
             table["project"] = str(SourceSpec.parse(project, f"{self.path}: {where}.project"))
-        env = raw.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise self.fail(f"{where}.env", "expected a table of strings")
         table["env"] = dict(env)
         return table
 

@@ -162,6 +162,12 @@ class _Reader:
             raise self.fail(key, "expected a table")
         return value
 
+    def strings(self, where: str, value: Any) -> tuple[str, ...]:
+        """A list of strings (a version list, requirements): anything else named."""
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(where, f"expected a list of strings, got {value!r:.60}")
+        return tuple(value)
+
     def version(self, where: str, text: Any) -> Version:
         try:
             return parse_version(str(text), what="version")
@@ -178,6 +184,9 @@ class _Reader:
             check_keys(where, entry, ("ptx_isa", "min_driver", "pins", "debian", "gcc_max"),
                        self.fail)
             pins = entry.get("pins", {})
+            if not isinstance(pins, dict):
+                raise self.fail(f"{where}.pins",
+                                f"expected a table of specifiers, got {pins!r:.60}")
             for package, spec in pins.items():
                 try:
                     check_specifier("toolkit", spec)
@@ -223,13 +232,18 @@ class _Reader:
                                 "\"<version label>\" = \"<source>\"")
             for label, spec in sources.items():
                 SourceSpec.parse(str(spec), f"{self.path}: libraries.{name}.sources.{label}")
-            versions = tuple(dict.fromkeys([*(str(v) for v in entry.get("versions", [])),
-                                            *map(str, sources)]))
+            versions = tuple(dict.fromkeys([
+                *self.strings(f"libraries.{name}.versions", entry.get("versions", [])),
+                *map(str, sources)]))
             for v in versions:
                 self.version(f"libraries.{name}.versions", v)
-            requires = tuple(str(r) for r in entry.get("requires", []))
+            requires = self.strings(f"libraries.{name}.requires", entry.get("requires", []))
             constraints = []
-            for i, row in enumerate(entry.get("constraint", [])):
+            rows = entry.get("constraint", [])
+            if not isinstance(rows, list):
+                raise self.fail(f"libraries.{name}.constraint", "expected [[...constraint]] "
+                                "tables")
+            for i, row in enumerate(rows):
                 where = f"libraries.{name}.constraint[{i}]"
                 if not isinstance(row, dict) or set(row) != {"versions", "toolkit", "reason"}:
                     raise self.fail(where, "expected { versions = \"...\", toolkit = \"...\", "
@@ -242,7 +256,8 @@ class _Reader:
                                         f"{row[key]!r}") from None
                 constraints.append((str(row["versions"]), str(row["toolkit"]),
                                     str(row["reason"])))
-            headers = tuple(str(r) for r in entry.get("headers_from", []))
+            headers = self.strings(f"libraries.{name}.headers_from",
+                                   entry.get("headers_from", []))
             result[name] = Library(name, str(entry.get("package", name)), versions, requires,
                                    tuple(constraints), headers,
                                    {str(k): str(v) for k, v in sources.items()})
@@ -275,6 +290,8 @@ class _Reader:
         result = {}
         for name, entry in self.table(raw, "tiers").items():
             where = f"tiers.{name}"
+            if not isinstance(entry, dict):
+                raise self.fail(where, f"expected a table, got {entry!r:.60}")
             check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
                                       "host_compiler", *LIBRARY_AXES), self.fail)
             compilers = entry.get("host_compiler", [])
@@ -293,7 +310,7 @@ class _Reader:
                 libraries=libs,
                 include=self.rows(f"{where}.include", entry.get("include", [])),
                 exclude=self.rows(f"{where}.exclude", entry.get("exclude", [])),
-                cases=tuple(entry.get("case", [])),
+                cases=self.strings(f"{where}.case", entry.get("case", [])),
                 host_compilers=tuple(compilers),
             )
             result[name] = tier
@@ -328,7 +345,7 @@ def load_matrix(path: Path, overrides: Mapping[str, Any] | None = None) -> Matri
     driver_cuda = {k: str(v) for k, v in reader.table(raw, "driver_cuda").items()}
     tiers = reader.tiers(raw, list(toolkits), list(archs), libraries)
     default = raw.get("default_tier", next(iter(tiers)))
-    if default not in tiers:
+    if not isinstance(default, str) or default not in tiers:
         raise reader.fail("default_tier", f"{default!r} is not a declared tier")
     matrix = Matrix(path, toolkits, archs, wheels, drivers, driver_cuda, libraries, tiers,
                     default)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -16,10 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import recorded
 from .errors import UserError
-from .plan import Cell
+from .plan import BUNDLED, Cell
 from .stages.result import StageResult
 from .verdict import OUTCOMES
+from .versions import Arch
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
@@ -121,26 +124,43 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
-        cell = Cell(data["case"], data["variant"], data["toolkit"], data["arch"],
-                    data["frontend"], data.get("library"), data.get("library_version"),
-                    data.get("runner", ""), data.get("host_compiler"))
+        """A recorded cell, each field of the type the reports read (recorded.py); a field
+        of another type, an unknown outcome or an arch that is none is a ValueError naming
+        it."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a cell record is an object, got {type(data).__name__}")
+        toolkit, arch = recorded.text(data, "toolkit"), recorded.text(data, "arch")
+        if toolkit != BUNDLED and not re.fullmatch(r"\d+(\.\d+)*", toolkit):
+            raise ValueError(f"toolkit: expected a version such as 12.4, got {toolkit!r}")
+        Arch.parse(arch)  # a ValueError naming it
+        outcome = recorded.text(data, "outcome")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome: expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        cell = Cell(recorded.text(data, "case"), recorded.text(data, "variant"), toolkit, arch,
+                    recorded.text(data, "frontend"), recorded.optional_text(data, "library"),
+                    recorded.optional_text(data, "library_version"),
+                    recorded.text(data, "runner", ""),
+                    recorded.optional_text(data, "host_compiler"))
+        stages = data.get("stages", [])
+        if not isinstance(stages, list):
+            raise ValueError(f"stages: expected a list, got {type(stages).__name__}")
         return cls(
             cell=cell,
-            outcome=data["outcome"],
-            stage=data["stage"],
-            reached=data.get("reached", ""),
-            message=data.get("message", ""),
-            reason=data.get("reason", ""),
-            expected=data.get("expected", ""),
-            note=data.get("note", ""),
-            diagnosis=data.get("diagnosis"),
-            stages=tuple(StageResult.from_dict(s) for s in data.get("stages", [])),
-            seconds=float(data.get("seconds", 0.0)),
-            title=data.get("title", ""),
-            upstream=tuple(data.get("upstream", ())),
-            versions=dict(data.get("versions", {})),
-            device=data.get("device"),
-            prediction=data.get("prediction"),
+            outcome=outcome,
+            stage=recorded.text(data, "stage"),
+            reached=recorded.text(data, "reached", ""),
+            message=recorded.text(data, "message", ""),
+            reason=recorded.text(data, "reason", ""),
+            expected=recorded.text(data, "expected", ""),
+            note=recorded.text(data, "note", ""),
+            diagnosis=recorded.diagnosis(data),
+            stages=tuple(StageResult.from_dict(s) for s in stages),
+            seconds=recorded.number(data, "seconds"),
+            title=recorded.text(data, "title", ""),
+            upstream=tuple(recorded.texts(data, "upstream")),
+            versions=recorded.text_table(data, "versions"),
+            device=recorded.table(data, "device", optional=True),
+            prediction=recorded.table(data, "prediction", optional=True),
         )
 
 
@@ -172,8 +192,27 @@ class RunInfo:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """A recorded run, each field of the type the reports' headers read."""
+        if not isinstance(data, dict):
+            raise ValueError(f"run: expected an object, got {type(data).__name__}")
+        tables = {key: recorded.table(data, key) or {} for key in ("toolkits", "libraries")}
+        for key, entries in tables.items():
+            for name, facts in entries.items():
+                if not isinstance(facts, dict):
+                    raise ValueError(f"{key}.{name}: expected an object, got {facts!r:.60}")
+                recorded.table(facts, "tool_versions")
+                recorded.table(facts, "packages")
+        return cls(
+            started=recorded.text(data, "started"), finished=recorded.text(data, "finished"),
+            tier=recorded.text(data, "tier"), provider=recorded.text(data, "provider"),
+            host=recorded.text(data, "host"), tool_version=recorded.text(data, "tool_version"),
+            device=recorded.table(data, "device", optional=True),
+            toolkits=tables["toolkits"], libraries=tables["libraries"],
+            runner_label=recorded.text(data, "runner_label", ""),
+            command=recorded.text(data, "command", ""),
+            wall_seconds=recorded.number(data, "wall_seconds"),
+            provider_choice=recorded.text(data, "provider_choice", ""),
+            environment_errors=recorded.text_table(data, "environment_errors"))
 
 
 _UMASK = os.umask(0)

@@ -17,11 +17,17 @@ __all__ = ["load_toml", "tomllib"]
 
 
 def load_toml(path: Path) -> dict[str, Any]:
+    """A TOML file as a table; any file it cannot be (missing, unreadable, not UTF-8, not
+    TOML) is a UserError naming it."""
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
+    except OSError as exc:  # a folder, no permission
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message carries "(at line N, column M)".
         raise UserError(f"{path}: malformed TOML: {exc}") from None

@@ -112,7 +112,11 @@ def version_matches(spec: str, version: str) -> bool:
 
 def check_specifier(key: str, spec: str | Sequence[str]) -> None:
     """Raise ValueError if `spec` can never be evaluated for axis `key`."""
+    if not isinstance(spec, str | list | tuple):
+        raise ValueError(f"expected a string or a list of strings, got {spec!r:.60}")
     for one in [spec] if isinstance(spec, str) else spec:
+        if not isinstance(one, str):
+            raise ValueError(f"expected a string, got {one!r:.60}")
         if key in NAME_AXES:
             if not HOST_COMPILER.fullmatch(one):
                 raise ValueError(f"{one!r} is not a host compiler program (g++-12, clang++-19)")

@@ -114,7 +114,8 @@ def inflate(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> str 
                     return (f"inflates over {RATIO_CEILING} times its {info.compress_size} "
                             f"compressed bytes (stopped at {written}): a zip bomb")
                 copy.write(chunk)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError,
+            ValueError) as exc:  # a damaged archive: offsets past its end, bad headers
         return f"does not inflate ({type(exc).__name__}: {exc})"
     if written != info.file_size:
         return f"inflates to {written} bytes, not the {info.file_size} the wheel declares"
@@ -124,8 +125,9 @@ def inflate(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> str 
 def _wheel_members(path: Path, scratch: Path) -> Iterator[Member]:
     try:
         wheel = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise UserError(f"{path}: not a readable wheel ({exc})") from None
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError) as exc:
+        raise UserError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})") \
+            from None
     with wheel:
         for info in wheel.infolist():
             if info.is_dir() or not _LIBRARY.search(info.filename):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from .. import recorded
+
 # ok: the stage did its job. failed: the code under test was refused or wrong.
 # unsupported: the toolkit does not know the target arch (the cell is a skip).
 # unavailable: the environment lacks what the stage needs (no nvcc in a wheel
@@ -34,7 +36,13 @@ class StageResult:
     def from_dict(cls, data: dict[str, Any]) -> StageResult:
         """A recorded stage (results.json, a cell file, a prebuilt folder): its stage and
         status must be ones this tool knows, or the record is refused by name."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a stage record is an object, got {type(data).__name__}")
         if data.get("stage") not in STAGE_NAMES or data.get("status") not in STATUSES:
-            raise ValueError(f"not a stage record: stage {data.get('stage')!r}, "
-                             f"status {data.get('status')!r}")
-        return cls(**data)
+            raise ValueError(f"not a stage record: stage {data.get('stage')!r:.40}, "
+                             f"status {data.get('status')!r:.40}")
+        details = recorded.table(data, "details") or {}
+        recorded.check_details(details)
+        return cls(stage=data["stage"], status=data["status"],
+                   message=recorded.text(data, "message", ""), log=recorded.text(data, "log", ""),
+                   seconds=recorded.number(data, "seconds"), details=details)

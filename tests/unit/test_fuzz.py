@@ -1,0 +1,277 @@
+"""Every reader of a file a stranger can hand the tool, fuzzed (issue 23).
+
+The property for each: the reader returns, or raises the error the command line turns
+into one line and exit status 2 (UserError; for the audit's ELF reader UnreadableFile,
+which becomes an `error` cell). Never another exception, never a traceback; and what
+was read is then used as the command would use it (reports written, verdicts judged
+again, a baseline compared), which must not fail either. Memory stays under 1 GiB for
+the whole session. `nox -s fuzz` runs each target for 10 minutes; here each gets a
+bounded number of inputs (tests/fuzzing.py has the profiles and the seeds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cudamatrix.audit.elf import UnreadableFile, _elf_sections, elf_machine, fatbins
+from cudamatrix.audit.facts import cubin_kernel_names, read_cubin, read_ptx
+from cudamatrix.audit.inputs import members
+from cudamatrix.baseline import compare, load_baseline
+from cudamatrix.corpus import load_case, load_corpus
+from cudamatrix.defaults import KNOWN_BUGS
+from cudamatrix.errors import UserError
+from cudamatrix.matrix import load_matrix
+from cudamatrix.merge import merge_results
+from cudamatrix.project import find_project
+from cudamatrix.rejudge import rejudge
+from cudamatrix.reports import write_reports
+from cudamatrix.results import CELLS_DIR, load_cell, load_results
+from fuzzing import (
+    REPO,
+    TRIED,
+    damaged,
+    damaged_library,
+    json_text,
+    library_seeds,
+    mutated,
+    run_target,
+    stream,
+    toml_text,
+)
+
+MEMORY_BOUND_KIB = 1 << 20
+CASE_SEEDS = {p.parent.name: p for p in sorted(KNOWN_BUGS.glob("*/case.toml"))}
+RESULTS = REPO / "reports" / "realworld-h100" / "results.json"
+
+
+def _toml(path: Path) -> Any:
+    import tomllib
+
+    return tomllib.loads(path.read_text())
+
+
+def _trimmed_results() -> dict[str, Any]:
+    """The H100 run's results.json, its first 12 cells (the mutations reach every field)."""
+    document = json.loads(RESULTS.read_text())
+    document["cells"] = document["cells"][:12]
+    return document
+
+
+RESULT_SEED = _trimmed_results()
+CELL_SEEDS = RESULT_SEED["cells"][:6]
+LIBRARIES = library_seeds()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def memory_stays_bounded() -> Iterator[None]:
+    yield
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert peak < MEMORY_BOUND_KIB, f"{peak} KiB resident after the fuzz targets"
+
+
+def _count(name: str) -> None:
+    TRIED[name] = TRIED.get(name, 0) + 1
+
+
+def _scratch() -> Path:
+    return Path(tempfile.mkdtemp(prefix="cudamatrix-fuzz-"))
+
+
+# --- the audit's readers -----------------------------------------------------------------
+
+def test_elf_and_fatbinary_reader() -> None:
+    @given(damaged_library(LIBRARIES))
+    def target(data: bytes) -> None:
+        _count("elf")
+        try:
+            elf_machine(stream(data))
+            _elf_sections(stream(data))
+            cubin_kernel_names(data)
+            read_cubin(data, "sm_90")
+            read_ptx(data, "sm_90")
+            for fatbin in fatbins(stream(data)):
+                assert fatbin.offset + fatbin.size <= len(data)
+        except UnreadableFile as exc:
+            assert str(exc) and "\n" not in str(exc)
+
+    run_target("elf", target)
+
+
+def test_wheel_members() -> None:
+    """A wheel (zip) around a damaged library, or a damaged zip: its members stream out
+    or are refused by name."""
+    def wheel(library: bytes, name: str) -> bytes:
+        buffer = stream(b"")
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(name, library)
+        return buffer.getvalue()
+
+    names = st.sampled_from(["pkg/lib.so", "../lib.so", "/abs/lib.so", "a/../../b.so",
+                             "C:/x.so", "lib.so.12", "pkg\\..\\..\\x.so"])
+
+    @given(damaged_library(LIBRARIES[:1]), names, st.booleans(), st.data())
+    def target(library: bytes, name: str, damage: bool, data: st.DataObject) -> None:
+        _count("wheel")
+        scratch = _scratch()
+        try:
+            path = scratch / "x-1.0-py3-none-any.whl"
+            content = wheel(library, name)
+            path.write_bytes(data.draw(damaged(content)) if damage else content)
+            try:
+                for member in members(path, scratch):
+                    if member.problem:
+                        assert "\n" not in member.problem
+                        continue
+                    with member.path.open("rb") as handle:
+                        fatbins(handle)
+            except (UserError, UnreadableFile):
+                pass
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("wheel", target)
+
+
+# --- the TOML files a user writes --------------------------------------------------------
+
+def _expect_user_error_only(action: Any) -> None:
+    try:
+        action()
+    except UserError as exc:
+        assert str(exc)
+
+
+def test_case_toml() -> None:
+    seeds = [_toml(p) for p in CASE_SEEDS.values()]
+
+    @given(st.one_of(mutated(seeds).map(toml_text), st.sampled_from(
+        [p.read_bytes() for p in CASE_SEEDS.values()]).flatmap(damaged)),
+        st.sampled_from(sorted(CASE_SEEDS)))
+    def target(text: bytes, sources_of: str) -> None:
+        _count("case.toml")
+        scratch = _scratch()
+        try:
+            folder = scratch / "corpus" / "case"
+            shutil.copytree(CASE_SEEDS[sources_of].parent, folder)
+            (folder / "case.toml").write_bytes(text)
+            _expect_user_error_only(lambda: load_case(folder, folder.parent))
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("case.toml", target)
+
+
+def test_matrix_toml() -> None:
+    seed_path = REPO / "src" / "cudamatrix" / "data" / "matrix.toml"
+    seed = _toml(seed_path)
+
+    @given(st.one_of(mutated([seed]).map(toml_text), damaged(seed_path.read_bytes())))
+    def target(text: bytes) -> None:
+        _count("matrix.toml")
+        scratch = _scratch()
+        try:
+            path = scratch / "matrix.toml"
+            path.write_bytes(text)
+            _expect_user_error_only(lambda: load_matrix(path))
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("matrix.toml", target)
+
+
+def test_project_toml() -> None:
+    seed_path = REPO / "cudamatrix.toml"
+    seed = _toml(seed_path)
+    project_seed = {**seed, "cases": ["cases"], "tiers": {"pr": {"toolkit": ["13.0"],
+                                                                   "arch": ["sm_80"]}},
+                    "libraries": {"cutlass": {"sources": {"4.2.0+mine": "path:cutlass"}}}}
+
+    @given(st.one_of(mutated([seed, project_seed]).map(toml_text),
+                     damaged(seed_path.read_bytes())))
+    def target(text: bytes) -> None:
+        _count("cudamatrix.toml")
+        scratch = _scratch()
+        try:
+            (scratch / "cases").mkdir()
+            (scratch / "cudamatrix.toml").write_bytes(text)
+
+            def read() -> None:
+                project = find_project(scratch)
+                if project.config is not None:
+                    load_matrix(project.matrix, project.overrides)
+
+            _expect_user_error_only(read)
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("cudamatrix.toml", target)
+
+
+# --- results.json and what reads it ------------------------------------------------------
+
+CASES = {c.id: c for c in load_corpus([KNOWN_BUGS])}
+
+
+def _use(path: Path, out: Path) -> None:
+    """What `report`, `report --rejudge` and `--baseline` do with a results file."""
+    info, results = load_results(path)
+    write_reports(out, info, results)
+    with contextlib.suppress(UserError):  # a cell of no known case: said in one line
+        rejudge(results, CASES)
+    before = load_baseline(path)
+    compare(str(path), before, results)
+
+
+@given(st.one_of(mutated([RESULT_SEED]).map(json_text), damaged(json_text(RESULT_SEED))))
+def _results_target(text: bytes) -> None:
+    _count("results.json")
+    scratch = _scratch()
+    try:
+        path = scratch / "results.json"
+        path.write_bytes(text)
+        _expect_user_error_only(lambda: _use(path, scratch / "out"))
+    finally:
+        shutil.rmtree(scratch)
+
+
+def test_results_json_report_rejudge_baseline() -> None:
+    run_target("results.json", _results_target)
+
+
+def test_cell_files_of_resume_and_merge() -> None:
+    """--resume's and a dead shard's cells/ files, and merge over such a shard."""
+    @given(st.lists(st.one_of(mutated(CELL_SEEDS).map(json_text),
+                              st.sampled_from(CELL_SEEDS).map(json_text).flatmap(damaged)),
+                    min_size=1, max_size=3))
+    def target(texts: list[bytes]) -> None:
+        _count("cells")
+        scratch = _scratch()
+        try:
+            shard = scratch / "shard"
+            (shard / CELLS_DIR).mkdir(parents=True)
+            for number, text in enumerate(texts):
+                (shard / CELLS_DIR / f"{number}.json").write_bytes(text)
+                _expect_user_error_only(lambda n=number: load_cell(
+                    shard / CELLS_DIR / f"{n}.json").to_dict())
+
+            def merged() -> None:
+                info, results = merge_results([shard])
+                write_reports(scratch / "out", info, results)
+
+            _expect_user_error_only(merged)
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("cells", target)

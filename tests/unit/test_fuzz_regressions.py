@@ -1,0 +1,95 @@
+"""What the fuzzers found (tests/unit/test_fuzz.py), each input kept, minimised by hand
+from Hypothesis's falsifying example: each was a traceback before its fix."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudamatrix.audit.elf import UnreadableFile, _elf_sections, fatbins
+from cudamatrix.errors import UserError
+from cudamatrix.results import load_cell, load_results
+from cudamatrix.tomlfile import load_toml
+from fuzzing import REPO, stream, synthetic_library
+
+SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+
+
+def test_toml_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    """UnicodeDecodeError from tomllib, a traceback for `cudamatrix validate`."""
+    path = tmp_path / "case.toml"
+    path.write_bytes(b"\x80title = 1\n")
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        load_toml(path)
+
+
+def test_a_toml_path_that_is_a_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="cannot read it"):
+        load_toml(tmp_path)
+
+
+def _results_with(change: Any) -> dict[str, Any]:
+    document = json.loads(json.dumps(SEED))
+    document["cells"] = document["cells"][:2]
+    change(document)
+    return document
+
+
+def _set_cell(key: str, value: Any) -> Any:
+    return lambda d: d["cells"][0].__setitem__(key, value)
+
+
+@pytest.mark.parametrize("change", [
+    # markdown.py header: 'NoneType' object has no attribute 'items'
+    lambda d: d["run"]["toolkits"]["13.0"].__setitem__("tool_versions", None),
+    # markdown.py md_text: expected string or bytes-like object, got 'NoneType'
+    _set_cell("diagnosis", {"rule": "unclassified", "title": None, "links": []}),
+    # resource_changes.usage_text: int() argument must be ... not 'list'
+    lambda d: d["cells"][0]["stages"][0]["details"]["resources"][0].__setitem__(
+        "registers", [1]),
+    # plan.sort_key: invalid literal for int() with base 10: ''
+    _set_cell("toolkit", ""),
+    _set_cell("arch", "sm_"),
+    # results.summary: unhashable type: 'list'
+    _set_cell("outcome", ["pass"]),
+    # html._cell_data: type NoneType doesn't define __round__ method
+    _set_cell("seconds", None),
+    # markdown.md_link: expected string or bytes-like object, got 'NoneType'
+    _set_cell("upstream", [None]),
+    # plan.Cell.id: sequence item 0: expected str instance, NoneType found
+    _set_cell("case", None),
+    # results._compiled: 'NoneType' object is not iterable
+    lambda d: d["cells"][0]["stages"][0]["details"].__setitem__("warnings", None),
+], ids=["tool_versions-null", "diagnosis-title-null", "registers-list", "toolkit-empty",
+        "arch-bare", "outcome-list", "seconds-null", "upstream-null", "case-null",
+        "warnings-null"])
+def test_a_damaged_results_field_is_one_line(tmp_path: Path, change: Any) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_results_with(change)))
+    with pytest.raises(UserError, match="damaged results file") as caught:
+        load_results(path)
+    assert "\n" not in str(caught.value)
+    damaged_cell = _results_with(change)["cells"][0]
+    if damaged_cell != SEED["cells"][0]:  # a cell's own field: --resume's reader too
+        cell = tmp_path / "cell.json"
+        cell.write_text(json.dumps(damaged_cell))
+        with pytest.raises(UserError, match="damaged cell record"):
+            load_cell(cell)
+
+
+def test_a_lying_fatbinary_size_is_named_with_its_offset() -> None:
+    library = bytearray(synthetic_library())
+    at = bytes(library).find(struct.pack("<I", 0xBA55ED50))
+    library[at + 8:at + 16] = (1 << 62).to_bytes(8, "little")
+    with pytest.raises(UnreadableFile, match=rf"fatbinary at offset {at:#x} claims"):
+        fatbins(stream(bytes(library)))
+
+
+def test_a_section_table_past_the_end_is_no_section() -> None:
+    library = bytearray(synthetic_library())
+    library[0x28:0x30] = (len(library) + 8).to_bytes(8, "little")
+    assert _elf_sections(stream(bytes(library))) == {}
