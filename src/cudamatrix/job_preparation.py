@@ -1,8 +1,11 @@
 """What a cell's job needs beyond its case, prepared on the orchestrator's side before a
-worker runs it: each frontend's `prepare` (stages/frontends.py) is one function here."""
+worker runs it: each frontend's `prepare` (stages/frontends.py) is one function here,
+found by the name the frontend gives it (the cell side never imports this module)."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .providers import Environment
 from .sources import tree_digest
+from .stages.frontends import Frontend
 from .stages.job import Job
 from .stages.result import StageResult
 
@@ -27,6 +31,16 @@ class JobContext:
     warmups: JitifyWarmups
     prebuilt: bool  # its artifacts come from an earlier run (--prebuilt)
     versions: dict[str, str]
+
+
+def preparation(spec: Frontend) -> Callable[[Job, JobContext], Job | StageResult] | None:
+    """A frontend's orchestrator-side function: given, or named as "module:function"."""
+    if spec.prepare is None or callable(spec.prepare):
+        return spec.prepare
+    module, _, name = spec.prepare.partition(":")
+    found: Callable[[Job, JobContext], Job | StageResult] = getattr(
+        importlib.import_module(module), name)
+    return found
 
 
 def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:

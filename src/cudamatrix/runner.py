@@ -32,7 +32,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, probe
-from .job_preparation import JobContext
+from .job_preparation import JobContext, preparation
 from .matrix import Matrix, Tier, load_matrix
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell, check_excludes, check_only, expand, pruned, shard
@@ -207,8 +207,9 @@ class CellRunner:
             budgets=dict(variant.resources),
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None)
-        if spec.prepare is not None:
-            prepared = spec.prepare(job, JobContext(variant, env, self.envs, self.warmups,
+        prepare = preparation(spec)
+        if prepare is not None:
+            prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,
                                                     prebuilt is not None, versions))
             if isinstance(prepared, StageResult):
                 return [prepared], versions

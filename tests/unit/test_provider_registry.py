@@ -10,11 +10,15 @@ import pytest
 from cudamatrix.cli import build_parser
 from cudamatrix.defaults import DEFAULT_MATRIX
 from cudamatrix.environments import Environments
-from cudamatrix.executors import Executor
 from cudamatrix.executors.local import LocalExecutor
 from cudamatrix.matrix import load_matrix
 from cudamatrix.providers.environment import Environment
-from cudamatrix.providers.toolkits import TOOLKIT_PROVIDERS, CellSite, ProviderSetting
+from cudamatrix.providers.toolkits import (
+    TOOLKIT_PROVIDERS,
+    CellSite,
+    ExecutorChoice,
+    ProviderSetting,
+)
 
 
 class Quiet:
@@ -35,8 +39,8 @@ class ToyToolkits:
         return Environment(toolkit=version, provider="toy", root=str(self.cache),
                            cuobjdump=str(self.cache / "cuobjdump"))
 
-    def executor(self, site: CellSite) -> Executor:
-        return LocalExecutor()
+    def executor(self, site: CellSite) -> ExecutorChoice:
+        return ExecutorChoice("local")
 
     def host_compiler(self, name: str) -> tuple[str, str] | str:
         return f"the toy has no {name}"

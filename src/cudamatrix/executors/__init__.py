@@ -2,13 +2,15 @@
 toolkit's container. Either way the worker writes its stages to the cell's folder and
 the run reads them back, so a crash, a hang or an interrupted run costs one cell.
 
-The run holds one `Executor`, given by its toolkit provider (providers/toolkits.py):
-the runner never asks which kind it has.
+The run holds one `Executor`, made here from the kind its toolkit provider asks for
+(providers/toolkits.py's ExecutorChoice): the runner never asks which kind it has, and a
+provider never imports an executor.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from ..stages.job import Job
 from ..stages.result import StageResult
@@ -32,3 +34,28 @@ class Executor(Protocol):
     def close(self) -> None:
         """The run is over: release servers, containers and folders."""
         ...
+
+
+def _local(options: Mapping[str, Any]) -> Executor:
+    from .local import LocalExecutor
+
+    return LocalExecutor()
+
+
+def _containers(options: Mapping[str, Any]) -> Executor:
+    from .containers import ContainerExecutor
+
+    settings = dict(options)
+    return ContainerExecutor(settings.pop("client"), **settings)
+
+
+# Every executor by the kind a provider names: adding one is a module and a line here.
+EXECUTORS: dict[str, Callable[[Mapping[str, Any]], Executor]] = {
+    "local": _local,
+    "containers": _containers,
+}
+
+
+def make_executor(kind: str, options: Mapping[str, Any]) -> Executor:
+    """The executor of `kind`, made with `options`."""
+    return EXECUTORS[kind](options)

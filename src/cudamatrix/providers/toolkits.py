@@ -1,25 +1,23 @@
 """Where a run's toolkits come from: one class per provider behind one protocol.
 
 The run asks a provider for a toolkit by version and gets an `Environment`, or an
-`EnvironmentUnavailable` saying why not; it asks the provider for the executor its cells
-run on, too (processes here, or its toolkits' containers). Whether cells execute on this
-machine (`local`) is the provider's fact, so the features that need this machine's own
-programs (a named host compiler, clang, a project's build tools) ask it instead of
-comparing provider names.
+`EnvironmentUnavailable` saying why not; the provider also says which kind of executor its
+cells need (processes here, or its toolkits' containers) and with what, and the run makes
+it from the executors' own registry (executors/__init__.py): a provider never builds one.
+Whether cells execute on this machine (`local`) is the provider's fact, so the features
+that need this machine's own programs (a named host compiler, clang, a project's build
+tools) ask it instead of comparing provider names.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import EnvironmentUnavailable
-from ..executors import Executor
-from ..executors.containers import ContainerExecutor
-from ..executors.local import LocalExecutor
 from ..matrix import Matrix
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
@@ -65,6 +63,15 @@ class CellSite:
     gpu: bool
 
 
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """The executor a provider's cells need: a kind the executors' registry knows
+    ("local", "containers") and what that kind is made with."""
+
+    kind: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
 class ToolkitProvider(Protocol):
     """A source of toolkits: ``wheels``, ``host`` or ``docker``."""
 
@@ -76,8 +83,8 @@ class ToolkitProvider(Protocol):
         """The toolkit `version`, prepared; EnvironmentUnavailable when it cannot be."""
         ...
 
-    def executor(self, site: CellSite) -> Executor:
-        """What runs the cells of this provider's toolkits."""
+    def executor(self, site: CellSite) -> ExecutorChoice:
+        """Which executor runs the cells of this provider's toolkits, and with what."""
         ...
 
     def host_compiler(self, name: str) -> tuple[str, str] | str:
@@ -91,8 +98,8 @@ class _LocalCells:
 
     local = True
 
-    def executor(self, site: CellSite) -> Executor:
-        return LocalExecutor()
+    def executor(self, site: CellSite) -> ExecutorChoice:
+        return ExecutorChoice("local")
 
     def host_compiler(self, name: str) -> tuple[str, str] | str:
         found = installed_compiler(name)
@@ -191,10 +198,11 @@ class DockerToolkits:
         self.notes.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
         return image.environment
 
-    def executor(self, site: CellSite) -> Executor:
-        return ContainerExecutor(self.client(), out=site.out, cache=self.cache,
-                                 corpus=site.corpus, base_image=self.base_image, gpu=site.gpu,
-                                 lifetime_s=self.lifetime_s, compat=self.compat)
+    def executor(self, site: CellSite) -> ExecutorChoice:
+        return ExecutorChoice("containers", {
+            "client": self.client(), "out": site.out, "cache": self.cache,
+            "corpus": site.corpus, "base_image": self.base_image, "gpu": site.gpu,
+            "lifetime_s": self.lifetime_s, "compat": self.compat})
 
     def host_compiler(self, name: str) -> tuple[str, str] | str:
         """The wheels images' GCCs (the base image's ``g++-N``); no other compiler."""

@@ -15,17 +15,19 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import UserError
 from .compile import Build, compile_clang, compile_nvcc, compile_nvrtc, compile_script
 from .job import Job
 from .result import StageResult
 
-if TYPE_CHECKING:  # the orchestrator's side; a cell worker never imports it
-    from ..job_preparation import JobContext
-
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
+# The orchestrator's side of a job, run in the run's process: the job and the run's
+# context (job_preparation.JobContext) in, the prepared job or the stage saying why not
+# out. A built-in frontend names it ("module:function") rather than importing it, so a
+# cell's worker, which reads this registry, never imports the orchestrator's modules.
+Prepare = Callable[[Job, Any], "Job | StageResult"]
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,9 @@ class Frontend:
     # -res-usage): [variant.resources] applies.
     reports_resources: bool = False
     # The orchestrator's side: what the job needs beyond its case (a folder of links, a
-    # fetched project, a warm-up), or the stage that says why it cannot have it.
-    prepare: Callable[[Job, JobContext], Job | StageResult] | None = None
+    # fetched project, a warm-up), or the stage that says why it cannot have it; a
+    # function, or its name as "module:function" (resolved by the run, never here).
+    prepare: Prepare | str | None = None
 
 
 def _cupy_stages(job: Job) -> list[StageResult]:
@@ -66,18 +69,6 @@ def _build_stages(job: Job) -> list[StageResult]:
     from .build import build_stages  # reads ELF files and may load through the driver
 
     return build_stages(job)
-
-
-def _prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
-    from ..job_preparation import prepare_cupy
-
-    return prepare_cupy(job, context)
-
-
-def _prepare_build(job: Job, context: JobContext) -> Job | StageResult:
-    from ..job_preparation import prepare_build
-
-    return prepare_build(job, context)
 
 
 REGISTRY: dict[str, Frontend] = {}
@@ -98,7 +89,7 @@ for _builtin in (
     Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
              options=("jitify", "enable_cooperative_groups"),
              needs_gpu_to_compile="CuPy compiles through the driver",
-             arch_bypass_option="jitify", prepare=_prepare_cupy),
+             arch_bypass_option="jitify", prepare="cudamatrix.job_preparation:prepare_cupy"),
     Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True,
              reports_resources=True),
     Frontend("clang", compile=compile_clang, needs=("clang",), reports_resources=True),
@@ -111,7 +102,8 @@ for _builtin in (
              needs=("nvcc",)),
     # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
     Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
-             prepare=_prepare_build, builds_project=True, reports_resources=True),
+             prepare="cudamatrix.job_preparation:prepare_build", builds_project=True,
+             reports_resources=True),
 ):
     register(_builtin)
 
