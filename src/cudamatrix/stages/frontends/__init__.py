@@ -1,6 +1,10 @@
-"""Every frontend in one place: what it needs from a toolkit, which library axis it
-multiplies its cells by, whether it brings its own compiler, whether its compiles are
-cached, and how it builds (or runs its whole story, as CuPy does).
+"""Every frontend by name: what it needs from a toolkit, which library axis it multiplies
+its cells by, whether it brings its own compiler, whether its compiles are cached, and
+how it builds (or runs its whole story, as CuPy does). The registry lives here; each
+built-in frontend is a module of this package (nvrtc, nvcc, clang, cupy, cutlass,
+cute_dsl, cutlass_python, build) holding its cell-side part (its compile, the tools it
+needs, its option schema) and naming its orchestrator-side part (`prepare`, a
+"module:function" the run resolves), so nothing here imports the orchestrator.
 
 Before, each of those facts lived in another module (a list of names here, a set of
 cacheable ones there), and forgetting one silently turned caching off or ran a cell
@@ -17,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UserError
-from .compile import Build, compile_clang, compile_nvcc, compile_nvrtc, compile_script
-from .job import Job
-from .result import StageResult
+from ...errors import UserError
+from ..compile import Build
+from ..job import Job
+from ..result import StageResult
 
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
 # The orchestrator's side of a job, run in the run's process: the job and the run's
@@ -59,18 +63,6 @@ class Frontend:
     prepare: Prepare | str | None = None
 
 
-def _cupy_stages(job: Job) -> list[StageResult]:
-    from .cupy_frontend import cupy_stages  # needs cupy and numpy: only in the worker
-
-    return cupy_stages(job)
-
-
-def _build_stages(job: Job) -> list[StageResult]:
-    from .build import build_stages  # reads ELF files and may load through the driver
-
-    return build_stages(job)
-
-
 REGISTRY: dict[str, Frontend] = {}
 
 
@@ -80,32 +72,6 @@ def register(frontend: Frontend) -> Frontend:
         raise ValueError(f"frontend {frontend.name!r}: give exactly one of compile or stages")
     REGISTRY[frontend.name] = frontend
     return frontend
-
-
-for _builtin in (
-    Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",), reports_resources=True),
-    Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",), reports_resources=True),
-    # [variant.options]: how CuPy compiles (its RawModule's flags).
-    Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
-             options=("jitify", "enable_cooperative_groups"),
-             needs_gpu_to_compile="CuPy compiles through the driver",
-             arch_bypass_option="jitify", prepare="cudamatrix.job_preparation:prepare_cupy"),
-    Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass", slow=True,
-             reports_resources=True),
-    Frontend("clang", compile=compile_clang, needs=("clang",), reports_resources=True),
-    Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True),
-    Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
-             toolkit_free=True),
-    # The same scripts given the cell's toolkit (nvcc, its headers, the host compiler):
-    # a script that builds what CUTLASS's Python interface emitted, as its user would.
-    Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
-             needs=("nvcc",)),
-    # A project's own build (cmake, pip wheel, setup.py) per cell, its outputs audited.
-    Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
-             prepare="cudamatrix.job_preparation:prepare_build", builds_project=True,
-             reports_resources=True),
-):
-    register(_builtin)
 
 
 def load_plugins() -> None:
@@ -120,5 +86,8 @@ def load_plugins() -> None:
 def frontend(name: str) -> Frontend:
     return REGISTRY[name]
 
+
+# The built-in frontends, one module each, registering themselves; then the plugins.
+from . import build, clang, cupy, cute_dsl, cutlass, cutlass_python, nvcc, nvrtc  # noqa: E402, F401
 
 load_plugins()

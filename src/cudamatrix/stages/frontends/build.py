@@ -1,0 +1,20 @@
+"""build: a project's own build (cmake, pip wheel, setup.py) per cell, its outputs
+audited; the run's side (the project's folder, the toolkit as $CUDA_HOME, the build's
+tools) is job_preparation.prepare_build."""
+
+from __future__ import annotations
+
+from ..job import Job
+from ..result import StageResult
+from . import Frontend, register
+
+
+def _build_stages(job: Job) -> list[StageResult]:
+    from ..build import build_stages  # reads ELF files and may load through the driver
+
+    return build_stages(job)
+
+
+register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
+                  prepare="cudamatrix.job_preparation:prepare_build", builds_project=True,
+                  reports_resources=True))

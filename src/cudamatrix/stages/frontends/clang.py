@@ -1,0 +1,38 @@
+"""clang: clang as the CUDA compiler, device code only, through the toolkit's ptxas."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...versions import Arch
+from ..cell_files import CUBIN, PTX
+from ..compile import Build, build_failure, build_success
+from ..flags import resolve_flags, shown
+from ..job import Job
+from ..limits import run_tool
+from . import Frontend, register
+
+
+def compile_clang(job: Job) -> Build:
+    """clang as the CUDA compiler, device code only, as a clang-built library's device
+    half: a cubin for the cell's arch (through the toolkit's ptxas) and the PTX."""
+    started = time.monotonic()
+    assert job.env is not None and job.env.clang and job.env.clang_cuda_path
+    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    base = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
+            f"--cuda-gpu-arch={Arch.parse(job.arch).name}", "--cuda-device-only", *flags]
+    cubin, ptx = job.work / CUBIN, job.work / PTX
+    logs: list[str] = []
+    details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}
+    for outputs in (["-c", "-Xcuda-ptxas", "-v", "-o", str(cubin)], ["-S", "-o", str(ptx)]):
+        command = [*base, *outputs, job.source]
+        tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
+                        memory_bytes=job.memory_bytes, cwd=job.work)
+        logs.append(f"$ {shown([Path(command[0]).name, *command[1:]], job.env)}\n{tool.output}")
+        if tool.code != 0:
+            return build_failure(job, "\n".join(logs).strip(), started, tool.accident, **details)
+    return build_success(job, "\n".join(logs).strip(), started, details, ptx, cubin)
+
+
+register(Frontend("clang", compile=compile_clang, needs=("clang",), reports_resources=True))

@@ -1,0 +1,23 @@
+"""cupy: CuPy compiles through the driver and tells the whole story itself (compile, load,
+run); the run's side (its classic CUDA folder, the Jitify warm-up) is
+job_preparation.prepare_cupy."""
+
+from __future__ import annotations
+
+from ..job import Job
+from ..result import StageResult
+from . import Frontend, register
+
+
+def _cupy_stages(job: Job) -> list[StageResult]:
+    from ..cupy_frontend import cupy_stages  # needs cupy and numpy: only in the worker
+
+    return cupy_stages(job)
+
+
+# [variant.options]: how CuPy compiles (its RawModule's flags).
+register(Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
+                  options=("jitify", "enable_cooperative_groups"),
+                  needs_gpu_to_compile="CuPy compiles through the driver",
+                  arch_bypass_option="jitify",
+                  prepare="cudamatrix.job_preparation:prepare_cupy"))

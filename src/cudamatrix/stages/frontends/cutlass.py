@@ -1,0 +1,9 @@
+"""cutlass: nvcc with the headers of the cell's CUTLASS version (the library axis)."""
+
+from __future__ import annotations
+
+from . import Frontend, register
+from .nvcc import compile_nvcc
+
+register(Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass",
+                  slow=True, reports_resources=True))

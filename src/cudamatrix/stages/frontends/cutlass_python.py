@@ -1,0 +1,13 @@
+"""cutlass-python: a script using CUTLASS's Python interface; cutlass-python-build: the
+same scripts given the cell's toolkit (nvcc, its headers, the host compiler), building
+what the interface emitted as its user would."""
+
+from __future__ import annotations
+
+from . import Frontend, register
+from .cute_dsl import compile_script
+
+register(Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
+                  toolkit_free=True))
+register(Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
+                  needs=("nvcc",)))

@@ -1,0 +1,86 @@
+"""nvrtc: NVRTC as a library built on it calls it, straight to a cubin for the cell's arch
+(CuPy's path); the PTX kept, the case's kernel given as a name expression."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...versions import Arch
+from ..cell_files import CUBIN, PTX
+from ..compile import Build, build_failure, build_success
+from ..flags import resolve_flags, shown
+from ..job import Job
+from ..kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
+from ..limits import address_space_limit, run_tool
+from ..logs import decisive_line
+from ..nvrtc import Nvrtc
+from . import Frontend, register
+
+
+def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
+           details: dict[str, object]) -> Build:
+    """PTX built for NVRTC's default virtual arch, assembled for the cell's GPU by the
+    toolkit's ptxas: what a driver would do with it when the case names no arch."""
+    assert job.env is not None and job.env.ptxas is not None
+    cubin = job.work / CUBIN
+    remaining = max(1.0, job.timeout - (time.monotonic() - started))
+    # Run where the files are, so messages name kernel.ptx rather than a long path.
+    command = [job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name]
+    tool = run_tool(command, remaining, memory_bytes=job.memory_bytes, cwd=job.work)
+    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v",
+                                            tool.output) if part)
+    if tool.code != 0:
+        return build_failure(job, full_log, started, tool.accident, **details)
+    return build_success(job, full_log, started, details, ptx, cubin)
+
+
+def compile_nvrtc(job: Job) -> Build:
+    """NVRTC as a library built on it would call it: straight to a cubin for the cell's real
+    arch (CuPy's path), so every option reaches the code generator (``--maxrregcount``,
+    ``-Xptxas``) and the resource usage is NVRTC's own; the PTX is kept for inspection."""
+    started = time.monotonic()
+    assert job.env is not None and job.env.nvrtc is not None
+    source = Path(job.source)
+    options = resolve_flags(job.flags, str(source.parent), job.env)
+    if job.arch_flag:
+        options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
+    # NVRTC sees the source as text with a bare name: the case's own headers must be
+    # put on its search path, as nvcc would find them beside the file.
+    options.append(f"-I{source.parent}")
+    for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
+        options.append(f"-I{folder}")
+    nvrtc = Nvrtc(job.env.nvrtc)
+    # The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
+    # already as the module holds it (mangled) is looked up as it is.
+    expressions = [job.kernel] if job.kernel and not job.host_entry \
+        and not is_mangled(job.kernel) else []
+    with address_space_limit(job.memory_bytes):
+        output = nvrtc.compile(source.read_bytes(), source.name, options, expressions)
+    details: dict[str, object] = {"nvrtc": nvrtc.version,
+                                  "options": shown(options, job.env)}
+    if not output.ok and expressions and not output.accident:
+        # Refused with the kernel's name: compiled without it, NVRTC says whether the
+        # code or the name is at fault (an overload, a template with no arguments, a
+        # name the source lacks); the name's refusal is then the case's error.
+        with address_space_limit(job.memory_bytes):
+            plain = nvrtc.compile(source.read_bytes(), source.name, options)
+        if plain.ok:
+            details[KERNEL_REFUSED] = decisive_line(output.log)
+            output = plain
+    elif output.ok and expressions:
+        lowered = output.lowered[expressions[0]]
+        details[KERNEL_RECORD] = KernelName(expressions[0], lowered, demangle(lowered)).to_dict()
+    log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
+    if not output.ok:
+        return build_failure(job, log, started, output.accident, **details)
+    ptx = job.work / PTX
+    ptx.write_bytes(output.ptx)
+    if output.cubin:
+        cubin = job.work / CUBIN
+        cubin.write_bytes(output.cubin)
+        return build_success(job, log, started, details, ptx, cubin)
+    return _ptxas(job, ptx, started, log, details)
+
+
+register(Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",), reports_resources=True))
