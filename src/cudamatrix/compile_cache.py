@@ -86,9 +86,17 @@ def stage_code_digest() -> str:
     """
     digest = hashlib.sha256()
     package = Path(__file__).parent
-    for path in [*sorted(package.joinpath("stages").glob("*.py")), package / "audit" / "facts.py"]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in stage_code_files():
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def stage_code_files() -> list[Path]:
+    """Every module of the cell side (the frontends' package too) and the readers of what
+    a build ships: the code a cached compile's verdict came from."""
+    package = Path(__file__).parent
+    return [*sorted(package.joinpath("stages").rglob("*.py")), package / "audit" / "facts.py",
+            package / "audit" / "elf.py"]
 
 
 def compile_key(job: Job, provider: str) -> str:

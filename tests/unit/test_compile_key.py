@@ -27,3 +27,13 @@ def test_a_rebuilt_image_is_another_key(tmp_path: Path) -> None:
     new = replace(old, env=replace(old.env, image="cudamatrix/toolkit:12.4-wheels-b7354c9c13c0"))
     assert compile_key(old, "docker") != compile_key(new, "docker")
     assert compile_key(old, "docker") == compile_key(_job(tmp_path, old.env.image), "docker")
+
+
+def test_the_stage_code_digest_covers_every_frontend_module() -> None:
+    """The frontends are a package of their own (stages/frontends/): a change to NVRTC's
+    compile must invalidate NVRTC's cached compiles, so its module is in the digest."""
+    from cudamatrix.compile_cache import stage_code_files
+
+    names = {p.as_posix().split("cudamatrix/", 1)[1] for p in stage_code_files()}
+    assert {"stages/frontends/nvrtc.py", "stages/frontends/nvcc.py", "stages/compile.py",
+            "stages/kernel_names.py", "audit/elf.py"} <= names, sorted(names)
