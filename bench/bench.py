@@ -36,8 +36,9 @@ from cudamatrix.executors.local import LocalExecutor
 from cudamatrix.gpu import DeviceInfo
 from cudamatrix.options import RunOptions
 from cudamatrix.plan import BUNDLED
+from cudamatrix.planning import make_plan
 from cudamatrix.providers.docker import engine
-from cudamatrix.runner import CellRunner, Progress, make_plan
+from cudamatrix.runner import CellRunner, Progress
 from cudamatrix.stages.compile import Build
 from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job
@@ -106,7 +107,7 @@ def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
     runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), LocalExecutor())
     jobs: list[Job] = []
     for cell in sorted(plan.cells, key=lambda c: c.frontend != "cutlass"):
-        job, _ = runner.job_for(cell, plan.variant(cell))
+        job, _ = runner.jobs.job_for(cell, plan.variant(cell))
         if isinstance(job, Job):
             jobs.append(job)
     env = dict(os.environ)

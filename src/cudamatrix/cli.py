@@ -42,6 +42,7 @@ from .options import (
     default,
     default_cache,
 )
+from .planning import make_plan
 from .project import CONFIG, find_project, init_project
 from .providers.toolkits import TOOLKIT_PROVIDERS
 from .rejudge import rejudge
@@ -49,7 +50,7 @@ from .reports import write_reports
 from .reports.github import publish
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
-from .runner import execute, exit_status, make_plan
+from .runner import execute, exit_status
 from .versions import HOST_COMPILER
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import cudamatrix, write_case
 from cudamatrix.options import RunOptions
-from cudamatrix.runner import CellRunner, make_plan
+from cudamatrix.planning import make_plan
+from cudamatrix.runner import CellRunner
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """
