@@ -17,18 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .case_tables import (
+    ArtifactCheck,
+    Expectation,
+    Spec,
+    TableReader,
+    selects,
+)
 from .errors import UserError
 from .keys import check_keys
 from .sources import SourceSpec
-from .stages.artifact_text import ARTIFACT_KINDS, never_tells
-from .stages.budgets import BUDGET_FIELDS, BUDGET_KEYS
 from .stages.build import BUILD_PLACEHOLDERS
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .stages.frontends import REGISTRY
 from .tomlfile import load_toml
-from .versions import EXPECT_KEYS, HOST_COMPILER, WHEN_KEYS, axis_matches, check_specifier
+from .versions import HOST_COMPILER
 
-STAGES = ("compile", "inspect", "load", "run")
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
 LOAD_MODES = ("auto", "cubin", "ptx")
@@ -37,12 +41,6 @@ CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
                 "resources")
-EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
-# What a case may expect of a cell: that it works, that it fails (at a stage, saying
-# something), or that it hangs until its limit (a known hang is a finding, not a broken
-# tool); `match` then reads the stopped process's stack.
-EXPECTED_OUTCOMES = ("pass", "fail", "timeout")
-ARTIFACT_KEYS = ("in", "contains", "lacks", "why")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
             "seed", "host")
 ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range")
@@ -51,57 +49,8 @@ BUILD_KEYS = ("commands", "project", "outputs", "test", "requires", "env")
 # What a build's audit reads when the case names no outputs: its libraries and wheels.
 DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
 
-Spec = str | tuple[str, ...]
 # A case id is its folder's name and travels into file names, XML, Markdown and HTML.
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
-
-
-def _selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:
-    return all(axis_matches(key, spec, axes.get(key)) for key, spec in when.items())
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """What a cell selected by `when` should do; the first matching expectation decides."""
-
-    outcome: str
-    when: Mapping[str, Spec] = field(default_factory=dict)
-    stage: str | None = None
-    match: str | None = None
-    note: str = ""
-    # A compiler warning the cell must print (regex over the compile stage's warnings).
-    warning: str | None = None
-
-    def applies(self, axes: Mapping[str, str | None]) -> bool:
-        return _selects(self.when, axes)
-
-    def describe(self) -> str:
-        text = self.outcome
-        if self.stage:
-            text += f" at {self.stage}"
-        if self.match:
-            text += f" matching /{self.match}/"
-        if self.warning:
-            text += f" with a warning matching /{self.warning}/"
-        return text
-
-
-@dataclass(frozen=True)
-class ArtifactCheck:
-    """A build passes only if its PTX or cubin contains (or lacks) a pattern.
-
-    Exists because some toolchains succeed while emitting the wrong code:
-    CUTLASS built for plain sm_90 drops every WGMMA instruction and compiles.
-    """
-
-    kind: str
-    pattern: str
-    present: bool
-    why: str = ""
-
-    def describe(self) -> str:
-        verb = "contains" if self.present else "lacks"
-        return f"{self.kind} {verb} /{self.pattern}/"
 
 
 @dataclass(frozen=True)
@@ -128,7 +77,7 @@ class Variant:
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
-        return _selects(self.only, axes)
+        return selects(self.only, axes)
 
     def expectation_for(self, axes: Mapping[str, str | None]) -> Expectation:
         for expectation in self.expect:
@@ -147,11 +96,12 @@ class Case:
     description: str = ""
 
 
-class _Reader:
-    """Validates one case.toml, prefixing every error with the file and entry."""
+class _Reader(TableReader):
+    """Validates one case.toml, prefixing every error with the file and entry: the case,
+    its variants, their sources and builds (each table of a variant: case_tables.py)."""
 
     def __init__(self, path: Path, root: Path) -> None:
-        self.path = path
+        super().__init__(path)
         # The corpus folder the case came from: its sources and include folders stay inside.
         self.root = root.resolve()
 
@@ -168,27 +118,6 @@ class _Reader:
                             f"{self.root} (to {resolved})")
         return resolved
 
-    def fail(self, where: str, message: str) -> UserError:
-        return UserError(f"{self.path}: {where}: {message}")
-
-    def tables(self, where: str, value: Any) -> list[Any]:
-        """An array of tables ([[variant.expect]]): its entries are checked one by one."""
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected [[...]] tables, got {value!r:.60}")
-        return value
-
-    def flag(self, where: str, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(where, f"expected true or false, got {value!r:.60}")
-        return value
-
-    def strings(self, where: str, value: Any) -> tuple[str, ...]:
-        if isinstance(value, str):
-            return (value,)
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
-
     def links_stay_inside(self, directory: Path) -> None:
         """No link in the case folder leads out of the corpus: ``#include "inc/x.h"``
         through such a link would put any file of the machine into the compiler's
@@ -202,121 +131,6 @@ class _Reader:
                         raise self.fail(str(path.relative_to(directory)),
                                         f"a link that leads outside the corpus folder "
                                         f"{self.root} (to {target})")
-
-    def links(self, where: str, value: Any) -> tuple[str, ...]:
-        """Web addresses only: the reports make them links, and a ``javascript:`` link
-        from a pull request's case would run in the reader's browser."""
-        links = self.strings(where, value)
-        for link in links:
-            if not re.match(r"https?://[^\s<>\"']+$", link, re.IGNORECASE):
-                raise self.fail(where, f"{link!r} is not an http(s) address")
-        return links
-
-    def when(self, where: str, table: Any, keys: tuple[str, ...] = WHEN_KEYS) -> dict[str, Spec]:
-        if not isinstance(table, dict):
-            raise self.fail(where, f"expected a table like {{ arch = \"<sm_80\" }}, got {table!r}")
-        result: dict[str, Spec] = {}
-        check_keys(where, table, keys, self.fail)
-        for key, spec in table.items():
-            specs = self.strings(f"{where}.{key}", spec)
-            if not all(s.strip() for s in specs):
-                raise self.fail(f"{where}.{key}", "an empty value selects nothing")
-            try:
-                check_specifier(key, specs)
-            except ValueError as exc:
-                raise self.fail(f"{where}.{key}", str(exc)) from None
-            result[key] = specs[0] if len(specs) == 1 else specs
-        return result
-
-    def expectation(self, where: str, raw: Any) -> Expectation:
-        if not isinstance(raw, dict):
-            raise self.fail(where, "expected a table")
-        check_keys(where, raw, EXPECT_FIELDS, self.fail)
-        outcome = raw.get("outcome")
-        if outcome not in EXPECTED_OUTCOMES:
-            raise self.fail(where, f"outcome must be one of {', '.join(EXPECTED_OUTCOMES)}, "
-                                   f"got {outcome!r}")
-        stage = raw.get("stage")
-        if stage is not None and stage not in STAGES:
-            raise self.fail(where, f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
-        match, warning = raw.get("match"), raw.get("warning")
-        for key, pattern in (("match", match), ("warning", warning)):
-            if pattern is None:
-                continue
-            if not isinstance(pattern, str):
-                raise self.fail(f"{where}.{key}", f"expected a regular expression, got {pattern!r}")
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise self.fail(f"{where}.{key}", f"bad regular expression: {exc}") from None
-        return Expectation(
-            outcome=outcome,
-            when=self.when(f"{where}.when", raw.get("when", {}), EXPECT_KEYS),
-            stage=stage,
-            match=match,
-            note=str(raw.get("note", "")),
-            warning=warning,
-        )
-
-    def artifact(self, where: str, raw: Any) -> ArtifactCheck:
-        if not isinstance(raw, dict):
-            raise self.fail(where, "expected a table")
-        check_keys(where, raw, ARTIFACT_KEYS, self.fail)
-        kind = raw.get("in", "ptx")
-        if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
-            raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}, got "
-                            f"{kind!r} (ptx: the PTX; sass or cubin: the machine code; "
-                            "strings: the strings the cubin embeds)")
-        if ("contains" in raw) == ("lacks" in raw):
-            raise self.fail(where, "give exactly one of 'contains' or 'lacks'")
-        pattern = raw.get("contains", raw.get("lacks"))
-        if not isinstance(pattern, str):
-            raise self.fail(where, f"the pattern must be a string, got {pattern!r}")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise self.fail(where, f"bad regular expression: {exc}") from None
-        pointless = never_tells(kind, pattern)
-        if pointless:
-            raise self.fail(where, f"a check that cannot tell anything: {pointless}")
-        return ArtifactCheck(kind, pattern, "contains" in raw, str(raw.get("why", "")))
-
-    def kernel(self, where: str, raw: Any) -> str | None:
-        """The kernel as C++ names it (``gemm``, ``ns::gemm<128, float>``, a full signature)
-        or as the module holds it (mangled, ``extern "C"``)."""
-        if raw is not None and (not isinstance(raw, str) or not raw.strip()):
-            raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw!r}")
-        return raw.strip() if isinstance(raw, str) else None
-
-    def resources(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
-        """[variant.resources]: non-negative whole limits by name, and the kernel they are
-        for (every kernel of the module without one)."""
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict) or not raw:
-            raise self.fail(where, "expected a table such as { max_registers = 64, "
-                            "max_spill_stores = 0 }")
-        check_keys(where, raw, BUDGET_KEYS, self.fail)
-        if not REGISTRY[frontend].reports_resources:
-            raise self.fail(where, f"the {frontend} frontend reports no resource usage to "
-                            "judge (ptxas's figures come from the nvrtc, nvcc, cutlass and "
-                            "clang frontends, cuobjdump's from a build's modules)")
-        spills = [k for k in ("max_spill_stores", "max_spill_loads") if k in raw]
-        if REGISTRY[frontend].builds_project and spills:
-            raise self.fail(f"{where}.{spills[0]}", "a build's modules record no spill "
-                            "figures (cuobjdump -res-usage reads registers, stack and shared "
-                            "memory from them; only ptxas prints spills): use max_stack, or a "
-                            "kernel case compiled by nvcc")
-        for key in BUDGET_FIELDS:
-            value = raw.get(key)
-            if key in raw and (isinstance(value, bool) or not isinstance(value, int)
-                               or value < 0):
-                raise self.fail(f"{where}.{key}", f"expected a whole number >= 0, got {value!r}")
-        if "kernel" in raw and (not isinstance(raw["kernel"], str) or not raw["kernel"].strip()):
-            raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw['kernel']!r}")
-        if not any(key in raw for key in BUDGET_FIELDS):
-            raise self.fail(where, f"give at least one limit ({', '.join(BUDGET_FIELDS)})")
-        return dict(raw)
 
     def variant(self, index: int, raw: Any, directory: Path) -> Variant:
         where = f"variant[{index}]"

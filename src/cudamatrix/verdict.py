@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from .corpus import STAGES, Expectation, Variant
+from .case_tables import STAGES, Expectation
+from .corpus import Variant
 from .diagnose import diagnose_stage
 from .plan import Cell
 from .stages.frontends import frontend
