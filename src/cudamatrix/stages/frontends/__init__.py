@@ -1,93 +1,15 @@
-"""Every frontend by name: what it needs from a toolkit, which library axis it multiplies
-its cells by, whether it brings its own compiler, whether its compiles are cached, and
-how it builds (or runs its whole story, as CuPy does). The registry lives here; each
-built-in frontend is a module of this package (nvrtc, nvcc, clang, cupy, cutlass,
-cute_dsl, cutlass_python, build) holding its cell-side part (its compile, the tools it
-needs, its option schema) and naming its orchestrator-side part (`prepare`, a
-"module:function" the run resolves), so nothing here imports the orchestrator.
-
-Before, each of those facts lived in another module (a list of names here, a set of
-cacheable ones there), and forgetting one silently turned caching off or ran a cell
-without its tool. Adding a frontend is one entry: in this table, or from a module of
-your own named in ``CUDAMATRIX_FRONTENDS`` (comma-separated importable modules, each
-calling :func:`register`), read by the run and by every cell worker alike.
-"""
+"""The frontends: the registry (registry.py) and one module per built-in frontend (nvrtc,
+nvcc, clang, cupy, cutlass, cute_dsl, cutlass_python, build), each registering itself;
+then the plugins named in $CUDAMATRIX_FRONTENDS. Import this package, not a module of it:
+importing it is what fills the registry."""
 
 from __future__ import annotations
 
-import importlib
-import os
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from . import build, clang, cupy, cute_dsl, cutlass, cutlass_python, nvcc, nvrtc
+from .registry import PLUGINS_ENV, REGISTRY, Frontend, Prepare, frontend, load_plugins, register
 
-from ...errors import UserError
-from ..compile import Build
-from ..job import Job
-from ..result import StageResult
-
-PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
-# The orchestrator's side of a job, run in the run's process: the job and the run's
-# context (job_preparation.JobContext) in, the prepared job or the stage saying why not
-# out. A built-in frontend names it ("module:function") rather than importing it, so a
-# cell's worker, which reads this registry, never imports the orchestrator's modules.
-Prepare = Callable[[Job, Any], "Job | StageResult"]
-
-
-@dataclass(frozen=True)
-class Frontend:
-    name: str
-    # Builds the cell's PTX/cubin/library; the inspect, load and run stages follow.
-    compile: Callable[[Job], Build] | None = None
-    # Or: the frontend's whole story, every stage (CuPy compiles through the driver).
-    stages: Callable[[Job], list[StageResult]] | None = None
-    needs: tuple[str, ...] = ()  # tools the cell's toolkit must have (Environment fields)
-    library: str | None = None  # the library axis (matrix.toml [libraries.<name>])
-    toolkit_free: bool = False  # brings its own compiler: the toolkit axis does not apply
-    cached: bool = True  # its compile results go to the compile cache
-    # Compiles through the driver (CuPy): with no GPU here its cells are skips saying so.
-    needs_gpu_to_compile: str | None = None
-    # A case option that sends the source through a preprocessor before the arch flag is
-    # added (CuPy's jitify): with it set, the arch never reached that step.
-    arch_bypass_option: str | None = None
-    slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
-    options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
-    # Builds a project (its source a folder, its commands in [variant.build]).
-    builds_project: bool = False
-    # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump
-    # -res-usage): [variant.resources] applies.
-    reports_resources: bool = False
-    # The orchestrator's side: what the job needs beyond its case (a folder of links, a
-    # fetched project, a warm-up), or the stage that says why it cannot have it; a
-    # function, or its name as "module:function" (resolved by the run, never here).
-    prepare: Prepare | str | None = None
-
-
-REGISTRY: dict[str, Frontend] = {}
-
-
-def register(frontend: Frontend) -> Frontend:
-    """Add (or replace) a frontend; a plugin module calls this when imported."""
-    if (frontend.compile is None) == (frontend.stages is None):
-        raise ValueError(f"frontend {frontend.name!r}: give exactly one of compile or stages")
-    REGISTRY[frontend.name] = frontend
-    return frontend
-
-
-def load_plugins() -> None:
-    """Import the modules named in $CUDAMATRIX_FRONTENDS (they register their frontends)."""
-    for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise UserError(f"${PLUGINS_ENV}: cannot import {name} ({exc})") from None
-
-
-def frontend(name: str) -> Frontend:
-    return REGISTRY[name]
-
-
-# The built-in frontends, one module each, registering themselves; then the plugins.
-from . import build, clang, cupy, cute_dsl, cutlass, cutlass_python, nvcc, nvrtc  # noqa: E402, F401
+__all__ = ["PLUGINS_ENV", "REGISTRY", "Frontend", "Prepare", "build", "clang", "cupy",
+           "cute_dsl", "cutlass", "cutlass_python", "frontend", "load_plugins", "nvcc", "nvrtc",
+           "register"]
 
 load_plugins()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..job import Job
 from ..result import StageResult
-from . import Frontend, register
+from .registry import Frontend, register
 
 
 def _build_stages(job: Job) -> list[StageResult]:

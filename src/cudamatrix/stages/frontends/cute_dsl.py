@@ -15,7 +15,7 @@ from ..hang import STACK_LEAD_S
 from ..job import Job
 from ..limits import run_tool
 from ..result import StageResult
-from . import Frontend, register
+from .registry import Frontend, register
 
 
 def compile_script(job: Job) -> Build:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import Frontend, register
 from .nvcc import compile_nvcc
+from .registry import Frontend, register
 
 register(Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass",
                   slow=True, reports_resources=True))

@@ -4,8 +4,8 @@ what the interface emitted as its user would."""
 
 from __future__ import annotations
 
-from . import Frontend, register
 from .cute_dsl import compile_script
+from .registry import Frontend, register
 
 register(Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
                   toolkit_free=True))

@@ -15,7 +15,7 @@ from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
 from ..job import Job
 from ..limits import run_tool
-from . import Frontend, register
+from .registry import Frontend, register
 
 
 def _cudart(env: Environment) -> list[str]:

@@ -15,7 +15,7 @@ from ..kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, 
 from ..limits import address_space_limit, run_tool
 from ..logs import decisive_line
 from ..nvrtc import Nvrtc
-from . import Frontend, register
+from .registry import Frontend, register
 
 
 def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
