@@ -119,3 +119,20 @@ def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> N
     failing = next(c for c in cells if c["outcome"] == "fail")
     repro = f"cudamatrix run --tier gpu --cell {failing['id'].split('@')[0]}"
     assert repro in markdown
+
+
+def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path) -> None:
+    """The real-kernel H100 run: the panel names the case's kernel as C++ prints it and the
+    name the driver looked up, above ptxas's registers for it."""
+    results = REPO / "reports" / "realworld-h100" / "results.json"
+    run = cudamatrix("report", str(results), out=tmp_path)
+    assert (tmp_path / "report.html").exists(), run.output
+    cell_id = "cutlass-nchw-to-nhwc/half/13.0/sm_90a"
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto((tmp_path / "report.html").as_uri())
+    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    text = page.locator("dialog#panel #panel-resources").inner_text()
+    page.close()
+    assert "void cutlass::nchw_to_nhwc_kernel<cutlass::half_t>(cutlass::half_t*" in text, text
+    assert "_ZN7cutlass19nchw_to_nhwc_kernelINS_6half_tEEEvPT_PKS2_iiii" in text, text
+    assert "registers" in text

@@ -41,6 +41,7 @@ def _cell_data(result: CellResult) -> dict[str, Any]:
         "note": result.note,
         "diagnosis": result.diagnosis, "upstream": list(result.upstream),
         "resources": result.resources, "warnings": result.warnings, "ships": result.ships,
+        "kernel": result.kernel,
         "prediction": result.prediction,
         "seconds": round(result.seconds, 2), "versions": result.versions,
         "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
