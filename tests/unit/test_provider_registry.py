@@ -58,3 +58,24 @@ def test_a_provider_is_one_class_and_one_registry_line(tmp_path: Path,
     executor.close()
     # --provider offers what the registry holds.
     assert build_parser().parse_args(["run", "--provider", "toy"]).provider == "toy"
+
+
+def test_the_docker_provider_asks_for_containers_the_run_can_make(tmp_path: Path) -> None:
+    """A provider names its executor kind and options; the run makes it from the executors'
+    registry. The docker provider's options must be what ContainerExecutor takes: a
+    mismatch would show only where a Docker engine runs."""
+    import inspect
+
+    from cudamatrix.executors import EXECUTORS
+    from cudamatrix.executors.containers import ContainerExecutor
+    from cudamatrix.providers.toolkits import DockerToolkits
+
+    provider = DockerToolkits(load_matrix(DEFAULT_MATRIX), tmp_path / "cache", tmp_path,
+                              "wheels", lambda: object(), Quiet(), base_image=lambda: None,
+                              lifetime_s=60.0, compat=False)
+    choice = provider.executor(CellSite(tmp_path / "out", (tmp_path,), False))
+    assert choice.kind == "containers" and choice.kind in EXECUTORS
+    # What make_executor hands ContainerExecutor: the client, then its keywords; no engine
+    # answers here, so the signature is checked rather than a pool started.
+    taken = set(inspect.signature(ContainerExecutor).parameters)
+    assert set(choice.options) == taken, (sorted(choice.options), sorted(taken))
