@@ -20,7 +20,6 @@ from .executors import Executor, make_executor
 from .matrix import Matrix
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
-from .providers.cuda_root import linked_cuda_root
 from .providers.docker import (
     BASE_TAG,
     CUDA_COMPAT_IN_IMAGE,
@@ -42,6 +41,7 @@ from .providers.wheels import (
     prepare_library_source,
 )
 from .sources import Source, SourceSpec, fetch
+from .toolkit_layouts import ToolkitLayouts
 
 
 class Notes(Protocol):
@@ -101,6 +101,8 @@ class Environments:
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
         self._lock = threading.Lock()
+        # The toolkits laid out as build systems and CuPy expect them (folders of links).
+        self.layouts = ToolkitLayouts(cache)
         self._sass_tools: list[str | None] = []  # prepared once, on first use
 
     @property
@@ -127,40 +129,6 @@ class Environments:
                     self.failures["docker base image"] = str(exc)
                     self._base = ""
             return self._base or None
-
-    def classic_root(self, env: Environment) -> Path:
-        """The wheel toolkit as a classic install (links): CuPy's CUDA_PATH."""
-        runtime = [Path(d) for d in env.library_dirs if any(Path(d).glob("libcudart.so*"))]
-        links = {"lib64": runtime[0]} if runtime else {}
-        with self._lock:  # cells ask from many threads; the folder is made once
-            return linked_cuda_root(self.cache / "cupy" / f"cuda-{env.toolkit}",
-                                    [Path(p) for p in env.include_dirs], links)
-
-    def cuda_home(self, env: Environment) -> Path:
-        """The toolkit as a build system expects to find it (``$CUDA_HOME``): ``bin/nvcc``
-        beside ``include/``, ``nvvm/`` and ``lib64/`` with the unversioned names a link
-        step asks for (``-lcudart``), as NVIDIA's installers lay it out. A host install is
-        that already. The wheels spread the same files over packages and ship only the
-        versioned ``libcudart.so.N``, so a folder of links gives them that shape; its
-        ``bin`` is nvcc's own folder (Debian's, over the 12.x wheels), so nvcc reads its own
-        nvcc.profile, whose paths start from there."""
-        assert env.nvcc is not None
-        if env.provider != "wheels":
-            return Path(env.nvcc).parent.parent
-        libdevice = next(Path(env.root).glob("nvidia/**/nvvm/libdevice"), None)
-        libraries = [Path(p) for p in env.library_dirs]
-        links = {"bin": Path(env.nvcc).parent}
-        if libdevice is not None:
-            links["nvvm"] = libdevice.parent
-        for folder in libraries:  # libcudart.so -> libcudart.so.13, where no such name is
-            for versioned in sorted(folder.glob("lib*.so.*")):
-                name = versioned.name.split(".so.")[0] + ".so"
-                if not any((f / name).exists() for f in libraries):
-                    links.setdefault(f"lib64/{name}", versioned)
-        with self._lock:  # cells ask from many threads; the folder is made once
-            return linked_cuda_root(self.cache / "cuda-home" / f"cuda-{env.toolkit}",
-                                    [Path(p) for p in env.include_dirs], links,
-                                    library_folders=libraries)
 
     def source(self, spec: str, base: Path) -> Source | str:
         """A build's project (path, sdist, wheel, git), fetched once per run; or why not."""
@@ -281,7 +249,7 @@ class Environments:
                                                         if toolkit else version, None)
         build_env: dict[str, str] = {}
         if builds and toolkit is not None and toolkit.nvcc is not None:
-            home = str(self.cuda_home(toolkit))
+            home = str(self.layouts.cuda_home(toolkit))
             build_env = {"CUDA_HOME": home, "CUDA_PATH": home, "CUDACXX": f"{home}/bin/nvcc",
                          "PATH": f"{home}/bin:{os.environ.get('PATH', '')}"}
         with self._lock:

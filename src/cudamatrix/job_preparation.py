@@ -49,7 +49,7 @@ def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
     env = context.env
     if env is not None and env.provider == "wheels":
         job = replace(job, options={**job.options,
-                                    "cuda_path": str(context.envs.classic_root(env))})
+                                    "cuda_path": str(context.envs.layouts.classic_root(env))})
     return context.warmups.prepare(job) if job.options.get("jitify") else job
 
 
@@ -94,5 +94,5 @@ def build_options(variant: Variant, env: Environment | None, envs: Environments,
                        tools_bin=[str(Path(tools.root) / "bin")])
         versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
     if env is not None:
-        options["cuda_home"] = str(envs.cuda_home(env))
+        options["cuda_home"] = str(envs.layouts.cuda_home(env))
     return options
