@@ -89,7 +89,6 @@ def check_details(details: Mapping[str, Any]) -> None:
                 raise _fail(f"resources.{key}", "a whole number", value)
     texts(details, "warnings")
     tables(details, "ships")
-    tables(details, "modules")
     kernel = table(details, "kernel", optional=True)
     if kernel is not None:
         for key in ("name", "lowered", "signature"):

@@ -93,3 +93,13 @@ def test_a_section_table_past_the_end_is_no_section() -> None:
     library = bytearray(synthetic_library())
     library[0x28:0x30] = (len(library) + 8).to_bytes(8, "little")
     assert _elf_sections(stream(bytes(library))) == {}
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REPO))
+                                        for p in (REPO / "reports").rglob("results.json")))
+def test_every_results_file_this_repository_keeps_is_read(path: str) -> None:
+    """Typed reading must take every real record: a build's load stage records `modules` as
+    a count where its inspect stage records a list (the first typed reader refused
+    reports/build-h100)."""
+    info, results = load_results(REPO / path)
+    assert results and info.tier
