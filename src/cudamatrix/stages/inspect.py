@@ -117,7 +117,8 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
             return StageResult("inspect", "error", named, named, time.monotonic() - started)
         if named is not None:
             details[KERNEL_RECORD] = named.to_dict()
-            lines.append(f"ok   kernel {kernel!r} is {named.signature} ({named.lowered})")
+            found = "" if named.lowered == kernel else f": {named.signature} ({named.lowered})"
+            lines.append(f"ok   kernel {kernel!r} is an entry of the module{found}")
     texts: dict[str, str | None] = {
         "ptx": ptx_text,
         "strings": cubin_strings(cubin.read_bytes()) if cubin and cubin.exists() else None,
