@@ -177,8 +177,11 @@ def prepare_library_source(matrix: Matrix, name: str, version: str, source: Sour
 
 def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
     """A build's tools (cmake, scikit-build-core, pybind11, ...) installed once per set of
-    requirements: their folder goes on PYTHONPATH and its ``bin`` on PATH."""
-    key = hashlib.sha256("\n".join(sorted(requires)).encode()).hexdigest()[:16]
+    requirements and interpreter: their folder goes on PYTHONPATH and its ``bin`` on PATH.
+    pip writes the interpreter that ran it into each script's ``#!`` line (``bin/cmake``),
+    so an install made by another Python (a virtual environment since removed) is not
+    this one's: its scripts could not even start."""
+    key = hashlib.sha256("\n".join([*sorted(requires), sys.executable]).encode()).hexdigest()[:16]
     root = install(cache / "build-tools" / key, list(requires), with_deps=True)
     return LibraryEnvironment("build tools", ",".join(requires), str(root),
                               python_path=(str(root),), packages=installed_packages(root))
