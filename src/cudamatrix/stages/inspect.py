@@ -121,7 +121,9 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
             lines.append(f"ok   kernel {kernel!r} is an entry of the module{found}")
     texts: dict[str, str | None] = {
         "ptx": ptx_text,
-        "strings": cubin_strings(cubin.read_bytes()) if cubin and cubin.exists() else None,
+        # Read only when a check asks: every inspected cell would otherwise read its cubin.
+        "strings": cubin_strings(cubin.read_bytes()) if cubin and cubin.exists()
+        and any(c["kind"] == "strings" for c in checks) else None,
     }
     if any(c["kind"] in ("sass", "cubin") for c in checks) and cubin and cubin.exists():
         texts["sass"], unavailable = disassemble(cuobjdump, cubin)
