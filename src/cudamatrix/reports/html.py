@@ -20,7 +20,8 @@ from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
 from .glance import likely_culprit, support_matrix, varying_axes
-from .markdown import header, row_label
+from .labels import row_label
+from .markdown import header
 
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
 LOG_LIMIT = 40_000

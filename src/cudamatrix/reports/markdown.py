@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from ..baseline import FAILING, BaselineDiff
-from ..plan import Cell
 from ..resource_changes import kernel_label, usage_text
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
@@ -26,6 +25,7 @@ from .glance import (
     support_matrix,
     varying_axes,
 )
+from .labels import row_label
 
 SYMBOLS = {
     "pass": "✅ pass",
@@ -96,18 +96,6 @@ def cell_text(result: CellResult) -> str:
     if result.outcome in ("pass", "xpass"):
         return f"{text} ({result.reached or result.stage})"
     return f"{text} @{result.stage}"
-
-
-def row_label(cell: Cell) -> str:
-    # An audit's rows are drivers: its "toolkit" column holds the driver branch.
-    label = f"driver {cell.toolkit}" if cell.frontend == "audit" else cell.toolkit
-    if cell.library:
-        label += f" · {cell.library} {cell.library_version}"
-    if cell.host_compiler:
-        label += f" · {cell.host_compiler}"
-    if cell.runner:
-        label += f" · on {cell.runner}"
-    return label
 
 
 def header(info: RunInfo) -> list[str]:
