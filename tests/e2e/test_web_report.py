@@ -43,7 +43,7 @@ def test_grid_has_every_cell_and_loads_nothing_from_the_network(page_and_cells) 
     assert page.locator("td.cell").count() == len(cells)
     assert _visible_cells(page) == len(cells)
     assert page.locator("#shown").inner_text() == f"{len(cells)} cells shown"
-    assert "NVIDIA H100" in page.locator("ul.header").inner_text()
+    assert "NVIDIA H100" in (page.locator("ul.header").text_content() or "")
     assert [u for u in requested if not u.startswith("file://")] == []
 
 
@@ -100,25 +100,46 @@ def test_coverage_counts_each_axis_value(page_and_cells) -> None:
 
 
 def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> None:
-    """Issue 14, point 4: toolkit x arch across every case, what really happened, before
-    the per-case tables; in the page and in COMPATIBILITY.md, with a repro per failure."""
+    """Issue 25, point 2: the first screen holds a sentence per case and the grid, a symbol
+    per cell with the unexpected ones marked, each cell's message and repro on hover (its
+    title) and on tap (the panel); at desktop and phone widths, with no sideways scrolling of
+    the page itself (the grid scrolls in its own box)."""
     page, cells, _ = page_and_cells
     glance = page.locator("section#glance")
-    assert glance.is_visible()
-    toolkits = {c["toolkit"] for c in cells}
-    assert glance.locator("tbody tr").count() == len(toolkits)
-    first_case = page.locator("section.case").first.bounding_box()
-    assert glance.bounding_box()["y"] < first_case["y"]
-    assert "runs" in glance.inner_text()  # an H100 run: kernels ran
+    cases = {c["case"] for c in cells}
+    assert glance.locator("ul.answers > li").count() == len(cases)
+    assert glance.locator("ul.answers > li").first.bounding_box()["y"] < 1000  # first screen
+    assert glance.bounding_box()["y"] < page.locator("section.case").first.bounding_box()["y"]
+    grid = glance.locator("table.answer-grid td.g[data-id]")
+    assert grid.count() == len(cells)
+    unexpected = [c for c in cells if c["outcome"] in ("fail", "error", "xpass")]
+    assert glance.locator("td.g.unexpected").count() == len(unexpected) > 0
+    target = next(c for c in unexpected if c["outcome"] == "fail")
+    command = f"cudamatrix run --tier gpu --cell {target['id'].split('@')[0]}"
+    square = glance.locator(f'td.g[data-id="{target["id"]}"]')
+    assert command in (square.get_attribute("title") or "")
+    square.click()  # a tap
+    panel = page.locator("dialog#panel")
+    assert panel.locator("#panel-repro").inner_text() == command
+    panel.locator("button").click()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    glance.screenshot(path=str(ARTIFACTS / "report-glance.png"))
+    page.screenshot(path=str(ARTIFACTS / "first-screen-desktop.png"))
+    phone = page.context.browser.new_page(viewport={"width": 390, "height": 844},
+                                          device_scale_factor=2, is_mobile=True, has_touch=True)
+    phone.goto(page.url)
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    assert phone.locator("ul.answers > li").first.bounding_box()["y"] < 844
+    phone.locator(f'td.g[data-id="{target["id"]}"]').tap()
+    assert phone.locator("dialog#panel #panel-repro").inner_text() == command
+    phone.locator("dialog#panel button").tap()
+    phone.screenshot(path=str(ARTIFACTS / "first-screen-phone.png"))
+    phone.close()
     run = cudamatrix("report", str(REPO / "reports" / "results.json"), out=tmp_path)
     assert run.code in (0, 1)
     markdown = (tmp_path / "COMPATIBILITY.md").read_text()
+    assert markdown.index("## At a glance") == markdown.index("\n## ") + 1
     assert markdown.index("## At a glance") < markdown.index("## Details")
-    failing = next(c for c in cells if c["outcome"] == "fail")
-    repro = f"cudamatrix run --tier gpu --cell {failing['id'].split('@')[0]}"
-    assert repro in markdown
+    assert command in markdown
 
 
 def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path) -> None:

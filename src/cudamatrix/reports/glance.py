@@ -1,22 +1,17 @@
-"""The answer at a glance: the project's support matrix, before any per-case table.
-
-Per toolkit x arch, across every case: what really happened (runs on a GPU, loads,
-builds, or where it stopped), counted, with whether that was what the cases expected as
-a second mark. Then the rate per axis value, the value every failure shares (the likely
-culprit), and a command that repeats a failing cell.
-"""
+"""What the answer at a glance is made of: what a cell really did (runs on a GPU, loads,
+builds, or where it stopped), the rate per axis value, the value every failure shares
+(the likely culprit), and a command that repeats a failing cell. answers.py says it per
+case and per cell."""
 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..plan import Cell
 from ..results import CellResult
-from ..versions import Arch
 
 UNEXPECTED = frozenset({"fail", "error", "xpass"})
 
@@ -33,18 +28,6 @@ def happened(result: CellResult) -> str:
         elif stage.status not in ("skipped",):
             return f"fails at {stage.stage}"
     return {"run": "runs", "load": "loads"}.get(last_ok, "builds")
-
-
-@dataclass(frozen=True)
-class GlanceCell:
-    counts: dict[str, int]
-    unexpected: int
-
-    def text(self) -> str:
-        order = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        said = ", ".join(f"{what} {n}" for what, n in order)
-        mark = f" · {self.unexpected} unexpected" if self.unexpected else " · as expected"
-        return said + mark
 
 
 def host_compiler(result: CellResult) -> str:
@@ -73,39 +56,6 @@ def varying_axes(results: Sequence[CellResult]) -> list[str]:
     runners with two drivers, a tier with several host compilers)."""
     return [name for name, value in EXTRA_AXES.items()
             if len({value(r) for r in results}) > 1]
-
-
-def row_label(result: CellResult, axes: Sequence[str]) -> str:
-    """The glance row of a cell: its toolkit, then each varying axis's value."""
-    extra = [f"{EXTRA_AXES[a](result) or '-'}" for a in axes]
-    return " · ".join([result.cell.toolkit, *extra])
-
-
-def _toolkit_order(label: str) -> list[object]:
-    toolkit, _, rest = label.partition(" · ")
-    return [*(int(p) if p.isdigit() else -1 for p in toolkit.split(".")), rest]
-
-
-def support_matrix(results: Sequence[CellResult]
-                   ) -> tuple[list[str], list[tuple[str, dict[str, GlanceCell]]]]:
-    """(archs, rows): one row per toolkit (and host compiler and driver, where those vary
-    in the run), one column per arch."""
-    axes = varying_axes(results)
-    grouped: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
-    for result in results:
-        grouped[(row_label(result, axes), result.cell.arch)].append(result)
-    archs = sorted({a for _, a in grouped}, key=Arch.parse)
-    toolkits = sorted({t for t, _ in grouped}, key=_toolkit_order)
-    rows = []
-    for toolkit in toolkits:
-        row = {}
-        for arch in archs:
-            cells = grouped.get((toolkit, arch), [])
-            if cells:
-                row[arch] = GlanceCell(dict(Counter(happened(c) for c in cells)),
-                                       sum(c.outcome in UNEXPECTED for c in cells))
-        rows.append((toolkit, row))
-    return archs, rows
 
 
 def axis_rates(results: Sequence[CellResult]) -> list[tuple[str, str, int, int]]:

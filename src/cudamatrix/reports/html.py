@@ -19,7 +19,8 @@ from ..baseline import BaselineDiff
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
-from .glance import likely_culprit, support_matrix, varying_axes
+from .answers import GLYPHS, VERBS, answer_grid, case_answers
+from .glance import UNEXPECTED, likely_culprit, repro
 from .labels import row_label
 from .markdown import header
 
@@ -31,9 +32,10 @@ def _plain(markdown_line: str) -> str:
     return markdown_line.lstrip("- ").replace("**", "").replace("`", "")
 
 
-def _cell_data(result: CellResult) -> dict[str, Any]:
+def _cell_data(result: CellResult, tier: str) -> dict[str, Any]:
     cell = result.cell
     return {
+        "repro": repro(cell, tier) if result.outcome in UNEXPECTED else "",
         "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
         "toolkit": cell.toolkit, "arch": cell.arch,
         "library": f"{cell.library} {cell.library_version}" if cell.library else "",
@@ -113,7 +115,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     env = Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
                       lstrip_blocks=True)
-    cells = {r.cell.id: _cell_data(r) for r in results}
+    cells = {r.cell.id: _cell_data(r, info.tier) for r in results}
     env.tests["web_link"] = is_web_link
     payload = script_json(cells)
     filters = {
@@ -124,11 +126,11 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         "frontend": sorted({r.cell.frontend for r in results}),
     }
     return env.get_template("report.html.j2").render(
-        info=info, header=[_plain(line) for line in header(info)[2:]],
+        info=info, header=[_plain(line) for line in header(info)],
         counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
-        glance=support_matrix([r for r in results if r.cell.frontend != "audit"]),
-        glance_axes=" · ".join(["toolkit", *varying_axes([r for r in results
-                                                           if r.cell.frontend != "audit"])]),
+        answers=case_answers(results), grid=answer_grid(results, info.tier),
+        glyph_legend=[(GLYPHS[w], "h-" + w.replace("fails at ", "fail-"), VERBS[w])
+                      for w in VERBS],
         culprit=likely_culprit(results),
         total=len(results))

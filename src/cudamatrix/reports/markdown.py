@@ -16,14 +16,12 @@ from ..baseline import FAILING, BaselineDiff
 from ..resource_changes import kernel_label, usage_text
 from ..results import CellResult, RunInfo, summary
 from ..versions import Arch
+from .answers import UNEXPECTED_MARK, Grid, answer_grid, case_answers, legend
 from .glance import (
     UNEXPECTED,
     axis_rates,
-    host_compiler,
     likely_culprit,
     repro,
-    support_matrix,
-    varying_axes,
 )
 from .labels import row_label
 
@@ -99,10 +97,9 @@ def cell_text(result: CellResult) -> str:
 
 
 def header(info: RunInfo) -> list[str]:
+    """The run's facts, one list item each: date, host, GPU, toolkits, libraries."""
     device = info.device or {}
     lines = [
-        "# CUDA compatibility report",
-        "",
         f"- **Date**: {info.finished} (tier `{info.tier}`, provider `{info.provider}`, "
         f"cudamatrix {info.tool_version})",
         f"- **Host**: {info.host}",
@@ -195,25 +192,42 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
     return lines
 
 
-def glance_section(results: Sequence[CellResult]) -> list[str]:
-    """The project's support matrix first: what happened per toolkit x arch across every
-    case, then the rate per axis value and the likely culprit."""
-    built = [r for r in results if r.cell.frontend != "audit"]
-    archs, rows = support_matrix(built)
-    if not rows:
+def grid_table(grid: Grid) -> list[str]:
+    """The grid as a Markdown table: a column per toolkit holding one symbol per arch (in
+    the order the line above it names), so that even the nightly tier's thousands of cells
+    stay a table a screen wide."""
+    toolkits = grid.toolkits()
+    shared = all(archs == toolkits[0][1] for _, archs in toolkits)
+    position = {column: i for i, column in enumerate(grid.columns)}
+    table = []
+    for row in grid.rows:
+        said = []
+        for toolkit, archs in toolkits:
+            marks = []
+            for arch in archs:
+                cell = row.cells[position[(toolkit, arch)]]
+                marks.append("·" if cell is None
+                             else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else ""))
+            said.append("".join(marks))
+        table.append([f"`{row.case}` {row.variant}" + (f" · {md_text(row.extra)}"
+                                                      if row.extra else ""), *said])
+    order = (" ".join(toolkits[0][1]) if shared
+             else "; ".join(f"{t}: {' '.join(a)}" for t, a in toolkits))
+    return [f"One symbol per cell; in each toolkit's column the archs are, in order: {order} "
+            "(· where that cell is not in the run).", "",
+            compact_table(["case · variant", *(t for t, _ in toolkits)], table), "",
+            legend() + ". The unexpected cells' messages and repro commands are under Details."]
+
+
+def glance_section(results: Sequence[CellResult], tier: str) -> list[str]:
+    """Where the code works, first: one sentence per case from what its cells really did,
+    then the grid of every cell, the rate per axis value and the likely culprit."""
+    answers = case_answers(results)
+    if not answers:
         return []
-    axes = varying_axes(built)
-    row_axes = " · ".join(["toolkit", *axes])
-    table = [[toolkit, *(row[a].text() if a in row else "" for a in archs)]
-             for toolkit, row in rows]
-    lines = ["", "## At a glance", "",
-             "What the builds really did across every case (runs / loads / builds, or the "
-             "stage they fail at), and whether that is what the cases expect."
-             + (" Host compiler `-`: a cell that ran none (NVRTC, CuPy)."
-                if "host compiler" in axes and any(not host_compiler(r) for r in built)
-                else ""), "",
-             tabulate(table, headers=[row_axes, *archs], tablefmt="github",
-                      disable_numparse=True)]
+    lines = ["", "## At a glance", ""]
+    lines += [f"- **{md_text(a.case)}** {md_text(a.sentence())}" for a in answers]
+    lines += ["", *grid_table(answer_grid(results, tier))]
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
              in axis_rates(results) if total and good < total]
     if rates:
@@ -226,11 +240,14 @@ def glance_section(results: Sequence[CellResult]) -> list[str]:
 
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
                     diff: BaselineDiff | None = None) -> str:
-    lines = header(info)
     counts = summary(results)
-    lines += ["", "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
-              + f"** ({len(results)} cells, {info.wall_seconds:.0f} s)", "", LEGEND]
-    lines += glance_section(results)
+    lines = ["# CUDA compatibility report", "",
+             "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
+             + f"** ({len(results)} cells, {info.wall_seconds:.0f} s, tier `{info.tier}`)"]
+    lines += glance_section(results, info.tier)
+    # The run's facts fold away below the answer (GitHub renders <details>).
+    lines += ["", "<details><summary>The run: date, host, GPU, toolkits and libraries"
+              "</summary>", "", *header(info), "", "</details>", "", LEGEND]
     if diff is not None:
         lines += baseline_section(diff)
     possibly_fixed = [r for r in results if r.outcome == "xpass"]

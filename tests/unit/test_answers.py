@@ -1,0 +1,191 @@
+"""The first screen (issue 25, point 2): each case's sentence, read back from the Markdown
+the way a maintainer reads it, names every one of the case's cells exactly once, with what
+that cell really did and how many were unexpected; the grid has a symbol per cell. Checked
+on every real run the repository keeps, and on cells made here."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudamatrix.reports.answers import (
+    RANGE,
+    SYMBOLS,
+    UNEXPECTED_MARK,
+    VERBS,
+    answer_grid,
+    case_answers,
+    spans,
+    where_key,
+)
+from cudamatrix.reports.glance import UNEXPECTED, happened
+from cudamatrix.reports.labels import row_label
+from cudamatrix.reports.markdown import markdown_report
+from cudamatrix.results import CellResult, load_results
+from cudamatrix.versions import Arch
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = sorted(p for p in (REPO / "reports").rglob("results.json") if "audit" not in p.parts)
+VERB_OF = {words: what for what, words in VERBS.items()}
+PHRASE = re.compile(r"(?P<verb>" + "|".join(sorted(map(re.escape, VERB_OF), key=len,
+                                                        reverse=True))
+                    + r") (?P<places>on the other (?P<other>\d+) cells|on .+?)"
+                    r"(?:: (?P<message>.*?))?"
+                    rf"(?: \({UNEXPECTED_MARK} (?P<unexpected>\d+) unexpected\))?$")
+
+
+def _expand(text: str, universe: list[str]) -> list[str]:
+    values = []
+    for token in text.split(", "):
+        first, dash, last = token.partition(RANGE)
+        if dash:
+            values += universe[universe.index(first):universe.index(last) + 1]
+        else:
+            assert token in universe, (token, universe)
+            values.append(token)
+    return values
+
+
+def _places(text: str) -> list[tuple[str, str]]:
+    """'on A for B and on C for D' -> [(A, B), (C, D)]."""
+    assert text.startswith("on "), text
+    return [tuple(part.split(" for ", 1)) for part in text[3:].split(" and on ")]  # type: ignore[misc]
+
+
+def _glance_lines(markdown: str) -> dict[str, str]:
+    section = markdown.split("## At a glance", 1)[1].split("\n## ", 1)[0].split("<details>")[0]
+    lines = {}
+    for line in section.splitlines():
+        match = re.match(r"- \*\*(.+?)\*\* (.*)$", line)
+        if match:
+            lines[match[1]] = match[2]
+    return lines
+
+
+def _check_sentence(case: str, sentence: str, cells: list[CellResult]) -> None:
+    universe_where = sorted({row_label(r.cell) for r in cells}, key=where_key)
+    universe_arch = sorted({r.cell.arch for r in cells}, key=Arch.parse)
+    variants = list(dict.fromkeys(r.cell.variant for r in cells))
+    if len(variants) == 1:
+        parts = {variants[0]: sentence}
+    else:
+        pattern = " · ".join(f"`{re.escape(v)}`: (.*)" for v in variants)
+        match = re.fullmatch(pattern, sentence)
+        assert match, f"{case}: variants not each said once, in order: {sentence}"
+        parts = dict(zip(variants, match.groups(), strict=True))
+    verbs = "|".join(map(re.escape, VERB_OF))
+    for variant, said in parts.items():
+        mine = {(row_label(r.cell), r.cell.arch): r for r in cells if r.cell.variant == variant}
+        named: Counter[tuple[str, str]] = Counter()
+        rest = None
+        for phrase in re.split(rf"; (?=(?:{verbs}) on )", said):
+            match = PHRASE.match(phrase)
+            assert match, f"{case}/{variant}: cannot read {phrase!r}"
+            what = VERB_OF[match["verb"]]
+            unexpected = int(match["unexpected"] or 0)
+            if match["other"]:
+                rest = (what, int(match["other"]), unexpected)
+                continue
+            places = match["places"] if match["message"] is None \
+                else phrase[len(match["verb"]) + 1:].split(": ", 1)[0]
+            found = []
+            for where, archs in _places(places):
+                for label in _expand(where, universe_where):
+                    for arch in _expand(archs, universe_arch):
+                        key = (label, arch)
+                        assert key in mine, f"{case}/{variant}: {key} is no cell of it"
+                        assert happened(mine[key]) == what, (case, variant, key, what)
+                        found.append(key)
+            named.update(found)
+            assert sum(mine[k].outcome in UNEXPECTED for k in found) == unexpected, phrase
+        assert all(n == 1 for n in named.values()), f"{case}/{variant}: a cell said twice"
+        left = [k for k in mine if k not in named]
+        if rest is None:
+            assert not left, f"{case}/{variant}: cells never said: {left}"
+        else:
+            what, count, unexpected = rest
+            assert len(left) == count, (case, variant, left, count)
+            assert all(happened(mine[k]) == what for k in left), (case, variant)
+            assert sum(mine[k].outcome in UNEXPECTED for k in left) == unexpected
+
+
+@pytest.mark.parametrize("results", RUNS, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_sentence_names_every_cell_of_its_case_once_as_it_happened(results: Path) -> None:
+    info, cells = load_results(results)
+    built = [r for r in cells if r.cell.frontend != "audit"]
+    lines = _glance_lines(markdown_report(info, cells))
+    by_case: dict[str, list[CellResult]] = {}
+    for r in built:
+        by_case.setdefault(r.cell.case, []).append(r)
+    assert set(lines) == set(by_case)
+    for case, sentence in lines.items():
+        _check_sentence(case, sentence, by_case[case])
+
+
+@pytest.mark.parametrize("results", RUNS, ids=lambda p: str(p.relative_to(REPO)))
+def test_the_grid_has_one_symbol_per_cell(results: Path) -> None:
+    info, cells = load_results(results)
+    built = [r for r in cells if r.cell.frontend != "audit"]
+    grid = answer_grid(cells, info.tier)
+    shown = [c for row in grid.rows for c in row.cells if c is not None]
+    assert sorted(c.result.cell.id for c in shown) == sorted(r.cell.id for r in built)
+    for c in shown:
+        assert c.symbol == SYMBOLS[happened(c.result)]
+        assert c.unexpected == (c.result.outcome in UNEXPECTED)
+        if c.unexpected:
+            assert f"--cell {c.result.cell.id.split('@')[0]}" in c.title
+
+
+def _cell(toolkit: str, arch: str, outcome: str, failed_at: str | None,
+          variant: str = "v", message: str = "") -> CellResult:
+    stages = [{"stage": s, "status": "ok"} for s in ("compile", "inspect", "load", "run")]
+    if failed_at:
+        at = [s["stage"] for s in stages].index(failed_at)
+        stages = [*stages[:at], {"stage": failed_at, "status": "failed", "message": message}]
+    data: dict[str, Any] = {"case": "c", "variant": variant, "toolkit": toolkit, "arch": arch,
+                            "frontend": "nvcc", "outcome": outcome,
+                            "stage": failed_at or "run", "message": message, "stages": stages}
+    return CellResult.from_dict(data)
+
+
+def test_a_sentence_reads_like_the_issue_asks() -> None:
+    """builds and runs on 12.4–13.5 for sm_80–sm_120; fails to compile on 11.8 for sm_90a."""
+    toolkits = ["11.8", "12.4", "12.8", "13.0", "13.5"]
+    archs = ["sm_80", "sm_90", "sm_90a", "sm_120"]
+    cells = [_cell(t, a, "pass", None) for t in toolkits[1:] for a in archs]
+    cells += [_cell("11.8", "sm_90a", "fail", "compile", message="ptxas fatal : Value 'sm_90a'"
+                    " is not defined for option 'gpu-name'")]
+    (answer,) = case_answers(cells)
+    assert answer.sentence() == (
+        "builds and runs on 12.4–13.5 for sm_80–sm_120; fails to compile on 11.8 for sm_90a: "
+        f"ptxas fatal : Value 'sm_90a' is not defined for option 'gpu-name' ({UNEXPECTED_MARK}"
+        " 1 unexpected)")
+
+
+def test_the_most_common_outcome_is_said_last_as_the_other_cells() -> None:
+    cells = [_cell(t, a, "pass", None) for t in ("12.4", "13.0", "13.5")
+             for a in ("sm_80", "sm_90")]
+    cells[-1] = _cell("13.5", "sm_90", "fail", "load", message="CUDA_ERROR_NO_BINARY_FOR_GPU")
+    cells[0] = _cell("12.4", "sm_80", "xfail", "run", message="wrong result")
+    said = case_answers(cells)[0].sentence()
+    assert said == ("fails to load on 13.5 for sm_90: CUDA_ERROR_NO_BINARY_FOR_GPU "
+                    f"({UNEXPECTED_MARK} 1 unexpected); fails at run on 12.4 for sm_80: wrong "
+                    "result; builds and runs on the other 4 cells")
+
+
+def test_spans_say_neighbours_as_ranges_and_the_rest_by_name() -> None:
+    universe = ["11.8", "12.0", "12.4", "12.8", "13.0"]
+    assert spans(["12.0", "12.4", "12.8"], universe) == f"12.0{RANGE}12.8"
+    assert spans(["11.8", "12.4", "13.0"], universe) == "11.8, 12.4, 13.0"
+    assert spans(["12.8", "13.0", "11.8"], universe) == "11.8, 12.8, 13.0"
+
+
+def test_a_message_names_the_file_not_the_folders_it_sits_in() -> None:
+    cells = [_cell("12.4", "sm_80", "fail", "compile",
+                   message="/root/.cache/cudamatrix/libraries/cutlass/include/x.inl(228): error")]
+    assert "x.inl(228): error" in case_answers(cells)[0].sentence()
+    assert "/root" not in case_answers(cells)[0].sentence()
