@@ -31,6 +31,7 @@ from .ci import github_matrix
 from .corpus import Case, load_corpus
 from .defaults import KNOWN_BUGS
 from .errors import UserError
+from .history import DEFAULT_RUNS, PastRun, gather
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
 from .options import (
@@ -243,7 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
     for command in (run, report, merge, audit):
         _add_baseline(command)
+        _add_history(command)
     return parser
+
+
+def _add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history", type=Path, action="append", default=[], metavar="PATH",
+                        help="earlier runs to keep beside this one (a history.json, a "
+                             "results.json, or a folder with either; repeatable): the page "
+                             "shows each cell's recent outcomes and where it flipped")
+    parser.add_argument("--history-runs", type=int, default=DEFAULT_RUNS, metavar="N",
+                        help=f"how many runs history.json keeps (default {DEFAULT_RUNS})")
 
 
 def _add_baseline(parser: argparse.ArgumentParser) -> None:
@@ -380,7 +391,9 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     results = settle_xpass(results, before)
     if args.baseline and before is not None:
         diff = compare(str(args.baseline), before, results)
-    written = write_reports(out, info, results, diff)
+    history = gather(getattr(args, "history", []), PastRun.of(info, results),
+                     getattr(args, "history_runs", DEFAULT_RUNS))
+    written = write_reports(out, info, results, diff, history)
     publish(out / "COMPATIBILITY.md", results, diff)
     counts = summary(results)
     console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +

@@ -186,6 +186,9 @@ class RunInfo:
     # Environments that could not be prepared (a pin pip cannot satisfy, no Docker engine):
     # the user's to fix, so the run ends with status 2 once every other cell is done.
     environment_errors: dict[str, str] = field(default_factory=dict)
+    # The commit the run was made from ($GITHUB_SHA in Actions, else git's HEAD where the
+    # run started): what history names as the first run where a cell flipped.
+    revision: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -212,7 +215,8 @@ class RunInfo:
             command=recorded.text(data, "command", ""),
             wall_seconds=recorded.number(data, "wall_seconds"),
             provider_choice=recorded.text(data, "provider_choice", ""),
-            environment_errors=recorded.text_table(data, "environment_errors"))
+            environment_errors=recorded.text_table(data, "environment_errors"),
+            revision=recorded.text(data, "revision", ""))
 
 
 _UMASK = os.umask(0)

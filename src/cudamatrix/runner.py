@@ -39,6 +39,7 @@ from .planning import Plan, make_plan
 from .providers import Environment, LibraryEnvironment
 from .providers.toolkits import CellSite
 from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .revision import source_revision
 from .stages.cell_files import CUBIN, PTX
 from .stages.frontends import frontend
 from .stages.inspect import inspect_job
@@ -276,7 +277,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         libraries=libraries, runner_label=options.runner_label,
         environment_errors=dict(envs.failures),
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
-        wall_seconds=round(time.monotonic() - started, 1))
+        wall_seconds=round(time.monotonic() - started, 1), revision=source_revision())
     return info, results
 
 

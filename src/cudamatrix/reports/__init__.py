@@ -7,14 +7,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..baseline import BaselineDiff
+from ..history import PastRun, history_document
 from ..results import CellResult, RunInfo, results_document, write_atomic
+from .badge import badge
 from .html import html_report
 from .junit import junit_xml
 from .markdown import markdown_report
 
 
 def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult],
-                  diff: BaselineDiff | None = None) -> list[Path]:
+                  diff: BaselineDiff | None = None,
+                  history: Sequence[PastRun] = ()) -> list[Path]:
+    """Every report of a run into `out`; `history` (the earlier runs kept, oldest first,
+    this one last) goes beside them as history.json and into the page."""
     ordered = sorted(results, key=lambda r: r.cell.sort_key())
     document = results_document(info, ordered)
     if diff is not None:
@@ -24,7 +29,9 @@ def write_reports(out: Path, info: RunInfo, results: Sequence[CellResult],
         ("results.json", json.dumps(document, indent=1)),
         ("COMPATIBILITY.md", markdown_report(info, ordered, diff)),
         ("junit.xml", junit_xml(info, ordered)),
-        ("report.html", html_report(info, ordered, diff)),
+        ("report.html", html_report(info, ordered, diff, history)),
+        ("badge.json", json.dumps(badge(ordered))),
+        *((("history.json", json.dumps(history_document(history))),) if history else ()),
     ):
         write_atomic(out / name, text)
         written.append(out / name)

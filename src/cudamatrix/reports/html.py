@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..baseline import BaselineDiff
+from ..history import PastRun, flips
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
@@ -24,6 +25,7 @@ from .glance import UNEXPECTED, likely_culprit, repro
 from .labels import row_label
 from .markdown import header
 
+FLIPS_SHOWN = 200
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
 LOG_LIMIT = 40_000
 
@@ -110,14 +112,32 @@ def script_json(data: object) -> str:
             .replace("&", "\\u0026"))
 
 
+# A cell's outcome in each kept run, one letter a run: the page draws the strip from it.
+HISTORY_CODES = {"pass": "p", "xfail": "x", "xpass": "X", "fail": "f", "error": "e",
+                 "skip": "s", "": "-"}
+
+
+def _history_data(history: Sequence[PastRun], cells: dict[str, dict[str, Any]]
+                  ) -> dict[str, Any]:
+    """The runs (date, commit) once, and per cell a string of outcome letters: 20 runs of
+    the nightly tier's 2,000 cells stay tens of kilobytes."""
+    for cell_id, data in cells.items():
+        data["history"] = "".join(HISTORY_CODES.get(r.outcomes.get(cell_id, ("", ""))[0], "?")
+                                  for r in history)
+    return {"runs": [{"finished": r.finished, "revision": r.revision} for r in history],
+            "codes": {code: outcome or "absent" for outcome, code in HISTORY_CODES.items()}}
+
+
 def html_report(info: RunInfo, results: Sequence[CellResult],
-                diff: BaselineDiff | None = None) -> str:
+                diff: BaselineDiff | None = None, history: Sequence[PastRun] = ()) -> str:
     env = Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
                       lstrip_blocks=True)
     cells = {r.cell.id: _cell_data(r, info.tier) for r in results}
     env.tests["web_link"] = is_web_link
-    payload = script_json(cells)
+    kept = list(history) if len(history) > 1 else []
+    runs = _history_data(kept, cells) if kept else {"runs": [], "codes": {}}
+    payload = script_json({"cells": cells, "history": runs})
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
                           key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")]),
@@ -132,5 +152,6 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         answers=case_answers(results), grid=answer_grid(results, info.tier),
         glyph_legend=[(GLYPHS[w], "h-" + w.replace("fails at ", "fail-"), VERBS[w])
                       for w in VERBS],
-        culprit=likely_culprit(results),
+        culprit=likely_culprit(results), history=kept, flips=flips(kept)[:FLIPS_SHOWN],
+        flip_count=len(flips(kept)),
         total=len(results))

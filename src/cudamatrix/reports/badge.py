@@ -1,0 +1,28 @@
+"""badge.json: a shields.io endpoint badge for a README ("182/190 as expected").
+
+Published beside the reports, so a project shows its CUDA support where its users look:
+``https://img.shields.io/endpoint?url=<pages>/badge.json``. Skipped cells are left out of
+both numbers (they could not be decided there); any unexpected cell turns it red, a run
+that decided nothing grey.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..results import CellResult
+from .glance import UNEXPECTED
+
+LABEL = "CUDA matrix"
+
+
+def badge(results: Sequence[CellResult], label: str = LABEL) -> dict[str, Any]:
+    decided = [r for r in results if r.outcome != "skip"]
+    unexpected = sum(r.outcome in UNEXPECTED for r in decided)
+    if not decided:
+        return {"schemaVersion": 1, "label": label, "message": "no cell decided",
+                "color": "lightgrey"}
+    return {"schemaVersion": 1, "label": label,
+            "message": f"{len(decided) - unexpected}/{len(decided)} as expected",
+            "color": "red" if unexpected else "brightgreen"}
