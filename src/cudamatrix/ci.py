@@ -29,13 +29,16 @@ def gpu_label(arch: str) -> str:
 def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("latest",),
                   cells_per_job: int = 40, max_jobs: int = GITHUB_MAX_JOBS,
                   gpu: bool = True, compat: bool = False,
-                  selection: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+                  selection: Sequence[str] = (), runner_base: Sequence[str] = RUNNER_BASE,
+                  label_prefix: str = "") -> dict[str, list[dict[str, Any]]]:
     """``{"include": [...]}`` for ``strategy.matrix``, one entry per job.
 
     With `compat`, every driver label but ``latest`` also gets jobs that run on NVIDIA's
     forward-compatibility libraries in NVIDIA's images: the same cells, a runner of
     their own (``...+compat``), so the merged report shows both side by side.
     `selection` (``--case x``, ``--toolkit y``) narrows every job as it narrowed the plan.
+    Each GPU job runs on `runner_base` plus its GPU and driver labels, those prefixed with
+    `label_prefix` (an organisation's own naming: ``myorg-gpu-sm_90``).
     """
     if cells_per_job < 1 or max_jobs < 1:
         raise UserError("--cells-per-job and --max-jobs must be at least 1")
@@ -64,7 +67,8 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
         for driver, on_compat in variants:
             label = (f"{group}-driver-{driver}" + ("+compat" if on_compat else "")) if gpu \
                 else "cpu"
-            runs_on = [*RUNNER_BASE, group, f"driver-{driver}"] if gpu else ["ubuntu-latest"]
+            runs_on = [*runner_base, label_prefix + group, f"{label_prefix}driver-{driver}"] \
+                if gpu else ["ubuntu-latest"]
             for index in range(1, count + 1):
                 args = ["--tier", tier, *(a for arch in archs for a in ("--arch", arch)),
                         *selection, "--shard", f"{index}/{count}"]

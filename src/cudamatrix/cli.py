@@ -27,7 +27,7 @@ from rich.progress import (
 
 from . import __version__
 from .baseline import compare, load_baseline, settle_xpass
-from .ci import github_matrix
+from .ci import RUNNER_BASE, github_matrix
 from .corpus import Case, load_corpus
 from .defaults import KNOWN_BUGS
 from .errors import UserError
@@ -142,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     init = commands.add_parser("init", help=f"write a starter {CONFIG} and two example cases "
                                             "into the current folder")
     init.add_argument("folder", type=Path, nargs="?", default=Path("."))
+    init.add_argument("--ci", choices=("github",),
+                      help="also write a workflow that runs the matrix in that CI (GitHub "
+                           "Actions: a caller of cudamatrix's reusable workflow)")
+    init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
+                      help="the reusable workflow the caller uses (default: this release's)")
     run = commands.add_parser("run", help="run the matrix and write the reports")
     _add_selection(run)
     run.add_argument("--out", type=Path, default=default("out"),
@@ -212,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--driver", action="append", dest="drivers", default=None,
                       help="runner driver labels, repeatable (default: latest)")
     plan.add_argument("--cells-per-job", type=int, default=40)
+    plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
+                      help="labels every GPU runner has, space separated "
+                           f"(default: {' '.join(RUNNER_BASE)})")
+    plan.add_argument("--label-prefix", default="", metavar="PREFIX",
+                      help="put before the plan's gpu-sm_XX and driver-NAME labels")
     plan.add_argument("--max-jobs", type=int, default=256)
     plan.add_argument("--compat", action="store_true",
                       help="also run older drivers on NVIDIA's forward-compatibility libraries")
@@ -442,7 +452,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                          *(w for t in args.toolkit for w in ("--toolkit", t))]
             matrix = github_matrix(made.cells, made.tier.name, args.drivers or ["latest"],
                                    args.cells_per_job, args.max_jobs, gpu=not args.cpu,
-                                   compat=args.compat, selection=selection)
+                                   compat=args.compat, selection=selection,
+                                   runner_base=args.runner_labels.split(),
+                                   label_prefix=args.label_prefix)
             text = json.dumps(matrix, separators=(",", ":"))
             print(text)
             if args.github_output:
@@ -452,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write(f"{args.github_output}={text}\n")
         elif args.command == "init":
-            written = init_project(args.folder)
+            written = init_project(args.folder, args.ci, args.workflow)
             console.print("wrote " + ", ".join(str(p) for p in written))
             console.print(f"next: edit {CONFIG} (tiers: toolkits and archs you support), put "
                           "your kernels in cudamatrix-cases/ (one folder per case, see the "

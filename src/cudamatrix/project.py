@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from . import __version__
 from .defaults import DEFAULT_MATRIX
 from .errors import UserError
 from .keys import check_keys
@@ -259,10 +261,24 @@ sys.exit(f"saxpy_check returned {status}" if status else 0)
 """
 
 
-def init_project(folder: Path) -> list[Path]:
+WORKFLOW_REPOSITORY = "cudamatrix/cudamatrix"
+CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml"}
+
+
+def github_caller(workflow: str | None = None) -> str:
+    """The caller workflow `init --ci github` writes: cudamatrix's reusable workflow at this
+    release (or `workflow`, ``OWNER/REPO/.github/workflows/cudamatrix.yml@REF``)."""
+    template = (files("cudamatrix") / "data" / "ci" / "github-caller.yml").read_text()
+    uses = workflow or f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}"
+    return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
+
+
+def init_project(folder: Path, ci: str | None = None, workflow: str | None = None
+                 ) -> list[Path]:
     """Write a starter configuration and two example cases (a kernel, a build) into
-    `folder`; never overwrite."""
-    files = {
+    `folder`, and with `ci` a workflow that runs them in that CI; never overwrite. Where the
+    configuration is there already, `ci` adds only the workflow."""
+    starter = {
         folder / CONFIG: STARTER,
         folder / "cudamatrix-cases" / "saxpy" / "case.toml": SAXPY_CASE,
         folder / "cudamatrix-cases" / "saxpy" / "saxpy.cu": SAXPY,
@@ -271,11 +287,15 @@ def init_project(folder: Path) -> list[Path]:
         folder / "cudamatrix-cases" / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
         folder / "cudamatrix-cases" / "saxpy-build" / "check.py": CHECK_PY,
     }
-    existing = [p for p in files if p.exists()]
+    if ci is not None and ci not in CI_FILES:
+        raise UserError(f"--ci {ci}: unknown; known: {', '.join(sorted(CI_FILES))}")
+    wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
+    if ci == "github":
+        wanted = {**wanted, folder / CI_FILES["github"]: github_caller(workflow)}
+    existing = [p for p in wanted if p.exists()]
     if existing:
         raise UserError(f"{existing[0]}: already exists; cudamatrix init writes only new files")
-    for path, text in files.items():
+    for path, text in wanted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    return [p.relative_to(folder) if p.is_relative_to(folder) else p for p in files]
-
+    return [p.relative_to(folder) if p.is_relative_to(folder) else p for p in wanted]
