@@ -10,9 +10,8 @@ import sys
 import venv
 from pathlib import Path
 
-from conftest import REPO
-
 import cudamatrix
+from conftest import REPO
 
 
 def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
