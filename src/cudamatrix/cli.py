@@ -132,22 +132,8 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cudamatrix",
-        description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
-                    "and GPU architectures, and report what works where.")
-    parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    init = commands.add_parser("init", help=f"write a starter {CONFIG} and two example cases "
-                                            "into the current folder")
-    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
-    init.add_argument("--ci", choices=("github",),
-                      help="also write a workflow that runs the matrix in that CI (GitHub "
-                           "Actions: a caller of cudamatrix's reusable workflow)")
-    init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
-                      help="the reusable workflow the caller uses (default: this release's)")
-    run = commands.add_parser("run", help="run the matrix and write the reports")
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """What a run takes: the selection, where it writes, how it runs its cells."""
     _add_selection(run)
     run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
@@ -197,6 +183,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runner-label", default=default("runner_label"),
                      help="the driver/runner label this machine was promised "
                           f"(${RUNNER_LABEL_ENV})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cudamatrix",
+        description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
+                    "and GPU architectures, and report what works where.")
+    parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    init = commands.add_parser("init", help=f"write a starter {CONFIG} and two example cases "
+                                            "into the current folder")
+    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
+    init.add_argument("--ci", choices=("github",),
+                      help="also write a workflow that runs the matrix in that CI (GitHub "
+                           "Actions: a caller of cudamatrix's reusable workflow)")
+    init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
+                      help="the reusable workflow the caller uses (default: this release's)")
+    run = commands.add_parser("run", help="run the matrix and write the reports")
+    _add_run_arguments(run)
     validate = commands.add_parser("validate", help="check the matrix and the corpus")
     _add_selection(validate)
     listing = commands.add_parser("list", help="print the cells a run would have")
