@@ -79,8 +79,11 @@ def test_cuda_compat_needs_nvidia_images(run_cli, tmp_path: Path) -> None:
 
 def test_workflow_pins_every_action_and_fails_closed() -> None:
     """Issue 11, point 12: actions by SHA, untrusted decided positively, caches off the
-    runner's disk, the provider named, lost shards merged with the plan."""
-    workflow = (REPO / ".github" / "workflows" / "matrix.yml").read_text()
+    runner's disk, the provider named, lost shards merged with the plan: in the reusable
+    workflow every caller runs (issue 25), which this repository's matrix.yml calls."""
+    workflow = (REPO / ".github" / "workflows" / "cudamatrix.yml").read_text()
+    caller = (REPO / ".github" / "workflows" / "matrix.yml").read_text()
+    assert re.findall(r"uses:\s*(\S+)", caller) == ["./.github/workflows/cudamatrix.yml"]
     uses = re.findall(r"uses:\s*(\S+)(.*)", workflow)
     assert uses
     for action, comment in uses:
@@ -91,5 +94,6 @@ def test_workflow_pins_every_action_and_fails_closed() -> None:
     assert "head.repo.fork" not in workflow
     assert "needs: [plan, gate]" in workflow and "required_reviewers" in workflow
     assert "~/.cache/pip" not in workflow and "github.workspace" not in workflow
-    assert "--provider wheels $ARGS" in workflow
+    assert 'run --provider "$PROVIDER" $ARGS $SHARD_ARGS' in workflow
+    assert re.search(r"provider:\n(?:\s+.*\n)*?\s+default: wheels", workflow)
     assert "--plan plan.json" in workflow
