@@ -27,6 +27,7 @@ from rich.progress import (
 
 from . import __version__
 from .baseline import compare, load_baseline, settle_xpass
+from .bisect import bisect
 from .ci import RUNNER_BASE, github_matrix
 from .corpus import Case, load_corpus
 from .defaults import KNOWN_BUGS
@@ -43,12 +44,13 @@ from .options import (
     default,
     default_cache,
 )
-from .planning import make_plan
+from .planning import make_plan, with_library_versions
 from .project import CONFIG, find_project, init_project
 from .providers.toolkits import TOOLKIT_PROVIDERS
 from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
+from .reports.markdown import bisect_lines
 from .results import CellResult, RunInfo, load_results, summary
 from .runner import Progress as PlainProgress
 from .runner import execute, exit_status
@@ -132,9 +134,20 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
 
 
+def _library_pin(text: str) -> tuple[str, str]:
+    name, equals, version = text.partition("==")
+    if not equals or not name or not version:
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME==VERSION (cutlass==3.7.0)")
+    return name, version
+
+
 def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     """What a run takes: the selection, where it writes, how it runs its cells."""
     _add_selection(run)
+    run.add_argument("--library", action="append", default=[], type=_library_pin,
+                     metavar="NAME==VERSION",
+                     help="this release of a library in place of the tier's (any release "
+                          "on the index, listed in the matrix or not); repeatable")
     run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
     run.add_argument("--provider", choices=("auto", *TOOLKIT_PROVIDERS),
@@ -202,6 +215,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the reusable workflow the caller uses (default: this release's)")
     run = commands.add_parser("run", help="run the matrix and write the reports")
     _add_run_arguments(run)
+    bisect = commands.add_parser(
+        "bisect", help="the toolkit, library release or commit where a cell changed what it "
+                       "does (the other axes fixed by the usual selectors)")
+    _add_run_arguments(bisect)
+    bisect.add_argument("--over", required=True, metavar="toolkit|library:NAME|project",
+                        help="the ordered axis: the matrix's toolkits, a library's releases, "
+                             "or the commits of the git repository the cases are in")
+    bisect.add_argument("--from", dest="start", metavar="VALUE",
+                        help="the first value (a toolkit, a version, a revision)")
+    bisect.add_argument("--to", dest="end", metavar="VALUE", help="the last value")
+    bisect.add_argument("--variant", help="the case's variant, where it has several")
+    bisect.add_argument("--versions", choices=("index", "matrix"), default="index",
+                        help="library:NAME: its releases from the package index (default) "
+                             "or only those the matrix lists")
     validate = commands.add_parser("validate", help="check the matrix and the corpus")
     _add_selection(validate)
     listing = commands.add_parser("list", help="print the cells a run would have")
@@ -257,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--no-measure", action="store_true",
                        help="predict only, even on a GPU machine")
     audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
-    for command in (run, report, merge, audit):
+    for command in (run, bisect, report, merge, audit):
         _add_baseline(command)
         _add_history(command)
     return parser
@@ -285,6 +312,8 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
     corpus = (*project.cases, *args.corpus)
     if args.known_bugs or project.known_bugs:
         corpus = (*corpus, KNOWN_BUGS)
+    # A folder named twice (cudamatrix.toml's and --corpus) is read once.
+    corpus = tuple({p.resolve(): p for p in corpus}.values())
     if not corpus:
         raise UserError(f"no cases to run: no {CONFIG} in {Path.cwd()} or above "
                         "(`cudamatrix init` writes one), no --corpus DIR, no --known-bugs")
@@ -367,7 +396,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         jitify_warmup_timeout=args.jitify_warmup_timeout)
     if args.cache:
         extra["cache"] = args.cache
-    return _options(args, **extra)
+    versions: dict[str, list[str]] = {}
+    for name, version in args.library:
+        versions.setdefault(name, []).append(version)
+    return with_library_versions(_options(args, **extra), versions)
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -392,6 +424,23 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
     return 2 if info.environment_errors else code
+
+
+def _bisect(args: argparse.Namespace, console: Console) -> int:
+    """Bisect, write the cells it ran as a report, print the answer; 0 where it found a
+    change, 1 where the ends agree."""
+    options = run_options(args)
+    progress = PlainProgress()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    info, results = bisect(options, args.over, args.start, args.end, args.variant, progress,
+                           from_index=args.versions == "index")
+    publish_reports(args, console, options.out, info, results)
+    answer = info.bisect or {}
+    console.print(f"bisect over {answer['over']}: {len(results)} cells run of "
+                  f"{len(answer['values'])} values ({info.wall_seconds:.0f} s)")
+    for line in bisect_lines(answer):
+        console.print(line, markup=False, soft_wrap=True)
+    return 0 if answer["changes"] else 1
 
 
 def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
@@ -437,6 +486,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.command is None:
                 args = build_parser().parse_args(["run", *(argv or sys.argv[1:])])
             sys.exit(_run(args, console))
+        if args.command == "bisect":
+            sys.exit(_bisect(args, console))
         if args.command == "validate":
             plan = make_plan(_options(args))
             console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "

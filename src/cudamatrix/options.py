@@ -60,6 +60,9 @@ class RunOptions:
     cuda_compat: bool = False
     # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
     jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
+    # A source (git:file:///repo@commit) built in place of every build case's own project:
+    # `cudamatrix bisect --over project` builds the user's project one commit at a time.
+    project_override: str = ""
 
 
 def default(name: str) -> Any:

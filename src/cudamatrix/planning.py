@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from .corpus import Case, Variant, load_corpus, select_cases
 from .errors import UserError
@@ -25,6 +26,36 @@ class Plan:
         return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
 
 
+def with_library_versions(options: RunOptions, versions: Mapping[str, Sequence[str]]
+                          ) -> RunOptions:
+    """The run with these versions of these libraries in place of its tier's (``--library
+    cutlass==3.7.0``): a release the matrix does not list is fetched from the index as the
+    listed ones are."""
+    if not versions:
+        return options
+    matrix = load_matrix(options.matrix, options.matrix_overrides)
+    unknown = sorted(set(versions) - set(matrix.libraries))
+    if unknown:
+        raise UserError(f"--library {unknown[0]}: unknown library (known: "
+                        f"{', '.join(sorted(matrix.libraries))})")
+    tier = matrix.tier(options.tier).name
+    overrides = dict(options.matrix_overrides)
+    libraries = dict(overrides.get("libraries", {}))
+    tiers = dict(overrides.get("tiers", {}))
+    for name, chosen in versions.items():
+        libraries[name] = {**libraries.get(name, {}), "versions": list(chosen)}
+        tiers[tier] = {**tiers.get(tier, {}), name: list(chosen)}
+    return replace(options, matrix_overrides={**overrides, "libraries": libraries,
+                                              "tiers": tiers})
+
+
+def with_project(case: Case, project: str) -> Case:
+    """The case with `project` built by each of its build variants."""
+    variants = tuple(replace(v, build={**v.build, "project": project}) if v.build else v
+                     for v in case.variants)
+    return replace(case, variants=variants)
+
+
 def make_plan(options: RunOptions) -> Plan:
     matrix = load_matrix(options.matrix, options.matrix_overrides)
     tier = matrix.tier(options.tier)
@@ -32,6 +63,8 @@ def make_plan(options: RunOptions) -> Plan:
     check_excludes(matrix, tier, all_cases)
     check_only(matrix, all_cases)
     cases = select_cases(all_cases, options.cases)
+    if options.project_override:
+        cases = [with_project(case, options.project_override) for case in cases]
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
                    host_compilers=options.host_compilers)
     removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,

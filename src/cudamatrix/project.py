@@ -139,7 +139,11 @@ def merge_matrix(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
     libraries = {name: dict(entry) for name, entry in merged.get("libraries", {}).items()}
     for name, entry in overrides.get("libraries", {}).items():
         known = libraries.setdefault(name, {})
-        known["sources"] = {**known.get("sources", {}), **entry["sources"]}
+        known["sources"] = {**known.get("sources", {}), **entry.get("sources", {})}
+        # Versions beyond the matrix's own (`cudamatrix bisect` over a library's releases).
+        extra = [v for v in entry.get("versions", []) if v not in known.get("versions", [])]
+        if extra:
+            known["versions"] = [*known.get("versions", []), *extra]
     merged["libraries"] = libraries
     return merged
 

@@ -189,6 +189,8 @@ class RunInfo:
     # The commit the run was made from ($GITHUB_SHA in Actions, else git's HEAD where the
     # run started): what history names as the first run where a cell flipped.
     revision: str = ""
+    # `cudamatrix bisect`'s answer, where the run was one: the axis, its values, the changes.
+    bisect: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -216,7 +218,8 @@ class RunInfo:
             wall_seconds=recorded.number(data, "wall_seconds"),
             provider_choice=recorded.text(data, "provider_choice", ""),
             environment_errors=recorded.text_table(data, "environment_errors"),
-            revision=recorded.text(data, "revision", ""))
+            revision=recorded.text(data, "revision", ""),
+            bisect=recorded.table(data, "bisect", optional=True))
 
 
 _UMASK = os.umask(0)

@@ -149,6 +149,23 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def index_versions(package: str) -> list[str]:
+    """Every release of `package` the package index lists (PEP 700's "versions"), in the
+    index's order; yanked files do not remove a release. EnvironmentUnavailable where the
+    index does not answer."""
+    request = urllib.request.Request(f"{INDEX_URL}/{_normal(package)}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            listing = json.load(answer)
+    except (OSError, ValueError) as exc:
+        raise EnvironmentUnavailable(f"{package}: the index did not answer ({exc})") from None
+    versions = listing.get("versions") if isinstance(listing, dict) else None
+    if not isinstance(versions, list):
+        raise EnvironmentUnavailable(f"{package}: the index lists no versions")
+    return [str(v) for v in versions]
+
+
 def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     """The sdist of name==version from the package index, checked against its sha256; an
     sdist fetched and checked before is taken from the cache without asking the index

@@ -170,8 +170,13 @@ class CaseAnswer:
 _PATH = re.compile(r"(?<![\w.])/(?:[^\s/:()'\"]+/)+(?=[^\s/:()'\"]+)")
 
 
+def without_paths(text: str) -> str:
+    """A message with each path cut to its file name."""
+    return _PATH.sub("", text)
+
+
 def _message(result: CellResult) -> str:
-    text = _PATH.sub("", " ".join((result.message or result.reason or "").split()))
+    text = without_paths(" ".join((result.message or result.reason or "").split()))
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from tabulate import tabulate
 
@@ -94,6 +95,27 @@ def cell_text(result: CellResult) -> str:
     if result.outcome in ("pass", "xpass"):
         return f"{text} ({result.reached or result.stage})"
     return f"{text} @{result.stage}"
+
+
+def bisect_lines(answer: dict[str, Any]) -> list[str]:
+    """`cudamatrix bisect`'s answer: each change with its two neighbouring cells."""
+    lines = []
+    if not answer["changes"]:
+        lines.append(f"no change over {answer['over']} between {answer['values'][0]} and "
+                     f"{answer['values'][-1]}: both ends did the same")
+    for change in answer["changes"]:
+        before, after = change["before"], change["after"]
+        between = change["skipped_between"]
+        lines.append(f"{answer['over']} {change['at']}: {before['happened']} -> "
+                     f"{after['happened']}" + (f" (somewhere after {before['value']}; not "
+                                               f"runnable: {', '.join(between)})"
+                                               if between else ""))
+        for side in (before, after):
+            said = f": {side['message'][:200]}" if side["happened"].startswith("fails") else ""
+            lines.append(f"  {side['value']} {side['cell']}: {side['happened']}{said}")
+            lines.append(f"    repro: {side['repro']}")
+    lines += [f"  skipped {value}: {why}" for value, why in answer.get("skipped", {}).items()]
+    return lines
 
 
 def header(info: RunInfo) -> list[str]:
@@ -244,6 +266,10 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
     lines = ["# CUDA compatibility report", "",
              "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
              + f"** ({len(results)} cells, {info.wall_seconds:.0f} s, tier `{info.tier}`)"]
+    if info.bisect:
+        lines += ["", "## Bisect", "", f"Over {info.bisect['over']}: "
+                  f"{len(info.bisect['values'])} values, {len(info.bisect['probed'])} run."]
+        lines += ["", "```", *bisect_lines(info.bisect), "```"]
     lines += glance_section(results, info.tier)
     # The run's facts fold away below the answer (GitHub renders <details>).
     lines += ["", "<details><summary>The run: date, host, GPU, toolkits and libraries"
