@@ -28,6 +28,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from .corpus import load_corpus
 from .defaults import KNOWN_BUGS
 from .errors import EnvironmentUnavailable, UserError
 from .matrix import load_matrix
@@ -189,20 +190,43 @@ def _git(folder: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def project_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
-    """The commits of the repository the case folders are in, from `start` to `end` (first
-    parents): each run reads the cases, their kernels and their `path:` projects as that
-    commit has them."""
+def _git_project(base: RunOptions, variant: str | None) -> str | None:
+    """The git URL the selected case's build variants take their project from, where it is
+    a `git:` source (their commits are the axis then, not the case folder's)."""
+    cases = {c.id: c for c in load_corpus(base.corpus)}
+    urls = {v.build["project"][4:].rpartition("@")[0]
+            for name in base.cases if name in cases for v in cases[name].variants
+            if (variant is None or v.name == variant)
+            and str(v.build.get("project", "")).startswith("git:")}
+    if len(urls) > 1:
+        raise UserError(f"bisect --over project: the selection builds {len(urls)} git "
+                        "projects; narrow it with --variant")
+    return urls.pop() if urls else None
+
+
+def project_axis(base: RunOptions, start: str | None, end: str | None,
+                 variant: str | None = None) -> Axis:
+    """The commits from `start` to `end` (first parents) of the project under test: the
+    repository a build case's `git:` source names, else the one the case folders are in,
+    whose kernels and `path:` projects then come from each commit."""
     if not start or not end:
         raise UserError("bisect --over project: give --from REV and --to REV")
-    corpus = [p for p in base.corpus if p.is_dir()]
-    tops = {_git(p, "rev-parse", "--show-toplevel") for p in corpus
-            if subprocess.run(["git", "-C", str(p), "rev-parse"], capture_output=True,
-                              check=False).returncode == 0}
-    if len(tops) != 1:
-        raise UserError("bisect --over project: the case folders must be in one git "
-                        f"repository (found {len(tops)}: {sorted(tops) or 'none'})")
-    top = Path(tops.pop())
+    url = _git_project(base, variant)
+    if url is not None:  # a clone of it, at the last revision, to list the commits from
+        try:
+            top = fetch(SourceSpec("git", f"{url}@{end}"), Path.cwd(), base.cache).path
+        except EnvironmentUnavailable as exc:
+            raise UserError(str(exc)) from None
+    else:
+        corpus = [p for p in base.corpus if p.is_dir()]
+        tops = {_git(p, "rev-parse", "--show-toplevel") for p in corpus
+                if subprocess.run(["git", "-C", str(p), "rev-parse"], capture_output=True,
+                                  check=False).returncode == 0}
+        if len(tops) != 1:
+            raise UserError("bisect --over project: the case folders must be in one git "
+                            f"repository, or the case's build a git: project (found "
+                            f"{len(tops)} repositories: {sorted(tops) or 'none'})")
+        top = Path(tops.pop())
     first = _git(top, "rev-parse", "--verify", f"{start}^{{commit}}")
     last = _git(top, "rev-parse", "--verify", f"{end}^{{commit}}")
     listed = _git(top, "rev-list", "--reverse", "--first-parent", last, f"^{first}")
@@ -212,6 +236,8 @@ def project_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
     labels = [f"{c[:12]} {_git(top, 'log', '-1', '--format=%s', c)[:60]}" for c in commits]
 
     def options_for(options: RunOptions, index: int) -> RunOptions:
+        if url is not None:
+            return replace(options, project_override=f"git:{url}@{commits[index]}")
         spec = SourceSpec("git", f"file://{top}@{commits[index]}")
         try:
             checkout = fetch(spec, top, options.cache).path
@@ -221,8 +247,13 @@ def project_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
                       if p.resolve().is_relative_to(top) else p for p in options.corpus)
         return replace(options, corpus=moved)
 
-    return Axis("project", labels, options_for,
-                lambda cell, i: f"git checkout {commits[i][:12]} && {_run_command(cell, base)}")
+    def repro(cell: Cell, index: int) -> str:
+        if url is not None:
+            return (f"set the case's project = \"git:{url}@{commits[index][:12]}\", then "
+                    + _run_command(cell, base))
+        return f"git checkout {commits[index][:12]} && {_run_command(cell, base)}"
+
+    return Axis("project", labels, options_for, repro)
 
 
 @dataclass
@@ -329,7 +360,7 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
     elif over.startswith("library:") and over != "library:":
         axis = library_axis(base, over.split(":", 1)[1], start, end, from_index)
     elif over == "project":
-        axis = project_axis(base, start, end)
+        axis = project_axis(base, start, end, variant)
     else:
         raise UserError(f"--over {over}: give toolkit, library:NAME or project")
     if not base.cases:

@@ -129,6 +129,36 @@ def test_the_commit_that_breaks_the_sm75_build(tmp_path: Path) -> None:
     assert "revision 8" in (project / "cudamatrix-cases" / "warp-sum" / "sum.cu").read_text()
 
 
+def test_the_commit_of_a_git_project_that_breaks_its_sm75_build(tmp_path: Path) -> None:
+    """A build case whose project is a git: source: the commits are that repository's, each
+    built by the case's own command."""
+    library = tmp_path / "lib"
+    commits = _repository(library, commits=6, breaking=3)
+    source = (library / "cudamatrix-cases" / "warp-sum" / "sum.cu").relative_to(library)
+    command = f"{{nvcc}} -shared -Xcompiler -fPIC {{gencode}} {source} -o libsum.so"
+    write_case(tmp_path / "cases", "lib-build", f"""\
+        title = "the library's own build"
+
+        [[variant]]
+        name = "nvcc"
+        frontend = "build"
+          [variant.build]
+          project = "git:file://{library}@{commits[-1]}"
+          commands = ["{command}"]
+          outputs = ["libsum.so"]
+        """, {})
+    out = tmp_path / "out"
+    run = cudamatrix("bisect", "--over", "project", "--from", commits[0], "--to", commits[-1],
+                     "--corpus", str(tmp_path / "cases"), "--case", "lib-build", "--arch",
+                     "sm_75", "--toolkit", "13.0", "--no-gpu", out=out)
+    assert run.code == 0, run.output[-3000:]
+    (change,) = _answer(out)["changes"]
+    assert change["at"] == f"{commits[2][:12]} revision 3"
+    assert (change["before"]["happened"], change["after"]["happened"]) == (
+        "builds", "fails at compile")
+    assert "__reduce_add_sync" in change["after"]["message"]
+
+
 @pytest.mark.parametrize("args, said", [
     (["--over", "toolkit", "--from", "13.0", "--to", "13.0", "--arch", "sm_80"],
      "error: bisect over toolkit: 1 value(s) between 13.0 and 13.0; it needs two or more"),
