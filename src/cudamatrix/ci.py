@@ -12,10 +12,12 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
-from .plan import Cell
+
+if TYPE_CHECKING:
+    from .plan import Cell
 
 GITHUB_MAX_JOBS = 256
 RUNNER_BASE = ("self-hosted", "linux", "x64")

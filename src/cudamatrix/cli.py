@@ -10,7 +10,7 @@ import shlex
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,10 @@ from .baseline import compare, load_baseline, settle_xpass
 from .bisect import bisect
 from .ci import RUNNER_BASE, github_matrix
 from .corpus import Case, load_corpus
-from .defaults import KNOWN_BUGS
+from .defaults import CONFIG, KNOWN_BUGS
+from .defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 from .errors import UserError
-from .history import DEFAULT_RUNS, PastRun, gather
+from .history import PastRun, gather
 from .matrix import load_matrix
 from .merge import ExpectedShard, merge_results
 from .options import (
@@ -45,8 +46,7 @@ from .options import (
     default_cache,
 )
 from .planning import make_plan, with_library_versions
-from .project import CONFIG, find_project, init_project
-from .providers.toolkits import TOOLKIT_PROVIDERS
+from .project import find_project, init_project
 from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
@@ -83,6 +83,23 @@ class RichProgress(PlainProgress):
 
     def finish(self) -> None:
         self.bar.stop()
+
+
+class ProviderChoices:
+    """--provider's choices: "auto" and the provider registry's names, read only when a
+    value is checked or the help printed (the registry imports every provider, which
+    `cudamatrix --version` and a warm run's start should not wait for)."""
+
+    def names(self) -> tuple[str, ...]:
+        from .providers.toolkits import TOOLKIT_PROVIDERS
+
+        return ("auto", *TOOLKIT_PROVIDERS)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
 
 
 def _seconds(text: str) -> float:
@@ -150,7 +167,7 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "on the index, listed in the matrix or not); repeatable")
     run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
-    run.add_argument("--provider", choices=("auto", *TOOLKIT_PROVIDERS),
+    run.add_argument("--provider", choices=ProviderChoices(),
                      default=default("provider"),
                      help="where toolkits come from: docker where an engine and the base image "
                           f"are ready, else wheels (auto, the default); ${PROVIDER_ENV}")

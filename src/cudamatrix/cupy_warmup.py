@@ -28,8 +28,6 @@ from .stages.job import Job
 from .stages.result import StageResult
 
 DONE_FILE = "warmed.json"
-# Far above a cell's own limit: the warm-up is slow by design, and happens once.
-DEFAULT_WARMUP_TIMEOUT_S = 1800.0
 
 
 class JitifyWarmups:

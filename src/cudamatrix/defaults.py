@@ -12,3 +12,7 @@ DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_MATRIX = DATA / "matrix.toml"
 KNOWN_BUGS = DATA / "known-bugs"
 CONTAINERS = DATA / "containers"
+# A project's configuration file, found in the current folder or above.
+CONFIG = "cudamatrix.toml"
+# How many runs history.json keeps.
+DEFAULT_HISTORY_RUNS = 20

@@ -18,12 +18,12 @@ from .defaults import CONTAINERS
 from .errors import EnvironmentUnavailable, UserError
 from .executors import Executor, make_executor
 from .matrix import Matrix
+from .options import DEFAULT_CONTAINER_TIMEOUT_S
 from .providers import Environment, LibraryEnvironment
 from .providers.clang_cuda import cuda_path, find_clang
 from .providers.docker import (
     BASE_TAG,
     CUDA_COMPAT_IN_IMAGE,
-    DEFAULT_CONTAINER_TIMEOUT_S,
     engine,
     ensure_base_image,
     image_exists,

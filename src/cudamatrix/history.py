@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from . import recorded
+from .defaults import DEFAULT_HISTORY_RUNS
 from .errors import UserError
 from .results import CellResult, RunInfo, load_results
 
 SCHEMA = "cudamatrix-history"
-DEFAULT_RUNS = 20
 # A history file is read whole: one far beyond N runs of a nightly tier is not one of ours.
 MAX_BYTES = 64 << 20
 
@@ -98,7 +98,7 @@ def _read(path: Path) -> list[PastRun]:
         raise UserError(f"{path}: --history: {exc}") from None
 
 
-def gather(paths: Sequence[Path], now: PastRun | None, limit: int = DEFAULT_RUNS
+def gather(paths: Sequence[Path], now: PastRun | None, limit: int = DEFAULT_HISTORY_RUNS
            ) -> list[PastRun]:
     """The runs in `paths` and `now`, oldest first, each run once (by date and commit),
     the last `limit` of them."""

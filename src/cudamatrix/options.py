@@ -9,11 +9,14 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .cupy_warmup import DEFAULT_WARMUP_TIMEOUT_S
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
-from .providers.docker import DEFAULT_CONTAINER_TIMEOUT_S
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
+# CuPy's one-time Jitify warm-up: far above a cell's own limit, as it is slow by design
+# and happens once.
+DEFAULT_WARMUP_TIMEOUT_S = 1800.0
+# A container's own limit (the docker provider).
+DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
 # The environment variables that set a default (a CI runner's label, its provider).
 PROVIDER_ENV = "CUDAMATRIX_PROVIDER"
 RUNNER_LABEL_ENV = "CUDAMATRIX_RUNNER_LABEL"

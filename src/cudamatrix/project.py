@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .defaults import DEFAULT_MATRIX
+from .defaults import CONFIG, DEFAULT_MATRIX
 from .errors import UserError
 from .keys import check_keys
 from .sources import SourceSpec
 from .tomlfile import load_toml
 
-CONFIG = "cudamatrix.toml"
 KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries")
 # The keys of a tier a project may set (the others come from the default tier of that name).
 TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",

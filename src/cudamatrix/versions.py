@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -43,10 +43,7 @@ class Arch:
 
     @classmethod
     def parse(cls, text: str) -> Arch:
-        match = _ARCH_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"{text!r} is not a GPU architecture (expected e.g. sm_80, sm_90a)")
-        return cls(text.strip(), int(match.group(1)), match.group(2))
+        return _parse_arch(text)
 
     @property
     def compute(self) -> str:
@@ -62,6 +59,15 @@ class Arch:
         return self.name
 
 
+@lru_cache(maxsize=1024)
+def _parse_arch(text: str) -> Arch:
+    """Cached: planning a tier asks for the same few archs tens of thousands of times."""
+    match = _ARCH_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a GPU architecture (expected e.g. sm_80, sm_90a)")
+    return Arch(text.strip(), int(match.group(1)), match.group(2))
+
+
 def parse_version(text: str, *, what: str = "version") -> Version:
     try:
         return Version(str(text))
@@ -69,6 +75,7 @@ def parse_version(text: str, *, what: str = "version") -> Version:
         raise ValueError(f"{text!r} is not a valid {what}") from exc
 
 
+@lru_cache(maxsize=4096)
 def arch_matches(spec: str, arch: Arch) -> bool:
     """True when every comma-separated clause of `spec` holds for `arch`.
 
@@ -98,8 +105,10 @@ def arch_matches(spec: str, arch: Arch) -> bool:
     return True
 
 
+@lru_cache(maxsize=4096)
 def version_matches(spec: str, version: str) -> bool:
-    """PEP 440 matching, where a bare ``12.4`` means ``==12.4``."""
+    """PEP 440 matching, where a bare ``12.4`` means ``==12.4``; cached, as planning a
+    tier matches the same few specifiers against the same few versions again and again."""
     text = spec.strip()
     if text and text[0].isdigit():
         text = "==" + text

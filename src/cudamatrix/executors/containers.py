@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentUnavailable
+from ..options import DEFAULT_CONTAINER_TIMEOUT_S
 from ..providers.docker import (
     CELL_UID,
     CUDA_COMPAT_IN_IMAGE,
-    DEFAULT_CONTAINER_TIMEOUT_S,
     PYTHON_IN_IMAGE,
     WORK_IN_IMAGE,
     content_digest,

@@ -60,7 +60,6 @@ DEBIAN_IN_IMAGE = "/opt/cudamatrix/debian"  # Debian's nvcc, for releases whose 
 PYTHON_IN_IMAGE = "/opt/cudamatrix/python"
 WORK_IN_IMAGE = "/work"
 CUDA_COMPAT_IN_IMAGE = "/usr/local/cuda/compat"  # where NVIDIA's devel images keep cuda-compat
-DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
 
 
 @functools.cache
