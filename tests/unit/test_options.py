@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.cli import build_parser, run_options
+from cudamatrix.cli import build_parser
+from cudamatrix.commands import run_options
 from cudamatrix.options import PROVIDER_ENV, RUNNER_LABEL_ENV, RunOptions, default
 
 # Set from what the command line found (the project, the folder) or given a value here.
