@@ -11,12 +11,15 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, select_autoescape
+from jinja2.bccache import Bucket
 
 from ..baseline import BaselineDiff
 from ..history import PastRun, flips
+from ..options import default_cache
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
@@ -128,11 +131,35 @@ def _history_data(history: Sequence[PastRun], cells: dict[str, dict[str, Any]]
             "codes": {code: outcome or "absent" for outcome, code in HISTORY_CODES.items()}}
 
 
+class _QuietBytecodeCache(FileSystemBytecodeCache):
+    """jinja2's compiled template kept in the tool's cache (a warm run renders without
+    compiling it, 0.1 s); a cache that cannot be read or written is no cache, never an
+    error."""
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, ValueError, EOFError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            Path(self.directory).mkdir(parents=True, exist_ok=True)
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _environment() -> Environment:
+    return Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
+                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
+                       lstrip_blocks=True,
+                       bytecode_cache=_QuietBytecodeCache(str(default_cache() / "templates")))
+
+
 def html_report(info: RunInfo, results: Sequence[CellResult],
                 diff: BaselineDiff | None = None, history: Sequence[PastRun] = ()) -> str:
-    env = Environment(loader=PackageLoader("cudamatrix", "reports/templates"),
-                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True,
-                      lstrip_blocks=True)
+    env = _environment()
     cells = {r.cell.id: _cell_data(r, info.tier) for r in results}
     env.tests["web_link"] = is_web_link
     kept = list(history) if len(history) > 1 else []

@@ -1,0 +1,43 @@
+"""The page's compiled template is kept in the tool's cache so a warm run does not compile
+it again (issue 27, point 3); a damaged or unwritable cache is no cache, never an error."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.reports.html import html_report
+from cudamatrix.results import load_results
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _render() -> str:
+    info, results = load_results(REPO / "reports" / "build-h100" / "results.json")
+    return html_report(info, results)
+
+
+def test_the_compiled_template_is_kept_and_a_damaged_one_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDAMATRIX_CACHE", str(tmp_path))
+    first = _render()
+    (kept,) = (tmp_path / "templates").iterdir()
+    kept.write_bytes(b"not jinja2 bytecode")
+    assert _render() == first
+    os.chmod(tmp_path / "templates", 0o500)
+    try:
+        for stale in (tmp_path / "templates").iterdir():
+            stale.write_bytes(b"\x00" * 8)
+        assert _render() == first
+    finally:
+        os.chmod(tmp_path / "templates", 0o700)
+
+
+def test_a_cache_that_cannot_be_made_is_no_cache(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("in the way")
+    monkeypatch.setenv("CUDAMATRIX_CACHE", str(blocker))
+    assert "CUDA compatibility report" in _render()
