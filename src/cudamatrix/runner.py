@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from . import __version__
 from .cell_jobs import CellJobs
+from .cell_timings import CellTimings
 from .compile_cache import CompileCache, compile_key
 from .corpus import Variant
 from .cupy_warmup import JitifyWarmups
@@ -263,7 +264,11 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for result in results:
         progress.cell_done(result)
 
-    unwritten = _run_pool(todo, runner, executor, options, progress, on_result, results)
+    # Longest first, by what each cell took last time, so the run does not end on one.
+    timings = CellTimings(options.cache)
+    unwritten = _run_pool(timings.schedule(todo), runner, executor, options, progress,
+                          on_result, results)
+    timings.record(r for r in results if r.cell.id not in done)
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
@@ -319,8 +324,7 @@ def _run_pool(todo: Sequence[Cell], runner: CellRunner, executor: Executor, opti
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     futures = []
     try:
-        # Slow cells (CUTLASS) first, so they do not end up alone at the tail of the run.
-        for cell in sorted(todo, key=lambda c: not frontend(c.frontend).slow):
+        for cell in todo:  # in the order given: the schedule
             future = pool.submit(runner.run_cell, cell)
             cell_of[future] = cell
             future.add_done_callback(finished)

@@ -1,0 +1,57 @@
+"""The run's schedule (issue 27, point 2): longest first, by what each cell took last time
+(kept in the cache), so a long cell is never left running alone at the end; a cell never
+timed gets its frontend's guess; a cache hit does not overwrite a cold run's time; a
+damaged or unwritable timing file is no timing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cudamatrix.cell_timings import FILE, CellTimings
+from cudamatrix.plan import Cell
+from cudamatrix.results import CellResult
+
+
+def _cell(case: str, frontend: str = "nvrtc") -> Cell:
+    return Cell(case, "v", "13.0", "sm_90", frontend)
+
+
+def _result(cell: Cell, seconds: float, hit: bool = False) -> CellResult:
+    data: dict[str, Any] = {
+        "case": cell.case, "variant": cell.variant, "toolkit": cell.toolkit,
+        "arch": cell.arch, "frontend": cell.frontend, "outcome": "pass", "stage": "compile",
+        "seconds": seconds,
+        "stages": [{"stage": "compile", "status": "ok", "details": {"cache": "hit"} if hit
+                    else {}}]}
+    return CellResult.from_dict(data)
+
+
+def test_the_longest_cell_last_time_goes_first(tmp_path: Path) -> None:
+    kernel, cutlass, long_kernel = _cell("a"), _cell("b", "cutlass"), _cell("c")
+    timings = CellTimings(tmp_path)
+    # Never timed: the slow frontend first, as before any run.
+    assert timings.schedule([kernel, cutlass, long_kernel]) == [cutlass, kernel, long_kernel]
+    timings.record([_result(kernel, 0.4), _result(cutlass, 30.0), _result(long_kernel, 314.0)])
+    again = CellTimings(tmp_path)
+    assert again.schedule([kernel, cutlass, long_kernel]) == [long_kernel, cutlass, kernel]
+
+
+def test_a_cache_hit_keeps_the_cold_time(tmp_path: Path) -> None:
+    cell = _cell("a")
+    CellTimings(tmp_path).record([_result(cell, 12.0)])
+    CellTimings(tmp_path).record([_result(cell, 0.01, hit=True)])
+    assert json.loads((tmp_path / FILE).read_text()) == {"a/v/13.0/sm_90": 12.0}
+
+
+def test_a_damaged_or_unwritable_file_is_no_timing(tmp_path: Path) -> None:
+    (tmp_path / FILE).write_text("{not json")
+    timings = CellTimings(tmp_path)
+    assert timings.expected(_cell("a")) == 1.0
+    os.chmod(tmp_path, 0o500)
+    try:
+        timings.record([_result(_cell("a"), 3.0)])  # no error
+    finally:
+        os.chmod(tmp_path, 0o700)
