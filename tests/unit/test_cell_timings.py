@@ -39,6 +39,16 @@ def test_the_longest_cell_last_time_goes_first(tmp_path: Path) -> None:
     assert again.schedule([kernel, cutlass, long_kernel]) == [long_kernel, cutlass, kernel]
 
 
+def test_on_a_fresh_clone_every_slow_frontend_goes_first(tmp_path: Path) -> None:
+    """The cell that finished alone after 314 s (cutlass-sm90/emit-pytorch-build) ran last
+    on a fresh clone: its frontend was not marked slow. Nor was a project's own build."""
+    kernels = [_cell(f"k{i}") for i in range(3)]
+    slow = [_cell("emit", "cutlass-python-build"), _cell("proj", "build"),
+            _cell("gemm", "cutlass")]
+    order = CellTimings(tmp_path).schedule([*kernels, *slow])
+    assert order[:3] == slow
+
+
 def test_a_cache_hit_keeps_the_cold_time(tmp_path: Path) -> None:
     cell = _cell("a")
     CellTimings(tmp_path).record([_result(cell, 12.0)])

@@ -15,6 +15,6 @@ def _build_stages(job: Job) -> list[StageResult]:
     return build_stages(job)
 
 
-register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False,
+register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False, slow=True,
                   prepare="cudamatrix.job_preparation:prepare_build", builds_project=True,
                   reports_resources=True))

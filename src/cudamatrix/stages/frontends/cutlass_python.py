@@ -9,5 +9,6 @@ from .registry import Frontend, register
 
 register(Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
                   toolkit_free=True))
+# Builds a whole PyTorch extension with CUTLASS (minutes): slow, started first.
 register(Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
-                  needs=("nvcc",)))
+                  needs=("nvcc",), slow=True))
