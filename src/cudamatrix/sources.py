@@ -32,6 +32,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import EnvironmentUnavailable, UserError
 
@@ -149,17 +150,23 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _index_listing(name: str, said: str) -> Any:
+    """The index's page of project `name` (PEP 691's JSON); EnvironmentUnavailable, starting
+    with `said`, where it does not answer."""
+    request = urllib.request.Request(f"{INDEX_URL}/{_normal(name)}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.load(answer)
+    except (OSError, ValueError) as exc:
+        raise EnvironmentUnavailable(f"{said}: the index did not answer ({exc})") from None
+
+
 def index_versions(package: str) -> list[str]:
     """Every release of `package` the package index lists (PEP 700's "versions"), in the
     index's order; yanked files do not remove a release. EnvironmentUnavailable where the
     index does not answer."""
-    request = urllib.request.Request(f"{INDEX_URL}/{_normal(package)}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            listing = json.load(answer)
-    except (OSError, ValueError) as exc:
-        raise EnvironmentUnavailable(f"{package}: the index did not answer ({exc})") from None
+    listing = _index_listing(package, package)
     versions = listing.get("versions") if isinstance(listing, dict) else None
     if not isinstance(versions, list):
         raise EnvironmentUnavailable(f"{package}: the index lists no versions")
@@ -178,13 +185,7 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
         archive = record.parent / known["filename"]
         if archive.is_file() and _sha256(archive) == known["sha256"]:
             return archive, known["sha256"]
-    request = urllib.request.Request(f"{INDEX_URL}/{_normal(name)}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            listing = json.load(answer)
-    except (OSError, ValueError) as exc:
-        raise EnvironmentUnavailable(f"sdist:{pin}: the index did not answer ({exc})") from None
+    listing = _index_listing(name, f"sdist:{pin}")
     stems = {f"{_normal(name)}-{version}".replace("-", "_"), f"{_normal(name)}-{version}"}
     files = [f for f in listing.get("files", [])
              if f["filename"].endswith((".tar.gz", ".zip")) and "sha256" in f.get("hashes", {})
