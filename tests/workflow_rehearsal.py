@@ -321,7 +321,10 @@ class Rehearsal:
                      "GITHUB_OUTPUT": str(output), "GITHUB_ENV": str(exported),
                      "GITHUB_STEP_SUMMARY": str(temp / "summary.md"), "RUNNER_TEMP": str(temp),
                      "GITHUB_REPOSITORY": "me/lib", "GITHUB_REPOSITORY_OWNER": "me",
-                     "GITHUB_EVENT_NAME": self.event, "GITHUB_ACTIONS": "true", "CI": "true"}
+                     "GITHUB_EVENT_NAME": self.event, "GITHUB_ACTIONS": "true", "CI": "true",
+                     # The rehearsal's runner has no container engine: a step never reaches
+                     # (or drops the images of) the engine of the machine it runs on.
+                     "DOCKER_HOST": f"unix://{temp}/no-docker.sock"}
         done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=workspace,
                               env=variables, capture_output=True, text=True, check=False)
         self.log.append(f"$ {script.strip()[:200]}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,9 +42,11 @@ def _wait_for_cells(out: Path, count: int, process: subprocess.Popen[str]) -> No
 
 
 def _report_body(out: Path) -> str:
-    """The Markdown below the header (which names the date and the wall time)."""
+    """The Markdown below the counts (with the wall time), without the run's facts (the
+    date), which fold away below the answer at a glance."""
     text = (out / "COMPATIBILITY.md").read_text()
-    return text[text.index("\n## "):]
+    return re.sub(r"<details><summary>The run:.*?</details>", "", text[text.index("\n## "):],
+                  flags=re.S)
 
 
 def _verdicts(out: Path) -> dict[str, tuple[str, str, str]]:
