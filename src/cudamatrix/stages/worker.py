@@ -12,10 +12,13 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
+import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from .cell_files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
@@ -68,22 +71,49 @@ def _prebuilt(job: Job) -> Build:
     return Build(stage, found(PTX), found(CUBIN), found(LIBRARY))
 
 
+class CompilerTime:
+    """The CPU seconds a compile took: every compiler process it started and waited for
+    (nvcc and what nvcc runs, ptxas, a build's commands), plus this process's own time in
+    it (NVRTC and CuPy compile in-process). Summed over a cold run, divided by the cores,
+    it is the floor bench/ compares the run with: the work no tool can avoid."""
+
+    def __enter__(self) -> CompilerTime:
+        self.children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.own = time.process_time()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.seconds = round(after.ru_utime - self.children.ru_utime + after.ru_stime
+                             - self.children.ru_stime + time.process_time() - self.own, 3)
+
+
+def _timed(stage: StageResult, compiler: CompilerTime) -> StageResult:
+    return replace(stage, details={**stage.details, "compiler_cpu_s": compiler.seconds})
+
+
 def execute(job: Job) -> list[StageResult]:
     spec = frontend(job.frontend)
     if job.library:  # a frontend that imports the library here sees nothing else
         library_first(job.library.python_path, isolated=spec.stages is not None)
-    if spec.stages is not None:  # the frontend tells its whole story (CuPy)
-        return spec.stages(job)
+    if spec.stages is not None:  # the frontend tells its whole story (CuPy, a build)
+        with CompilerTime() as compiler:
+            told = spec.stages(job)
+        return [_timed(told[0], compiler), *told[1:]] if told else told
     assert spec.compile is not None
     stages: list[StageResult] = []
     enter_stage(job.work, "compile")
     try:
-        build = _prebuilt(job) if job.prebuilt else spec.compile(job)
+        with CompilerTime() as compiler:
+            build = _prebuilt(job) if job.prebuilt else spec.compile(job)
     except subprocess.TimeoutExpired:
         return [tool_timed_out(job.work, job.timeout)]
     except Exception as exc:  # the tool broke, not the code under test
         return [StageResult("compile", "error", f"{type(exc).__name__}: {exc}",
                             traceback.format_exc())]
+    if not job.prebuilt:
+        build = replace(build, result=_timed(build.result, compiler))
     stages.append(build.result)
     if build.result.status != "ok":
         return stages
