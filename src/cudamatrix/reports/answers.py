@@ -49,6 +49,11 @@ RANGE = "–"  # en dash: toolkit and arch names hold hyphens of their own
 MESSAGE_LIMIT = 100
 
 
+def css_class(what: str) -> str:
+    """The page's class for what happened (``fails at load`` is ``h-fail-load``)."""
+    return "h-" + what.replace("fails at ", "fail-")
+
+
 def _rank(what: str) -> int:
     return list(VERBS).index(what) if what in VERBS else len(VERBS)
 
@@ -93,10 +98,6 @@ class Clause:
     archs: tuple[str, ...]
     message: str
     unexpected: int
-
-    @property
-    def cells(self) -> int:
-        return len(self.where) * len(self.archs)
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,7 @@ class GridCell:
 
     @property
     def css(self) -> str:
-        return "h-" + self.happened.replace("fails at ", "fail-")
+        return css_class(self.happened)
 
     unexpected: bool
     result: CellResult

@@ -18,12 +18,12 @@ from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, select_a
 from jinja2.bccache import Bucket
 
 from ..baseline import BaselineDiff
-from ..history import PastRun, flips
+from ..history import PastRun, cell_history, flips
 from ..options import default_cache
 from ..results import CellResult, RunInfo, summary
 from ..verdict import OUTCOMES
 from ..versions import Arch
-from .answers import GLYPHS, VERBS, answer_grid, case_answers
+from .answers import GLYPHS, VERBS, answer_grid, case_answers, css_class
 from .glance import UNEXPECTED, likely_culprit, repro
 from .labels import row_label
 from .markdown import header
@@ -125,8 +125,8 @@ def _history_data(history: Sequence[PastRun], cells: dict[str, dict[str, Any]]
     """The runs (date, commit) once, and per cell a string of outcome letters: 20 runs of
     the nightly tier's 2,000 cells stay tens of kilobytes."""
     for cell_id, data in cells.items():
-        data["history"] = "".join(HISTORY_CODES.get(r.outcomes.get(cell_id, ("", ""))[0], "?")
-                                  for r in history)
+        data["history"] = "".join(HISTORY_CODES.get(outcome, "?")
+                                  for _, _, outcome in cell_history(history, cell_id))
     return {"runs": [{"finished": r.finished, "revision": r.revision} for r in history],
             "codes": {code: outcome or "absent" for outcome, code in HISTORY_CODES.items()}}
 
@@ -165,6 +165,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     kept = list(history) if len(history) > 1 else []
     runs = _history_data(kept, cells) if kept else {"runs": [], "codes": {}}
     payload = script_json({"cells": cells, "history": runs})
+    flipped = flips(kept)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
                           key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")]),
@@ -177,8 +178,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
         answers=case_answers(results), grid=answer_grid(results, info.tier),
-        glyph_legend=[(GLYPHS[w], "h-" + w.replace("fails at ", "fail-"), VERBS[w])
-                      for w in VERBS],
-        culprit=likely_culprit(results), history=kept, flips=flips(kept)[:FLIPS_SHOWN],
-        flip_count=len(flips(kept)),
+        glyph_legend=[(GLYPHS[w], css_class(w), VERBS[w]) for w in VERBS],
+        culprit=likely_culprit(results), history=kept, flips=flipped[:FLIPS_SHOWN],
+        flip_count=len(flipped),
         total=len(results))
