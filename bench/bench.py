@@ -173,12 +173,28 @@ def start_rows(run_args: list[str]) -> list[tuple[str, str, str, bool]]:
              start < TARGET_START_S)]
 
 
+def write_section(path: Path, tier: str, section: str) -> None:
+    """Put one tier's figures into RESULTS.md, keeping the other tiers' sections: the pr
+    and the nightly tier are measured apart (the nightly one takes an hour)."""
+    text = path.read_text() if path.exists() else ""
+    sections: dict[str, str] = {}
+    for part in text.split("\n## Tier ")[1:]:
+        name = part.split("\n", 1)[0].strip()
+        sections[name] = "## Tier " + part.rstrip("\n") + "\n"
+    sections[tier] = section.rstrip("\n") + "\n"
+    order = sorted(sections, key=lambda n: (n != "pr", n))
+    path.write_text("# Benchmark results\n\n" + "\n".join(sections[n] for n in order))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", default=None)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--work", type=Path, default=REPO / "out" / "bench")
-    parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
+    parser.add_argument("--write", action="store_true",
+                        help="write this tier's section of bench/RESULTS.md")
+    parser.add_argument("--no-containers", action="store_true",
+                        help="leave out the container run (it repeats the cold run)")
     parser.add_argument("--only-start", action="store_true",
                         help="only the warm run and the start, on the machine's own cache "
                              "(a run of the tier must have filled its compile cache)")
@@ -223,6 +239,8 @@ def main() -> None:
     started_rows = start_rows(run_args)
     docker_s = None
     try:
+        if args.no_containers:
+            raise EnvironmentUnavailable("left out (--no-containers)")
         engine()
         shutil.rmtree(cache / "compile", ignore_errors=True)
         nox_matrix([*common, "--provider", "docker", "--out", str(work / "docker")])  # images
@@ -259,11 +277,12 @@ def main() -> None:
         verdict = "" if target == "-" else f"  target {target}: {'met' if met else 'MISSED'}"
         print(f"{name}: {value}{verdict}")
     if args.write:
+        tier_name = results["run"]["tier"]
         lines = [
-            "# Benchmark results",
+            f"## Tier {tier_name}",
             "",
             f"Measured {date.today().isoformat()} by `nox -s bench` (bench/bench.py) on: "
-            f"{machine()}. Tier: {results['run']['tier']}, {cells} cells, "
+            f"{machine()}. Tier: {tier_name}, {cells} cells, "
             f"{invocations} compiles, {args.jobs} parallel jobs.",
             "",
             "| measure | value | target | met |",
@@ -289,7 +308,7 @@ def main() -> None:
             "per cell.",
             "",
         ]
-        (REPO / "bench" / "RESULTS.md").write_text("\n".join(lines))
+        write_section(REPO / "bench" / "RESULTS.md", tier_name, "\n".join(lines))
         print("wrote bench/RESULTS.md")
 
 
