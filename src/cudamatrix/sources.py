@@ -19,7 +19,6 @@ filter), as an sdist is a file anyone can make.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EnvironmentUnavailable, UserError
+from .locks import folder_lock
 
 SCHEMES = ("path", "file", "sdist", "git")
 _GIT_URL = re.compile(r"^(https?://|ssh://|file://|git@[\w.-]+:)[^\s]+$")
@@ -109,18 +109,10 @@ def tree_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _locked_folder(target: Path) -> int:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(target.with_name(target.name + ".lock"), os.O_CREAT | os.O_WRONLY)
-    fcntl.flock(handle, fcntl.LOCK_EX)
-    return handle
-
-
 def _unpack(archive: Path, target: Path) -> Path:
     """The archive's content in `target` (made once); an sdist's single top folder is
     the project."""
-    handle = _locked_folder(target)
-    try:
+    with folder_lock(target):
         if not target.is_dir():
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
@@ -140,8 +132,6 @@ def _unpack(archive: Path, target: Path) -> Path:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise EnvironmentUnavailable(f"{archive.name}: cannot unpack ({exc})") from None
             staging.rename(target)
-    finally:
-        os.close(handle)
     entries = [p for p in target.iterdir()]
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else target
 
@@ -217,8 +207,7 @@ def _git(spec: str, cache: Path) -> tuple[Path, str]:
     url, _, rev = spec.rpartition("@")
     key = hashlib.sha256(spec.encode()).hexdigest()[:16]
     target = cache / "sources" / f"git-{key}"
-    handle = _locked_folder(target)
-    try:
+    with folder_lock(target):
         if not (target / ".git").is_dir():
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
@@ -233,8 +222,6 @@ def _git(spec: str, cache: Path) -> tuple[Path, str]:
             staging.rename(target)
         commit = subprocess.run(["git", "-C", str(target), "rev-parse", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()
-    finally:
-        os.close(handle)
     return target, commit
 
 

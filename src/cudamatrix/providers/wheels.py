@@ -8,7 +8,6 @@ one machine) from installing the same toolkit twice.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -16,14 +15,14 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
 from packaging.version import Version
 
 from ..errors import EnvironmentUnavailable
+from ..locks import folder_lock
 from ..matrix import Matrix
 from ..sources import Source
 from .environment import Environment, LibraryEnvironment, installed_packages
@@ -33,17 +32,6 @@ MARKER = "cudamatrix-environment.json"
 PIP_TIMEOUT_S = 900
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def install(target: Path, requirements: Sequence[str], *, with_deps: bool = False,
             env: Mapping[str, str] | None = None) -> Path:
     """Install `requirements` into `target` once; later calls reuse it. `env`: the
@@ -51,7 +39,7 @@ def install(target: Path, requirements: Sequence[str], *, with_deps: bool = Fals
     for a toolkit sees that toolkit's CUDA_HOME."""
     marker = target / MARKER
     wanted = {"requirements": list(requirements), "with_deps": with_deps}
-    with _locked(target.with_name(target.name + ".lock")):
+    with folder_lock(target):
         if marker.is_file() and json.loads(marker.read_text()) == wanted:
             return target
         staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
@@ -192,7 +180,7 @@ def wheel_headers(target: Path, requirements: Sequence[str]) -> tuple[str, ...]:
     (pip checks its hash), only its members under an ``include/`` folder are kept."""
     marker = target / MARKER
     wanted = {"headers_from": list(requirements)}
-    with _locked(target.with_name(target.name + ".lock")):
+    with folder_lock(target):
         if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
