@@ -117,3 +117,23 @@ def test_old_cutlass_headers_fail_on_12_4_as_on_13_0(tmp_path: Path) -> None:
     assert found["outcome"] == "xfail", found["message"]
     assert 'identifier "sizeof_bits_v" is undefined' in found["message"]
     assert found["versions"]["nvcc"] == "12.4.131"
+
+
+def _prepare_into(cache: str) -> str:
+    from cudamatrix.providers.debian import prepare_debian_nvcc
+
+    return prepare_debian_nvcc("bookworm", "11.8", Path(cache), (), ()).nvcc
+
+
+def test_two_processes_filling_one_cache_both_get_debian_nvcc(tmp_path: Path) -> None:
+    """Two shards of one machine (or two test workers) sharing a cache, both the first to
+    need Debian's nvcc: the second waits for the first's unpack instead of removing its
+    half-made folder (before, one of them lost its toolkit to the other's clean-up)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        found = pool.map(_prepare_into, [str(tmp_path)] * 2)
+    assert found[0] == found[1]
+    said = subprocess.run([found[0], "--version"], capture_output=True, text=True, check=False)
+    assert "release 11.8" in said.stdout, said.stdout + said.stderr
+    assert not list((tmp_path / "debian").glob("*.partial*"))

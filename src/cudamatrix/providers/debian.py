@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
+from ..locks import folder_lock
 from .environment import Environment
 
 ARCHIVE = "http://deb.debian.org/debian"
@@ -107,53 +108,54 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
                         library_dirs: tuple[str, ...]) -> DebianNvcc:
     """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
     root = cache / "debian" / f"{suite}-{toolkit}"
-    marker = root / MARKER
-    nvcc_dir = root / DEBIAN_NVCC_BIN
-    if marker.is_file():
-        facts = json.loads(marker.read_text())
-    else:
-        if shutil.which("dpkg-deb") is None:
-            raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
-        staging = root.with_name(root.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            release = _verified_release(suite, staging)
-            entry = _package_entry(release, suite, f"{toolkit}.")
-            deb = staging / "package.deb"
-            deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
-            if _sha256(deb.read_bytes()) != entry["SHA256"]:
-                raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
-                           capture_output=True)
-            deb.unlink()
-            (staging / "InRelease").unlink()
-        except (OSError, subprocess.CalledProcessError, KeyError) as exc:
+    with folder_lock(root):  # a second run sharing the cache waits for this unpack
+        marker = root / MARKER
+        nvcc_dir = root / DEBIAN_NVCC_BIN
+        if marker.is_file():
+            facts = json.loads(marker.read_text())
+        else:
+            if shutil.which("dpkg-deb") is None:
+                raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
+            staging = root.with_name(root.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
-            raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
-        bin_dir = staging / DEBIAN_NVCC_BIN
-        # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
-        # host compiler is chosen by the run instead (-ccbin), and said.
-        for wrapper in ("gcc", "g++", "nvcc.profile"):
-            (bin_dir / wrapper).unlink(missing_ok=True)
-        facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
-        (staging / MARKER).write_text(json.dumps(facts))
-        shutil.rmtree(root, ignore_errors=True)
-        staging.rename(root)
-    profile = nvcc_dir / "nvcc.profile"
-    wanted = nvcc_profile(include_dirs, library_dirs)
-    if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
-        profile.write_text(wanted)
-    nvcc = nvcc_dir / "nvcc"
-    if "version" not in facts:  # asked of nvcc itself once, then kept with the unpack
-        said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
-                              check=False)
-        found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
-        if not found:
-            raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
-                                         f"{(said.stderr or said.stdout).strip()[-200:]}")
-        facts["version"] = found.group(1)
-        marker.write_text(json.dumps(facts))
+            staging.mkdir(parents=True)
+            try:
+                release = _verified_release(suite, staging)
+                entry = _package_entry(release, suite, f"{toolkit}.")
+                deb = staging / "package.deb"
+                deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
+                if _sha256(deb.read_bytes()) != entry["SHA256"]:
+                    raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+                subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
+                               capture_output=True)
+                deb.unlink()
+                (staging / "InRelease").unlink()
+            except (OSError, subprocess.CalledProcessError, KeyError) as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
+            bin_dir = staging / DEBIAN_NVCC_BIN
+            # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
+            # host compiler is chosen by the run instead (-ccbin), and said.
+            for wrapper in ("gcc", "g++", "nvcc.profile"):
+                (bin_dir / wrapper).unlink(missing_ok=True)
+            facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
+            (staging / MARKER).write_text(json.dumps(facts))
+            shutil.rmtree(root, ignore_errors=True)
+            staging.rename(root)
+        profile = nvcc_dir / "nvcc.profile"
+        wanted = nvcc_profile(include_dirs, library_dirs)
+        if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
+            profile.write_text(wanted)
+        nvcc = nvcc_dir / "nvcc"
+        if "version" not in facts:  # asked of nvcc itself once, then kept with the unpack
+            said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
+                                  check=False)
+            found = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", said.stdout)
+            if not found:
+                raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
+                                             f"{(said.stderr or said.stdout).strip()[-200:]}")
+            facts["version"] = found.group(1)
+            marker.write_text(json.dumps(facts))
     return DebianNvcc(str(nvcc), root, str(facts["package"]), str(facts["version"]))
 
 
