@@ -18,6 +18,7 @@ from .defaults import CONFIG
 from .defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 from .options import (
     CACHE_ENV,
+    COMPILE_CACHE_FROM_ENV,
     DOCKER_FLAVOURS,
     PROVIDER_ENV,
     RUNNER_LABEL_ENV,
@@ -145,6 +146,10 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
     run.add_argument("--no-compile-cache", action="store_true",
                      help="compile every cell afresh, neither reading nor filling the cache")
+    run.add_argument("--compile-cache-from", type=Path, action="append", metavar="CACHE",
+                     help="also take compiled cells from this cudamatrix cache (repeatable; "
+                          f"default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
+                          "job's restored cache, a team's shared one")
     run.add_argument("--prebuilt", type=Path,
                      help="take compiled artifacts from an earlier run's --out folder (built on "
                           "another machine) and do the load and run stages here")

@@ -168,6 +168,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         jitify_warmup_timeout=args.jitify_warmup_timeout)
     if args.cache:
         extra["cache"] = args.cache
+    if args.compile_cache_from:
+        extra["compile_cache_from"] = tuple(args.compile_cache_from)
     versions: dict[str, list[str]] = {}
     for name, version in args.library:
         versions.setdefault(name, []).append(version)

@@ -17,6 +17,13 @@ dropped and compiled again, with a note. Only a compiler's verdict on its inputs
 kept: a signal, the memory limit, a timeout or a crash say nothing about the code.
 Entries are written under a temporary name and renamed into place, so a run killed
 mid-store, or two shards storing the same entry, leave no half entry.
+
+Other caches can be read beside the run's own (``--compile-cache-from``): one a CI job
+restored, a team's shared folder, the test suite's cache of the shipped corpus. They are
+read only: an entry is served from them when the run's own cache lacks it, checked the
+same way, and a damaged one there is passed over (said, never removed: it is not ours).
+The key is the content of every input, so an entry found there is the verdict this very
+compile would reach here.
 """
 
 from __future__ import annotations
@@ -170,13 +177,16 @@ def _sha256(data: bytes) -> str:
 
 
 class CompileCache:
-    """Compile results by key under ``<cache>/compile``; disabled, it reads and writes nothing."""
+    """Compile results by key under ``<cache>/compile``, and read-only under each of
+    `read_from`'s; disabled, it reads and writes nothing."""
 
-    def __init__(self, root: Path, enabled: bool = True) -> None:
+    def __init__(self, root: Path, enabled: bool = True, read_from: Iterable[Path] = ()) -> None:
         self.root, self.enabled = root / "compile", enabled
+        self.read_from = tuple(folder / "compile" for folder in read_from
+                               if (folder / "compile").resolve() != self.root.resolve())
 
-    def _entry(self, key: str) -> Path:
-        return self.root / key[:2] / key
+    def _entry(self, key: str, root: Path | None = None) -> Path:
+        return (root or self.root) / key[:2] / key
 
     def _verified(self, entry: Path) -> tuple[dict[str, bytes] | None, str]:
         """The entry's files, each checked against its manifest; or why it cannot be used."""
@@ -202,31 +212,50 @@ class CompileCache:
 
     def restore(self, key: str, workdir: Path) -> tuple[StageResult | None, str]:
         """Put a cached compile's artifacts into `workdir`: its compile stage (None on a miss)
-        and a note when an entry was there but damaged (it is then dropped)."""
+        and a note when an entry was there but damaged (the run's own is then dropped)."""
         if not self.enabled:
             return None, ""
-        entry = self._entry(key)
-        if not entry.is_dir():
-            return None, ""
+        notes: list[str] = []
+        for root in (self.root, *self.read_from):
+            entry = self._entry(key, root)
+            if not entry.is_dir():
+                continue
+            stage, files, problem = self._read(entry)
+            if stage is not None:
+                return self._restored(key, stage, files, workdir, root), "; ".join(notes)
+            if root == self.root:
+                shutil.rmtree(entry, ignore_errors=True)
+                notes.append(f"compile cache entry {key[:16]} dropped ({problem}); "
+                             "compiled again")
+            else:
+                notes.append(f"compile cache entry {key[:16]} in {root.parent} passed over "
+                             f"({problem})")
+        return None, "; ".join(notes)
+
+    def _read(self, entry: Path) -> tuple[StageResult | None, dict[str, bytes], str]:
+        """An entry's compile stage and artifacts, or why it cannot be used."""
         files, problem = self._verified(entry)
-        stage = None
-        if files is not None:
-            try:
-                stage = StageResult.from_dict(json.loads(files.pop(RECORD)))
-            except (ValueError, KeyError, TypeError):
-                problem = f"{RECORD} is damaged"
-        if stage is None:
-            shutil.rmtree(entry, ignore_errors=True)
-            return None, f"compile cache entry {key[:16]} dropped ({problem}); compiled again"
-        assert files is not None
+        if files is None:
+            return None, {}, problem
+        try:
+            stage = StageResult.from_dict(json.loads(files.pop(RECORD)))
+        except (ValueError, KeyError, TypeError):
+            return None, {}, f"{RECORD} is damaged"
+        return stage, files, ""
+
+    def _restored(self, key: str, stage: StageResult, files: dict[str, bytes], workdir: Path,
+                  root: Path) -> StageResult:
+        """The entry's artifacts written into the cell's folder, its stage marked a hit."""
         workdir.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
             _write_new(workdir / name, data)
         details = {**stage.details, "cache": "hit", "cache_key": key[:16]}
+        if root != self.root:
+            details["cache_from"] = str(root.parent)
         restored = StageResult(stage.stage, stage.status, stage.message, stage.log, stage.seconds,
                                details)
         _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())
-        return restored, ""
+        return restored
 
     def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
         """Keep a compiler's verdict; False when the stage says nothing about the code

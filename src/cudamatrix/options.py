@@ -21,6 +21,8 @@ DEFAULT_CONTAINER_TIMEOUT_S = 6 * 3600
 PROVIDER_ENV = "CUDAMATRIX_PROVIDER"
 RUNNER_LABEL_ENV = "CUDAMATRIX_RUNNER_LABEL"
 CACHE_ENV = "CUDAMATRIX_CACHE"
+# Caches read beside the run's own, never written (os.pathsep between folders).
+COMPILE_CACHE_FROM_ENV = "CUDAMATRIX_COMPILE_CACHE_FROM"
 DOCKER_FLAVOURS = ("wheels", "nvidia")
 
 
@@ -55,6 +57,9 @@ class RunOptions:
     # compiles through the driver; the CuTe DSL script may be run here to launch too.
     compile_here: tuple[str, ...] = ("cupy",)
     compile_cache: bool = True
+    # Other cudamatrix caches whose compiled cells this run may take, never writing to
+    # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
+    compile_cache_from: tuple[Path, ...] = field(default_factory=lambda: _compile_cache_from())
     containers: Path = CONTAINERS
     docker_flavour: str = "wheels"
     container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
@@ -88,6 +93,11 @@ def default_cell_memory(jobs: int) -> int:
     except (ValueError, OSError):
         total = 16 << 30
     return int(min(16 << 30, max(4 << 30, total // max(1, jobs))))
+
+
+def _compile_cache_from() -> tuple[Path, ...]:
+    listed = os.environ.get(COMPILE_CACHE_FROM_ENV, "")
+    return tuple(Path(p) for p in listed.split(os.pathsep) if p)
 
 
 def default_cache() -> Path:

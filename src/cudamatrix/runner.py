@@ -79,7 +79,8 @@ class CellRunner:
                  executor: Executor, started: float | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
         self.device, self.executor = device, executor
-        self.cache = CompileCache(options.cache, enabled=options.compile_cache)
+        self.cache = CompileCache(options.cache, enabled=options.compile_cache,
+                                  read_from=options.compile_cache_from)
         # The run's limit counts from its start, set-up included: a CI job's own limit does.
         begun = time.monotonic() if started is None else started
         self.deadline = (begun + options.run_timeout) if options.run_timeout else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from conftest import private_cache
 from cudamatrix.plan import cell_slug
 
 HEADER = "#pragma once\n#define SCALE 3.0f\n"
@@ -90,3 +91,47 @@ def test_headers_the_source_does_not_name_literally_are_keyed_too(run_cli, tmp_p
     edited = run_cli(*args, out=tmp_path / "edited")
     assert set(_hits(edited).values()) == {False}
     assert {c["outcome"] for c in edited.cells().values()} == {"fail"}
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_another_cache_is_read_never_written(run_cli, tmp_path: Path, own_cache: Path) -> None:
+    """--compile-cache-from: a cell compiled into one cache is served to a run with another
+    (same verdict, marked where it came from); that cache is never written, and a damaged
+    entry in it is passed over and compiled again, not removed."""
+    _case(tmp_path / "cases")
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "scale", "--toolkit", "13.0",
+            "--arch", "sm_80", "--arch", "sm_90")
+    filled = run_cli(*args, out=tmp_path / "filled")
+    assert filled.code == 0, filled.output[-2000:]
+    shared = own_cache
+    before = _listing(shared / "compile")
+    assert before
+
+    (tmp_path / "reader-cache").mkdir()
+    (tmp_path / "third").mkdir()
+    own = private_cache(tmp_path / "reader-cache")
+    reader = run_cli(*args, "--cache", str(own), "--compile-cache-from", str(shared),
+                     out=tmp_path / "reader")
+    assert reader.code == 0, reader.output[-2000:]
+    for cell_id, cell in reader.cells().items():
+        details = cell["stages"][0]["details"]
+        assert details["cache"] == "hit" and details["cache_from"] == str(shared), cell_id
+        first = filled.cells()[cell_id]
+        assert (cell["outcome"], cell["message"]) == (first["outcome"], first["message"])
+    assert _listing(shared / "compile") == before
+    assert not (own / "compile").exists() or not any((own / "compile").rglob("manifest.json"))
+
+    entry = next((shared / "compile").rglob("manifest.json")).parent
+    (entry / "kernel.ptx").write_text("damaged")
+    again = run_cli(*args, "--cache", str(private_cache(tmp_path / "third")),
+                    "--compile-cache-from",
+                    str(shared), out=tmp_path / "again")
+    assert again.code == 0, again.output[-2000:]
+    notes = [c["stages"][0]["details"]["cache"] for c in again.cells().values()]
+    assert sorted(n == "hit" for n in notes) == [False, True]
+    assert any("passed over (kernel.ptx does not match its hash)" in n for n in notes), notes
+    assert (entry / "kernel.ptx").read_text() == "damaged"  # not ours to remove
