@@ -120,6 +120,12 @@ def _system_tools(session: nox.Session) -> None:
         session.warn(f"missing {' '.join(missing)} (apt-get install them): their tests skip")
 
 
+# The end-to-end lane in two worker processes where the machine has two cores, a test
+# file to a worker (its module-scoped runs are made once): much of a test's time is a
+# compiler, pip or a browser waiting on one core, so two files overlap well.
+E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile"]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Lint, type-check and check the layers (ruff, mypy, import-linter, actionlint on the
@@ -142,7 +148,7 @@ def tests(session: nox.Session) -> None:
         session.run("pytest", *session.posargs)
     else:
         session.run("pytest", "tests/unit")
-        session.run("pytest", "tests/e2e")
+        session.run("pytest", "tests/e2e", *E2E_WORKERS, "--durations=25")
 
 
 @nox.session
