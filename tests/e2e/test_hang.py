@@ -62,6 +62,9 @@ def test_a_hang_is_recorded_where_it_was_and_judged(tmp_path: Path) -> None:
     stage = expected["stages"][0]
     assert stage["status"] == "timeout" and stage["stage"] == "compile"
     assert stage["details"]["limit_s"] == 6
+    # Stopped at its limit, not long after it (the wait was the limit plus 15 s).
+    assert all(cell["seconds"] < 6 + 5 for cell in cells.values()), \
+        {cell_id: cell["seconds"] for cell_id, cell in cells.items()}
     assert stage["details"]["stopped_in"].startswith("stuck_frontend.py:")
     assert "in wait_for_headers" in stage["message"]
     assert "most recent call first" in stage["log"]  # the whole stack is kept

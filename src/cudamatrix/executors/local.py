@@ -23,6 +23,13 @@ from ..stages.result import StageResult
 from ..stages.worker import PARENT_ENV
 from .outcome import collect_stages, timed_out
 
+# How long past a cell's limit its worker is given before it is stopped from outside: a
+# compiler past the limit is killed by the worker itself (SIGKILL, at the limit), which
+# then writes what it found in well under a second; a cell stuck in its own process
+# (NVRTC, a frontend's Python) is only stopped from here. It was 15 s: every hang cost
+# 15 s more than the limit the case or the run had set.
+WORKER_GRACE_S = 3.0
+
 
 class ForkServer:
     """One warm worker parent for one worker environment (see stages/forkserver.py)."""
@@ -106,7 +113,7 @@ class LocalExecutor:
         with self._lock:
             self._running.add(pid)
         try:
-            connection.settimeout(job.timeout + 15)
+            connection.settimeout(job.timeout + WORKER_GRACE_S)
             try:
                 code = int(lines.read())
                 killed = False
