@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -64,6 +64,12 @@ def diagnose(message: str, lines: Sequence[str] = (),
              arch_reached: bool | None = None) -> Diagnosis:
     """The first rule that matches the decisive message, else one of the error lines.
     `arch_reached`: whether the compile named its target arch (None: not known)."""
+    return _diagnose(message, tuple(lines), arch_reached)
+
+
+@lru_cache(maxsize=4096)
+def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -> Diagnosis:
+    # Remembered: the cells of a tier repeat a few messages over every toolkit and arch.
     for index, text in enumerate((message, *lines)):
         for rule in rules():
             if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
@@ -86,4 +92,9 @@ def diagnose_stage(message: str, stage: StageResult,
         if stage.status in rule.statuses:
             return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
                              message)
-    return diagnose(message, error_lines(stage.log), arch_reached)
+    return _diagnose(message, _error_lines(stage.log), arch_reached)
+
+
+@lru_cache(maxsize=256)
+def _error_lines(log: str) -> tuple[str, ...]:
+    return tuple(error_lines(log))

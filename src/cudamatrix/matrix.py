@@ -14,7 +14,14 @@ from .errors import UserError
 from .keys import check_keys
 from .sources import SourceSpec
 from .tomlfile import load_toml
-from .versions import HOST_COMPILER, Arch, axis_matches, check_specifier, parse_version
+from .versions import (
+    HOST_COMPILER,
+    Arch,
+    axis_matches,
+    check_specifier,
+    parse_version,
+    version_matches,
+)
 
 LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler", *LIBRARY_AXES)
@@ -68,8 +75,7 @@ class Library:
     def impossible(self, version: str, toolkit: str) -> str | None:
         """Why this library version cannot be paired with this toolkit, or None."""
         for versions, toolkits, reason in self.constraints:
-            if SpecifierSet(versions).contains(version, prereleases=True) and \
-                    not SpecifierSet(toolkits).contains(toolkit, prereleases=True):
+            if version_matches(versions, version) and not version_matches(toolkits, toolkit):
                 return f"{self.name} {version} with toolkit {toolkit}: {reason}"
         return None
 
