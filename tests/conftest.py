@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -125,6 +126,36 @@ def own_cache(module_cache: Path | None, request: pytest.FixtureRequest,
     cache = private_cache(tmp_path_factory.mktemp("test-cache"))
     monkeypatch.setenv("CUDAMATRIX_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def main_job(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The main job (`cudamatrix run`: the default tier, every seed case, as `nox -s
+    matrix` runs it), run once per test session, whichever worker asks first (the other
+    waits for it): test_default_tier checks its verdicts, and tests that compile the same
+    shipped cells read its compile cache with --compile-cache-from, never writing it.
+    An entry's key is the content of all that decides its compile, so reading it there
+    gives the verdict compiling it here would: what those tests assert cannot change."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "main-job"
+    with (root / "main-job.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        said = folder / "said.json"
+        if said.exists():
+            code, output = json.loads(said.read_text())
+            return Run(code, output, folder / "out")
+        folder.mkdir(exist_ok=True)
+        cache = private_cache(folder)
+        run = cudamatrix("run", out=folder / "out", timeout=3000,
+                         env={"CUDAMATRIX_CACHE": str(cache)})
+        said.write_text(json.dumps([run.code, run.output]))
+        return run
+
+
+def main_job_cache(run: Run) -> Path:
+    """The compile cache the main job filled (beside its --out folder)."""
+    return run.out.parent / "cache"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cudamatrix, write_case
+from conftest import Run, cudamatrix, main_job_cache, write_case
 from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.providers.debian import ARCHIVE, verify_signed
 from cudamatrix.providers.host_compiler import choose_gcc, installed_gcc
@@ -21,7 +21,7 @@ KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 
 
 @pytest.fixture(scope="module")
-def nvcc_run(tmp_path_factory: pytest.TempPathFactory):
+def nvcc_run(tmp_path_factory: pytest.TempPathFactory, main_job: Run):
     root = tmp_path_factory.mktemp("debian-nvcc")
     write_case(root / "c", "scale", """
         title = "nvcc of the release"
@@ -36,6 +36,9 @@ def nvcc_run(tmp_path_factory: pytest.TempPathFactory):
     return cudamatrix("run", "--corpus", str(root / "c"), "--case", "scale", "--known-bugs",
                       "--case", "cutlass-sm90", "--toolkit", "11.8", "--toolkit", "12.4",
                       "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_90a",
+                      # CUTLASS's cells of these toolkits were compiled by the main job:
+                      # read from its cache, the same verdicts, not compiled again.
+                      "--compile-cache-from", str(main_job_cache(main_job)),
                       out=root / "out", timeout=1800)
 
 
@@ -53,7 +56,9 @@ def test_nvcc_cells_of_11_8_and_12_4_build(nvcc_run) -> None:
         else:
             assert cell["outcome"] == "skip" and "GCC up to 11" in cell["message"]
     # CUTLASS 4.2's Hopper GEMM, built by 12.4 for sm_90a: a real build, no longer a skip.
-    assert cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]["outcome"] == "pass"
+    gemm = cells["cutlass-sm90/unguarded/12.4/sm_90a/cutlass-4.2.0"]
+    assert gemm["outcome"] == "pass"
+    assert "cache_from" in gemm["stages"][0]["details"]  # the main job compiled it
     assert not [c for c in cells.values() if c["outcome"] in ("fail", "error", "xpass")]
 
 

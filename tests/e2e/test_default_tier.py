@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from conftest import Run
 
 SEED_CASES = {"wmma-jitify", "marlin-sm75", "smem-oversize", "cutlass-sm90", "cute-dsl-cache",
               "ptx-driver-jit", "launch-limits", "host-compiler-range"}
 
 
-def test_default_tier(run_cli, tmp_path: Path) -> None:
-    run = run_cli("run", out=tmp_path / "latest", timeout=3000)
+def test_default_tier(main_job: Run) -> None:
+    run = main_job  # run once for the session (conftest.py), its cache read by other tests
     assert run.code == 0, run.output[-3000:]
     results = run.results
     assert results["run"]["tier"] == "pr"
