@@ -254,7 +254,9 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Do what the parsed command line asks; exits with its status."""
     # Nothing printed is markup: case ids, paths and compiler messages may hold "[/bold]".
-    console = Console(stderr=False, highlight=False, markup=False)
+    # No line is cut at the width: a pipe or a CI log counts as 80 columns, and a summary
+    # split there ("1 resource\nchanges", a path across two lines) cannot be searched for.
+    console = Console(stderr=False, highlight=False, markup=False, soft_wrap=True)
     try:
         if args.command == "run":
             sys.exit(_run(args, console))
