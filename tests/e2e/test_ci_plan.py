@@ -8,8 +8,9 @@ import re
 import shlex
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, Run, main_job_cache
 from cudamatrix.merge import report_differences
+from cudamatrix.options import COMPILE_CACHE_FROM_ENV
 
 
 def _plan(run_cli, *args: str) -> list[dict]:
@@ -18,19 +19,23 @@ def _plan(run_cli, *args: str) -> list[dict]:
     return json.loads(run.output.strip().splitlines()[-1])["include"]
 
 
-def test_plan_shards_merge_equals_unsharded(run_cli, tmp_path: Path) -> None:
+def test_plan_shards_merge_equals_unsharded(run_cli, tmp_path: Path, main_job: Run) -> None:
+    """What this checks is the sharding and the merge, not the compilers: the shards and
+    the whole run take the default tier's compiles from the main job's cache (read only,
+    the same entries for both sides), as a CI job restoring a cache would."""
+    shared = {COMPILE_CACHE_FROM_ENV: str(main_job_cache(main_job))}
     jobs = _plan(run_cli, "--cpu", "--cells-per-job", "60")
     assert len(jobs) >= 2 and all(j["runs-on"] == ["ubuntu-latest"] for j in jobs)
     shards = []
     for number, job in enumerate(jobs):
         out = tmp_path / f"shard{number}"
-        run = run_cli("run", *shlex.split(job["args"]), out=out)
+        run = run_cli("run", *shlex.split(job["args"]), out=out, env=shared)
         assert run.code == 0, run.output[-2000:]
         assert len(run.cells()) == job["cells"]
         shards.append(str(out))
     merged = run_cli("merge", *shards, out=tmp_path / "merged")
     assert merged.code == 0, merged.output
-    whole = run_cli("run", "--no-gpu", out=tmp_path / "whole")
+    whole = run_cli("run", "--no-gpu", out=tmp_path / "whole", env=shared)
     assert whole.code == 0
     assert report_differences(tmp_path / "merged", tmp_path / "whole") == []
     assert len(merged.cells()) == len(whole.cells())
