@@ -31,3 +31,22 @@ def test_a_root_made_through_a_vanished_path_is_made_again(tmp_path: Path) -> No
     again = linked_cuda_root(root, [real / "include"],
                              {"nvvm/libdevice": real / "nvvm" / "libdevice"})
     assert (again / "nvvm" / "libdevice").is_dir()
+
+
+def test_a_finished_root_over_a_wheel_with_init_py_is_kept(tmp_path: Path) -> None:
+    """The CUDA 12 wheels' include folders hold an ``__init__.py``, which the root leaves
+    out; the intactness check looked for it all the same, so every call made the root
+    again and swapped it in under cells already building with it (CMake: "Could not find
+    compiler set in environment variable CUDACXX" on 12.4 build cells, jobs=2)."""
+    include = tmp_path / "wheel" / "nvidia" / "cuda_runtime" / "include"
+    include.mkdir(parents=True)
+    (include / "__init__.py").write_text("")
+    (include / "cuda_runtime.h").write_text("// header\n")
+    bin_dir = tmp_path / "wheel" / "bin"
+    bin_dir.mkdir()
+    root = tmp_path / "cache" / "cuda-home" / "cuda-12.4"
+    made = linked_cuda_root(root, [include], {"bin": bin_dir})
+    first = made.stat().st_ino
+    again = linked_cuda_root(root, [include], {"bin": bin_dir})
+    assert again.stat().st_ino == first  # the same folder, not a new one swapped in
+    assert not list(root.parent.glob("*.stale-*")) and not list(root.parent.glob("*.partial-*"))

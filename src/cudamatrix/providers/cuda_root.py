@@ -17,6 +17,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+# What makes a wheel's include/ a Python package: not a header, never linked into a root.
+_PACKAGE_MARKER = "__init__.py"
+
 
 def _intact(root: Path, include_folders: Sequence[Path], links: Mapping[str, Path]) -> bool:
     """A finished root that still points where this run wants it to and at what exists: a
@@ -28,7 +31,9 @@ def _intact(root: Path, include_folders: Sequence[Path], links: Mapping[str, Pat
         made = root / name
         if not made.exists() or made.resolve() != target.resolve():
             return False
-    entries = [next(iter(sorted(f.iterdir())), None) for f in include_folders if f.is_dir()]
+    # Each folder's first entry, as the maker links them: a wheel's __init__.py never is.
+    entries = [next((e for e in sorted(f.iterdir()) if e.name != _PACKAGE_MARKER), None)
+               for f in include_folders if f.is_dir()]
     return all((root / "include" / e.name).exists() for e in entries if e is not None)
 
 
@@ -54,7 +59,7 @@ def linked_cuda_root(root: Path, include_folders: Sequence[Path],
         for folder in folders:
             for entry in sorted(folder.iterdir()):
                 link = root / name / entry.name
-                if not link.exists() and not link.is_symlink() and entry.name != "__init__.py":
+                if not link.exists() and not link.is_symlink() and entry.name != _PACKAGE_MARKER:
                     link.symlink_to(entry.resolve())
     for name, target in links.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

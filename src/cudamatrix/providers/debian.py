@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import os
 import re
 import shutil
 import subprocess
@@ -145,7 +146,11 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         profile = nvcc_dir / "nvcc.profile"
         wanted = nvcc_profile(include_dirs, library_dirs)
         if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
-            profile.write_text(wanted)
+            # Whole or not at all: another run's nvcc may be reading it (each run names the
+            # wheels' folders through its own cache path).
+            partial = profile.with_name(f"nvcc.profile.partial-{os.getpid()}")
+            partial.write_text(wanted)
+            os.replace(partial, profile)
         nvcc = nvcc_dir / "nvcc"
         if "version" not in facts:  # asked of nvcc itself once, then kept with the unpack
             said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
