@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cudamatrix.locks import folder_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,8 +140,7 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> Run:
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     folder = root / "main-job"
-    with (root / "main-job.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with folder_lock(folder):
         said = folder / "said.json"
         if said.exists():
             code, output = json.loads(said.read_text())

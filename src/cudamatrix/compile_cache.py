@@ -221,8 +221,8 @@ class CompileCache:
             if not entry.is_dir():
                 continue
             stage, files, problem = self._read(entry)
-            if stage is not None:
-                return self._restored(key, stage, files, workdir, root), "; ".join(notes)
+            if stage is not None:  # what was passed over on the way is said in the hit
+                return self._restored(key, stage, files, workdir, root, notes), ""
             if root == self.root:
                 shutil.rmtree(entry, ignore_errors=True)
                 notes.append(f"compile cache entry {key[:16]} dropped ({problem}); "
@@ -244,7 +244,7 @@ class CompileCache:
         return stage, files, ""
 
     def _restored(self, key: str, stage: StageResult, files: dict[str, bytes], workdir: Path,
-                  root: Path) -> StageResult:
+                  root: Path, notes: list[str]) -> StageResult:
         """The entry's artifacts written into the cell's folder, its stage marked a hit."""
         workdir.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
@@ -252,6 +252,8 @@ class CompileCache:
         details = {**stage.details, "cache": "hit", "cache_key": key[:16]}
         if root != self.root:
             details["cache_from"] = str(root.parent)
+        if notes:
+            details["cache_note"] = "; ".join(notes)
         restored = StageResult(stage.stage, stage.status, stage.message, stage.log, stage.seconds,
                                details)
         _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 
@@ -125,13 +126,23 @@ def test_another_cache_is_read_never_written(run_cli, tmp_path: Path, own_cache:
     assert _listing(shared / "compile") == before
     assert not (own / "compile").exists() or not any((own / "compile").rglob("manifest.json"))
 
-    entry = next((shared / "compile").rglob("manifest.json")).parent
+    entry, other = sorted(m.parent for m in (shared / "compile").rglob("manifest.json"))
     (entry / "kernel.ptx").write_text("damaged")
-    again = run_cli(*args, "--cache", str(private_cache(tmp_path / "third")),
+    # The third run's own copy of the other entry is damaged too: dropped, and the cell is
+    # served from the shared cache, saying what was dropped on the way.
+    third = private_cache(tmp_path / "third")
+    own_copy = third / "compile" / other.relative_to(shared / "compile")
+    shutil.copytree(other, own_copy)
+    (own_copy / "kernel.ptx").write_text("damaged")
+    again = run_cli(*args, "--cache", str(third),
                     "--compile-cache-from",
                     str(shared), out=tmp_path / "again")
     assert again.code == 0, again.output[-2000:]
     notes = [c["stages"][0]["details"]["cache"] for c in again.cells().values()]
     assert sorted(n == "hit" for n in notes) == [False, True]
     assert any("passed over (kernel.ptx does not match its hash)" in n for n in notes), notes
+    served = [c["stages"][0]["details"] for c in again.cells().values()
+              if c["stages"][0]["details"]["cache"] == "hit"]
+    assert "dropped (kernel.ptx does not match its hash)" in served[0]["cache_note"]
+    assert not own_copy.exists()  # the run's own damaged entry is removed
     assert (entry / "kernel.ptx").read_text() == "damaged"  # not ours to remove
