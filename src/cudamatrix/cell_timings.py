@@ -53,6 +53,11 @@ class CellTimings:
         """The cells, longest expected first (ties in plan order)."""
         return sorted(cells, key=lambda c: -self.expected(c))
 
+    def schedule_groups(self, groups: Sequence[Sequence[Cell]]) -> list[Sequence[Cell]]:
+        """Groups of cells built together (runner.arch_groups), the longest expected in all
+        first (ties in the order given)."""
+        return sorted(groups, key=lambda g: -sum(self.expected(c) for c in g))
+
     def record(self, results: Iterable[CellResult]) -> None:
         """Keep the seconds of the cells this run really ran (a cache hit says nothing
         of a cold run's cost, so it keeps what was there)."""

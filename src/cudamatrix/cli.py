@@ -146,6 +146,9 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
     run.add_argument("--no-compile-cache", action="store_true",
                      help="compile every cell afresh, neither reading nor filling the cache")
+    run.add_argument("--compile-apart", action="store_true",
+                     help="build each cell by itself, one nvcc per arch (by default the "
+                          "cells that differ only in arch share one nvcc, a -gencode each)")
     run.add_argument("--compile-cache-from", type=Path, action="append", metavar="CACHE",
                      help="also take compiled cells from this cudamatrix cache (repeatable; "
                           f"default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "

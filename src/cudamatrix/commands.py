@@ -162,6 +162,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
+        compile_together=not args.compile_apart,
         compile_here=tuple(args.compile_here or default("compile_here")),
         containers=args.containers, docker_flavour=args.docker_flavour,
         container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,

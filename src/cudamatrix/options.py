@@ -57,6 +57,9 @@ class RunOptions:
     # compiles through the driver; the CuTe DSL script may be run here to launch too.
     compile_here: tuple[str, ...] = ("cupy",)
     compile_cache: bool = True
+    # The cells that differ only in arch built by one nvcc (a -gencode each), as a real
+    # build makes them; --compile-apart builds each alone (as `--cell ID` always does).
+    compile_together: bool = True
     # Other cudamatrix caches whose compiled cells this run may take, never writing to
     # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
     compile_cache_from: tuple[Path, ...] = field(default_factory=lambda: _compile_cache_from())

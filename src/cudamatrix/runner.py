@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -100,15 +100,81 @@ class CellRunner:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-    def stages_for(self, cell: Cell, variant: Variant) -> tuple[list[StageResult], dict[str, str]]:
-        """Run the cell's stages (from the compile cache where it can), or say why they cannot."""
-        job, versions = self.jobs.job_for(cell, variant)
+    def prepare(self, cell: Cell) -> Prepared:
+        """The cell's job and what the compile cache has for it, or the stages that say at
+        once why nothing can run."""
+        began = time.monotonic()
+        prepared = Prepared(cell, self.plan.variant(cell))
+        if self.out_of_time():
+            prepared.stages = [StageResult(
+                "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
+                "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
+            return prepared
+        job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
         if isinstance(job, list):
-            return job, versions
+            prepared.stages = job
+        else:
+            prepared.job = job
+            if job.prebuilt is None and frontend(cell.frontend).cached:
+                prepared.key = compile_key(job, self.envs.provider)
+                prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
+                                                                          job.work)
+        prepared.spent = time.monotonic() - began
+        return prepared
+
+    def compile_together(self, group: Sequence[Prepared]) -> None:
+        """One compile for the cells of `group` that still need one and differ only in
+        arch (compile_together); each cell it decided then goes on as a cache hit would.
+        Cells it left (another arch's own step failed first) are built together again,
+        without that arch; where the shared build cannot stand for each cell alone, every
+        cell is left to build by itself."""
+        todo = [p for p in group if p.job is not None and p.cached is None
+                and p.job.arch_flag and p.job.prebuilt is None]
+        if frontend(group[0].cell.frontend).compile_together is None:
+            return
+        while len(todo) > 1 and not self.out_of_time():
+            stages = self.build_together(todo)
+            if len(stages) != len(todo):
+                for member in todo:  # said in each cell, which then builds alone
+                    member.apart = stages[0].message
+                return
+            again = []
+            for member, stage in zip(todo, stages, strict=True):
+                assert member.job is not None
+                if stage.status == "skipped":
+                    again.append(member)
+                    continue
+                if member.key:
+                    self.cache.store(member.key, member.job.work, stage)
+                member.cached = stage
+            todo = again
+
+    def build_together(self, todo: Sequence[Prepared]) -> list[StageResult]:
+        """The worker's compile stages for `todo`'s cells, built by one job; each cell is
+        charged its share of the time."""
+        first = todo[0].job
+        assert first is not None
+        began = time.monotonic()
+        workdir = first.work.parent / f"{first.work.name}.together"
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        job = replace(first, workdir=str(workdir.resolve()), group=tuple(
+            {"cell_id": p.cell.id, "arch": p.cell.arch, "workdir": str(p.job.work)}
+            for p in todo if p.job is not None))
+        try:
+            return self.execute(job)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+            for member in todo:
+                member.spent += (time.monotonic() - began) / len(todo)
+
+    def stages_for(self, prepared: Prepared) -> list[StageResult]:
+        """Run the cell's stages (from the compile cache, or the group's shared compile,
+        where it can)."""
+        job, cached = prepared.job, prepared.cached
+        if job is None:
+            return prepared.stages
         workdir = job.work
-        cacheable = job.prebuilt is None and frontend(cell.frontend).cached
-        key = compile_key(job, self.envs.provider) if cacheable else None
-        cached, cache_note = self.cache.restore(key, workdir) if key else (None, "")
         if cached is not None and cached.status == "ok" and self.device.present:
             job = replace(job, prebuilt=str(workdir))
         if cached is not None and job.prebuilt is None:
@@ -119,15 +185,18 @@ class CellRunner:
                 stages.append(inspected)
         else:
             stages = self.execute(job)
-            if key and cached is None:
-                self.cache.store(key, workdir, stages[0])
-            if cache_note:
-                stages[0] = replace(stages[0], details={**stages[0].details,
-                                                        "cache": cache_note})
+            if prepared.key and cached is None:
+                self.cache.store(prepared.key, workdir, stages[0])
+        if prepared.cache_note:
+            stages[0] = replace(stages[0], details={**stages[0].details,
+                                                    "cache": prepared.cache_note})
+        if prepared.apart:  # its group's one compile could not stand for it
+            stages[0] = replace(stages[0], details={**stages[0].details,
+                                                    "built_alone": prepared.apart})
         if not self.device.present and stages[0].status == "ok" \
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
-        return stages, versions
+        return stages
 
     def execute(self, job: Job) -> list[StageResult]:
         """A worker runs the job: in the cell's container, or as a process here."""
@@ -156,17 +225,26 @@ class CellRunner:
                 "measured": "loads" if measured else "refused",
                 "agrees": predicted == measured}
 
+    def run_cells(self, cells: Sequence[Cell]) -> list[CellResult]:
+        """The cells of one arch group (one cell, or the cells that differ only in arch),
+        their compiles shared where their frontend can (compile_together)."""
+        prepared = [self.prepare(cell) for cell in cells]
+        if len(prepared) > 1 and not self.out_of_time():
+            self.compile_together(prepared)
+        results = []
+        for cell in prepared:
+            began = time.monotonic()
+            stages = self.stages_for(cell)
+            results.append(self.judged(cell, stages, cell.spent + time.monotonic() - began))
+        return results
+
     def run_cell(self, cell: Cell) -> CellResult:
-        started = time.monotonic()
+        return self.run_cells([cell])[0]
+
+    def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
+               ) -> CellResult:
+        cell, variant = prepared.cell, prepared.variant
         case = self.plan.cases[cell.case]
-        variant = self.plan.variant(cell)
-        if self.out_of_time():
-            stages: list[StageResult] = [StageResult(
-                "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
-                "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
-            versions: dict[str, str] = {}
-        else:
-            stages, versions = self.stages_for(cell, variant)
         device = self.device.to_dict() if self.device.present else None
         verdict, expectation, diagnosis = judge(cell, variant, stages, device)
         return CellResult(
@@ -174,8 +252,37 @@ class CellRunner:
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
             message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
             note=expectation.note,
-            diagnosis=diagnosis, stages=tuple(stages), seconds=time.monotonic() - started,
-            title=case.title, upstream=case.upstream, versions=versions, device=device)
+            diagnosis=diagnosis, stages=tuple(stages),
+            seconds=seconds,
+            title=case.title, upstream=case.upstream, versions=prepared.versions, device=device)
+
+
+@dataclass
+class Prepared:
+    """A cell on its way: its job (or the stages that say why it has none), what the
+    compile cache had for it, and whether a shared compile built it."""
+
+    cell: Cell
+    variant: Variant
+    job: Job | None = None
+    stages: list[StageResult] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    key: str | None = None
+    cached: StageResult | None = None
+    cache_note: str = ""
+    apart: str = ""  # why its group's compile could not stand for it
+    # Its seconds so far: its preparation and its share of its group's compile.
+    spent: float = 0.0
+
+
+def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """The cells that differ only in arch, together (in the order of their first cell):
+    one compile can build them (compile_together); every other cell alone."""
+    groups: dict[Cell, list[Cell]] = {}
+    for cell in cells:
+        shares = frontend(cell.frontend).compile_together is not None
+        groups.setdefault(replace(cell, arch="") if shares else cell, []).append(cell)
+    return list(groups.values())
 
 
 def _now() -> str:
@@ -267,8 +374,9 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
 
     # Longest first, by what each cell took last time, so the run does not end on one.
     timings = CellTimings(options.cache)
-    unwritten = _run_pool(timings.schedule(todo), runner, executor, options, progress,
-                          on_result, results)
+    groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
+    unwritten = _run_pool(timings.schedule_groups(groups), runner, executor, options,
+                          progress, on_result, results)
     timings.record(r for r in results if r.cell.id not in done)
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
@@ -287,47 +395,49 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     return info, results
 
 
-def _run_pool(todo: Sequence[Cell], runner: CellRunner, executor: Executor, options: RunOptions,
-              progress: Progress, on_result: Callable[[CellResult], None] | None,
+def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Executor,
+              options: RunOptions, progress: Progress,
+              on_result: Callable[[CellResult], None] | None,
               results: list[CellResult]) -> list[str]:
-    """Run the cells on a thread pool, saving each result as it comes; the cells the run
-    could not write (a full disk, a read-only folder), where it then stopped."""
+    """Run the groups of cells (see arch_groups) on a thread pool, saving each result as it
+    comes; the cells the run could not write (a full disk, a read-only folder), where it
+    then stopped."""
     out = options.out
     # Where the run could not write (a full disk, a read-only folder): it stops there.
     unwritten: list[str] = []
-    cell_of: dict[Future[CellResult], Cell] = {}
+    cells_of: dict[Future[list[CellResult]], Sequence[Cell]] = {}
 
     def stop_writing(cell: Cell, exc: OSError) -> None:
         unwritten.append(f"{cell.id}: {exc.strerror} writing {exc.filename or out / CELLS_DIR}")
         for pending in futures:
             pending.cancel()
 
-    def finished(future: Future[CellResult]) -> None:
+    def finished(future: Future[list[CellResult]]) -> None:
         if future.cancelled():
             return
         failure = future.exception()
         if isinstance(failure, OSError):
-            stop_writing(cell_of[future], failure)
+            stop_writing(cells_of[future][0], failure)
         if failure is not None:
             return
-        result = future.result()
-        if not result.stages[0].details.get(NOT_STARTED):
-            try:
-                save_cell(out, result)
-            except OSError as exc:
-                stop_writing(result.cell, exc)
-                return
-        results.append(result)
-        progress.cell_done(result)
-        if on_result:
-            on_result(result)
+        for result in future.result():
+            if not result.stages[0].details.get(NOT_STARTED):
+                try:
+                    save_cell(out, result)
+                except OSError as exc:
+                    stop_writing(result.cell, exc)
+                    return
+            results.append(result)
+            progress.cell_done(result)
+            if on_result:
+                on_result(result)
 
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     futures = []
     try:
-        for cell in todo:  # in the order given: the schedule
-            future = pool.submit(runner.run_cell, cell)
-            cell_of[future] = cell
+        for group in todo:  # in the order given: the schedule
+            future = pool.submit(runner.run_cells, group)
+            cells_of[future] = group
             future.add_done_callback(finished)
             futures.append(future)
         wait(futures)

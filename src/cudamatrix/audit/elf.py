@@ -9,8 +9,10 @@ naming what lied and where, never a read past the end or an allocation of its cl
 
 from __future__ import annotations
 
+import io
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -130,3 +132,43 @@ def fatbins(elf: BinaryIO) -> list[Fatbin]:
         found.append(Fatbin(offset, header + length, counts[_ENTRY_ELF], counts[_ENTRY_PTX]))
         offset = stop
     return found
+
+
+class UnknownImage(Exception):
+    """A fatbinary entry the pruning was not told about: keeping or dropping it would be a
+    guess, so the library is left as the compiler made it."""
+
+
+def prune_fatbins(library: bytes, keep: Callable[[bytes], bool | None]) -> bytes:
+    """`library` with only the fatbinary entries `keep` accepts (given each entry's
+    payload; None: not known, which raises :class:`UnknownImage`), what NVIDIA's nvprune
+    does to objects and archives, for a shared library (nvprune is not in every toolkit).
+
+    Each fatbinary keeps its place, so the host code's pointers to it stay right: its kept
+    entries move to its front, its header says their size, and the rest of its bytes turn
+    to zeros, which the driver never reads and a reader skips as padding. Why: one nvcc
+    builds a host-entry case for several archs at once (stages/frontends/nvcc.py),
+    and each arch's cell must load exactly what a build for that arch alone would give the
+    driver, else a cell built for sm_80 would run its sm_90 sibling's code on an H100.
+    """
+    data = bytearray(library)
+    handle = io.BytesIO(library)
+    for fatbin in fatbins(handle):
+        start = fatbin.offset + _HEADER.unpack_from(data, fatbin.offset)[2]
+        stop = fatbin.offset + fatbin.size
+        kept = bytearray()
+        entry = start
+        while entry + _ENTRY.size <= stop:
+            _, _, entry_header, payload = _ENTRY.unpack_from(data, entry)
+            whole = bytes(data[entry:entry + entry_header + payload])
+            verdict = keep(whole[entry_header:])
+            if verdict is None:
+                raise UnknownImage(f"the fatbinary entry at offset {entry:#x} is none of the "
+                                   "images this build was known to make")
+            if verdict:
+                kept += whole
+            entry += entry_header + payload
+        magic, version, header, _ = _HEADER.unpack_from(data, fatbin.offset)
+        _HEADER.pack_into(data, fatbin.offset, magic, version, header, len(kept))
+        data[start:stop] = bytes(kept) + bytes(stop - start - len(kept))
+    return bytes(data)

@@ -41,6 +41,9 @@ class Job:
     # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
     # machine that loads it, so the run's SASS tools read its cubin.
     disassembler: str | None = None
+    # The cells built by this one compile (compile_together): each one's cell_id, arch and
+    # workdir; the job itself is any of them, its workdir the shared build's own.
+    group: tuple[dict[str, str], ...] = ()
 
     @property
     def cuobjdump(self) -> str | None:
@@ -65,6 +68,7 @@ class Job:
         data = json.loads(text)
         data["flags"] = tuple(data["flags"])
         data["artifacts"] = tuple(data["artifacts"])
+        data["group"] = tuple(data.get("group", ()))
         data["env"] = Environment.from_dict(data["env"]) if data["env"] else None
         data["library"] = (LibraryEnvironment.from_dict(data["library"])
                            if data["library"] else None)

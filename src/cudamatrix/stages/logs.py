@@ -118,3 +118,59 @@ def cuobjdump_resource_usage(text: str) -> list[dict[str, Any]]:
                             "stack_bytes": stack, "smem_bytes": shared, "local_bytes": local})
             function = None
     return records
+
+
+# nvcc -v: each step's command, then what the step printed.
+NVCC_TRACE = "#$ "
+# The arch a step is for: cicc's `-arch compute_90a`, ptxas's `-arch=sm_90a`, nvlink's
+# `--arch=sm_90a`; the device preprocessing's by the macros nvcc defines for it
+# (`-D__CUDA_ARCH__=900 -D__CUDA_ARCH_FEAT_SM90_ALL ... -E`: sm_90a). The host compile
+# (`-c`) may define __CUDA_ARCH__ too (13.0 does): it is every arch's.
+_STEP_ARCH = re.compile(r"(?:^|\s)--?arch[= ](?:compute|sm)_(\w+)")
+_DEVICE_PREPROCESS = re.compile(r"\s-D__CUDA_ARCH__=(\d+)\s.*\s-E\s")
+_ARCH_SPECIFIC = re.compile(r"\s-D__CUDA_ARCH_(?:SPECIFIC__=|FEAT_SM\d+_ALL\b)")
+_FAMILY_SPECIFIC = re.compile(r"\s-D__CUDA_ARCH_FAMILY_SPECIFIC__=")
+
+
+def _step_arch(command: str) -> str | None:
+    """The arch an nvcc step is for, as `archs` spell it after ``sm_`` (``90a``); None
+    for a step of every arch's."""
+    named = _STEP_ARCH.search(command)
+    if named:
+        return named.group(1)
+    device = _DEVICE_PREPROCESS.search(command)
+    if device is None:
+        return None
+    suffix = "a" if _ARCH_SPECIFIC.search(command) \
+        else "f" if _FAMILY_SPECIFIC.search(command) else ""
+    return f"{int(device.group(1)) // 10}{suffix}"
+
+
+def split_nvcc_trace(output: str, archs: list[str]
+                     ) -> tuple[dict[str, str], str | None] | str:
+    """What one nvcc for several archs (``nvcc -v``) printed, as each arch's build alone
+    would have printed it: the lines of the steps for every arch (the host pass, the
+    fatbinary, the link) and of that arch's own steps (its preprocessing, cicc, ptxas and
+    device link), the trace itself left out; and the arch of its last step (None: a step
+    of every arch's), the one that failed when nvcc did. Or why it cannot be split: nvcc
+    speaking outside any step, or a step for an arch not asked for. `archs` are names
+    (``sm_90a``)."""
+    keys = {arch.removeprefix("sm_"): arch for arch in archs}
+    steps: list[tuple[str, list[str]]] = []
+    for line in output.splitlines():
+        if line.startswith(NVCC_TRACE):
+            steps.append((line[len(NVCC_TRACE):], []))
+        elif steps:
+            steps[-1][1].append(line)
+        elif line.strip():
+            return f"nvcc printed outside its steps: {line.strip()[:200]}"
+    owners: list[str | None] = []  # None: every arch's step
+    for command, _ in steps:
+        key = _step_arch(command)
+        if key is not None and key not in keys:
+            return f"an nvcc step for {key}, not asked for: {command[:200]}"
+        owners.append(None if key is None else keys[key])
+    parts = {arch: "\n".join(line for (_, printed), owner in zip(steps, owners, strict=True)
+                             if owner in (None, arch) for line in printed)
+             for arch in archs}
+    return parts, owners[-1] if owners else None

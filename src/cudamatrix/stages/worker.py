@@ -101,6 +101,8 @@ def execute(job: Job) -> list[StageResult]:
         with CompilerTime() as compiler:
             told = spec.stages(job)
         return [_timed(told[0], compiler), *told[1:]] if told else told
+    if job.group:
+        return _compile_together(job)
     assert spec.compile is not None
     stages: list[StageResult] = []
     enter_stage(job.work, "compile")
@@ -131,6 +133,28 @@ def execute(job: Job) -> list[StageResult]:
 
         stages.extend(load_and_run(lowered_kernel(job, inspected), build.ptx, build.cubin,
                                    build.library))
+    return stages
+
+
+def _compile_together(job: Job) -> list[StageResult]:
+    """The compile stages of a group's cells, each with its share of the compilers' CPU
+    time and its record in its own folder (the run then goes on with each as with an
+    earlier run's build); or the one stage saying why they are to be built apart."""
+    together = frontend(job.frontend).compile_together
+    assert together is not None
+    enter_stage(job.work, "compile")
+    try:
+        with CompilerTime() as compiler:
+            stages = together(job)
+    except subprocess.TimeoutExpired:
+        return [tool_timed_out(job.work, job.timeout)]
+    if len(stages) != len(job.group):
+        return stages
+    share = round(compiler.seconds / len(stages), 3)
+    stages = [replace(s, details={**s.details, "compiler_cpu_s": share}) for s in stages]
+    for member, stage in zip(job.group, stages, strict=True):
+        if stage.status == "ok":  # as a cell's own compile leaves it: --prebuilt reads it
+            (Path(member["workdir"]) / COMPILE_RECORD).write_text(json.dumps(stage.to_dict()))
     return stages
 
 

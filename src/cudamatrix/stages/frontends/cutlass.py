@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .nvcc import compile_nvcc
+from .nvcc import compile_nvcc, compile_together
 from .registry import Frontend, register
 
-register(Frontend("cutlass", compile=compile_nvcc, needs=("nvcc",), library="cutlass",
-                  slow=True, reports_resources=True))
+register(Frontend("cutlass", compile=compile_nvcc, compile_together=compile_together,
+                  needs=("nvcc",), library="cutlass", slow=True, reports_resources=True))

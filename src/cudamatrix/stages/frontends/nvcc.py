@@ -6,8 +6,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from ...audit.elf import UnknownImage, UnreadableFile, prune_fatbins
 from ...providers.environment import Environment
 from ...versions import Arch
 from ..cell_files import CUBIN, LIBRARY, PTX
@@ -15,6 +17,8 @@ from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
 from ..job import Job
 from ..limits import run_tool
+from ..logs import split_nvcc_trace
+from ..result import StageResult
 from .registry import Frontend, register
 
 
@@ -23,6 +27,57 @@ def _cudart(env: Environment) -> list[str]:
     default), else the shared library by name (the 12.x wheels have only the .so)."""
     static = any((Path(d) / "libcudart_static.a").is_file() for d in env.library_dirs)
     return [] if static else ["-cudart", "none", "-lcudart"]
+
+
+def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
+                 ) -> tuple[list[str], str]:
+    """The nvcc command for `job` (its flags, host compiler, library headers, the
+    intermediates kept in `keep`), and how the log shows it (the keep folder left out)."""
+    assert job.env is not None and job.env.nvcc is not None
+    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
+               "--keep-dir", str(keep)]
+    host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
+    if host:
+        command[1:1] = ["-ccbin", host]
+    command += gencodes
+    for folder in job.library.include_dirs if job.library else ():
+        command.append(f"-I{folder}")
+    command.append(job.source)
+    logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
+                                       and c != str(keep))]
+    return command, shown(logged, job.env)
+
+
+def gencode(arch: str) -> str:
+    """The -gencode flag for SASS of `arch` (no PTX in the binary: the cell's arch only)."""
+    parsed = Arch.parse(arch)
+    return f"-gencode=arch={parsed.compute},code={parsed.name}"
+
+
+def library_output(job: Job, library: Path) -> list[str]:
+    """nvcc's options for a host-entry case's shared library (the wheel toolkits keep
+    libcudart_static.a where nvcc.profile does not look)."""
+    assert job.env is not None
+    return ["-shared", "-Xcompiler", "-fPIC", "-o", str(library),
+            *(f"-L{d}" for d in job.env.library_dirs), *_cudart(job.env)]
+
+
+def kept_file(keep: Path, source: str, suffix: str, arch: str | None = None) -> Path | None:
+    """The source's own intermediate in nvcc's keep folder (``k.ptx``, or ``k.compute_90a.ptx``
+    when one nvcc built several archs), never the device link's (``libcase_dlink.cubin``,
+    which sorts first for a source named after it)."""
+    stem = Path(source).stem
+    if arch is None:
+        names = [f"{stem}{suffix}"]
+    else:
+        parsed = Arch.parse(arch)
+        names = [f"{stem}.{parsed.compute}{suffix}", f"{stem}.{parsed.name}{suffix}"]
+    found = next((keep / n for n in names if (keep / n).is_file()), None)
+    if found is None and arch is None:  # the case's own flags named the archs
+        found = next((p for p in sorted(keep.glob(f"*{suffix}")) if "_dlink." not in p.name),
+                     None)
+    return found
 
 
 def compile_nvcc(job: Job) -> Build:
@@ -34,43 +89,151 @@ def compile_nvcc(job: Job) -> Build:
     library = job.work / LIBRARY
     # A host-entry case is built whole, as a shared library the run stage calls;
     # the PTX and cubin come out of the kept intermediate files either way.
-    # Wheel toolkits keep libcudart_static.a where nvcc.profile does not look.
-    output = ["-shared", "-Xcompiler", "-fPIC", "-o", str(library),
-              *(f"-L{d}" for d in job.env.library_dirs), *_cudart(job.env)] if job.host_entry \
-        else ["-cubin", "-o", str(cubin)]
-    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
-    command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
-               "--keep-dir", str(keep)]
-    host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
-    if host:
-        command[1:1] = ["-ccbin", host]
-    if job.arch_flag:
-        arch = Arch.parse(job.arch)
-        command.append(f"-gencode=arch={arch.compute},code={arch.name}")
-    for folder in job.library.include_dirs if job.library else ():
-        command.append(f"-I{folder}")
-    command.append(job.source)
-    logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
-                                       and c != str(keep))]
+    output = library_output(job, library) if job.host_entry else ["-cubin", "-o", str(cubin)]
+    command, logged = nvcc_command(job, keep, output,
+                                   [gencode(job.arch)] if job.arch_flag else [])
     try:
         tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
     except subprocess.TimeoutExpired:
         shutil.rmtree(keep, ignore_errors=True)
         raise
-    full_log = f"$ {shown(logged, job.env)}\n{tool.output}".strip()
+    full_log = f"$ {logged}\n{tool.output}".strip()
     details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
     if tool.code != 0:
         shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
         return build_failure(job, full_log, started, tool.accident, **details)
     ptx = job.work / PTX
-    for pattern, target in (("*.ptx", ptx), ("*.cubin", cubin)):
-        found = sorted(keep.glob(pattern))
-        if found and not target.exists():
-            target.write_bytes(found[0].read_bytes())
+    for suffix, target in ((".ptx", ptx), (".cubin", cubin)):
+        found = kept_file(keep, job.source, suffix)
+        if found is not None and not target.exists():
+            target.write_bytes(found.read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
     return build_success(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
                      library if job.host_entry and library.exists() else None)
 
 
-register(Frontend("nvcc", compile=compile_nvcc, needs=("nvcc",), reports_resources=True))
+def compile_together(job: Job) -> list[StageResult]:
+    """The cells of `job.group` (one case, variant, toolkit, library and host compiler;
+    only the arch differs) built by one nvcc with a -gencode per arch, as a real build
+    makes them: the host pass (preprocessing, cudafe++, the host compiler: most of a
+    CUTLASS build) runs once, not once per arch. Each cell then gets what a build for its
+    arch alone gives: its PTX and cubin from nvcc's kept intermediates, its shared library
+    with only its arch's images (audit.elf.prune_fatbins), its part of the log read off
+    nvcc's own trace (-v), so its warnings and ptxas figures are its arch's alone.
+
+    One compile stage per cell, in `job.group`'s order. When nvcc fails, the step it
+    failed in decides: one of an arch's own (its preprocessing, cicc, ptxas) fails that
+    arch's cell, with its part of the log, and the others are `skipped` (the run builds
+    them again, without it); a step every arch shares (the host pass, the link: a build
+    for any one arch runs it on the same source) fails every cell. Or one stage saying why
+    the build cannot stand for each cell alone (a signal or the memory limit; nvcc spoke
+    outside its steps; an image nobody asked for): the run then builds each cell by
+    itself, as before. The shared build never decides a verdict it could not split."""
+    started = time.monotonic()
+    assert job.env is not None
+    members = [replace(job, cell_id=m["cell_id"], arch=m["arch"], workdir=m["workdir"],
+                       group=()) for m in job.group]
+    archs = [m.arch for m in members]
+    keep = job.work / "keep"
+    shutil.rmtree(keep, ignore_errors=True)
+    keep.mkdir(parents=True)
+    library = job.work / LIBRARY
+    output = library_output(job, library) if job.host_entry \
+        else ["-fatbin", "-o", str(job.work / "kernels.fatbin")]
+    command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs])
+    try:
+        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
+        together = f"one nvcc for {', '.join(archs)}"
+        split = split_nvcc_trace(tool.output, archs) if not tool.accident \
+            else f"{tool.accident}"
+        if isinstance(split, str):
+            return [_apart(f"{together}: {split}", tool.output, started)]
+        parts, last = split
+
+        def log(member: Job) -> str:
+            return (f"$ {logged}\n# {together}: what {member.arch}'s steps and the shared "
+                    f"ones printed\n{parts[member.arch]}").strip()
+
+        stages = []
+        if tool.code != 0:
+            for member in members:
+                if last in (None, member.arch):
+                    stages.append(build_failure(member, log(member), started, None,
+                                                **_facts(member)).result)
+                else:
+                    stages.append(StageResult("compile", "skipped", f"{together} stopped at "
+                                              f"{last}'s step: built again without it"))
+        else:
+            images = _cubins_by_arch(keep, archs)
+            for member in members:
+                built = _member_build(member, keep, library, images, log(member), started)
+                if isinstance(built, str):
+                    return [_apart(f"{together}: {built}", tool.output, started)]
+                stages.append(built)
+        seconds = (time.monotonic() - started) / len(members)
+        return [s if s.status == "skipped" else
+                replace(s, seconds=seconds, details={**s.details, "built_with": archs})
+                for s in stages]
+    finally:
+        shutil.rmtree(keep, ignore_errors=True)
+
+
+def _apart(why: str, output: str, started: float) -> StageResult:
+    return StageResult("compile", "failed", f"{why}; each cell is built alone", output[-20_000:],
+                       time.monotonic() - started)
+
+
+def _cubins_by_arch(keep: Path, archs: list[str]) -> dict[bytes, str]:
+    """Every cubin nvcc kept (the source's and the device link's), by the arch its name
+    says (``k.compute_90a.cubin``, ``libcase_dlink.compute_90a.cubin``)."""
+    tags = {}
+    for arch in archs:
+        parsed = Arch.parse(arch)
+        tags[parsed.compute] = tags[parsed.name] = arch
+    found: dict[bytes, str] = {}
+    for path in keep.glob("*.cubin"):
+        tag = path.name.removesuffix(".cubin").rpartition(".")[2]
+        if tag in tags:
+            found[path.read_bytes()] = tags[tag]
+    return found
+
+
+def _facts(member: Job) -> dict[str, object]:
+    assert member.env is not None
+    return {"nvcc": member.env.tool_versions.get("nvcc", "unknown")}
+
+
+def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, str],
+                  log: str, started: float) -> StageResult | str:
+    """One cell's compile stage from the shared build, its files in its own folder; or
+    why its part cannot be told apart."""
+    ptx, cubin = kept_file(keep, member.source, ".ptx", member.arch), \
+        kept_file(keep, member.source, ".cubin", member.arch)
+    if ptx is None or cubin is None:
+        return f"nvcc kept no PTX or cubin of {Path(member.source).name} for {member.arch}"
+    own_ptx, own_cubin = member.work / PTX, member.work / CUBIN
+    shutil.copyfile(ptx, own_ptx)
+    shutil.copyfile(cubin, own_cubin)
+    own_library = None
+    if member.host_entry:
+
+        def ours(payload: bytes) -> bool | None:
+            arch = images.get(payload) or next(
+                (a for image, a in images.items() if payload.startswith(image)
+                 and not payload[len(image):].strip(b"\0")), None)
+            return None if arch is None else arch == member.arch
+
+        try:
+            pruned = prune_fatbins(library.read_bytes(), ours)
+        except (UnknownImage, UnreadableFile) as exc:
+            return str(exc)
+        own_library = member.work / LIBRARY
+        own_library.write_bytes(pruned)
+        own_library.chmod(0o755)
+    return build_success(member, log, started, _facts(member), own_ptx, own_cubin,
+                         own_library).result
+
+
+register(Frontend("nvcc", compile=compile_nvcc, compile_together=compile_together,
+                  needs=("nvcc",), reports_resources=True))

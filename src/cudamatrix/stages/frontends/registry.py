@@ -39,6 +39,9 @@ class Frontend:
     name: str
     # Builds the cell's PTX/cubin/library; the inspect, load and run stages follow.
     compile: Callable[[Job], Build] | None = None
+    # Builds the cells of a job's group (only their archs differ) at once, a compile stage
+    # each, or one stage saying why they must be built apart (see nvcc.compile_together).
+    compile_together: Callable[[Job], list[StageResult]] | None = None
     # Or: the frontend's whole story, every stage (CuPy compiles through the driver).
     stages: Callable[[Job], list[StageResult]] | None = None
     needs: tuple[str, ...] = ()  # tools the cell's toolkit must have (Environment fields)
