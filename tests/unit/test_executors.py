@@ -109,3 +109,20 @@ def test_two_lines_in_one_read_are_two_lines() -> None:
     assert (lines.read(), lines.read()) == ("16850", "0")
     ours.close()
     theirs.close()
+
+
+def test_the_cells_of_a_shared_build_are_found_in_the_container(tmp_path: Path) -> None:
+    """One nvcc for several archs writes each cell's files into its own folder: in a
+    container each of those folders is where the mount puts it, as the job's own is (the
+    host's paths were once handed in unchanged, and the worker wrote outside every mount)."""
+    from cudamatrix.executors.containers import Mount, translate
+
+    out = tmp_path / "out"
+    members = tuple({"cell_id": f"c/{a}", "arch": a, "workdir": str(out / "artifacts" / a)}
+                    for a in ("sm_90", "sm_90a"))
+    job = Job(cell_id="c/sm_90", arch="sm_90", source=str(tmp_path), frontend="nvcc",
+              workdir=str(out / "artifacts" / "sm_90.together"), timeout=1, group=members)
+    inside = translate(job, [Mount(str(out), "/work/out")])
+    assert inside.workdir == "/work/out/artifacts/sm_90.together"
+    assert [m["workdir"] for m in inside.group] == ["/work/out/artifacts/sm_90",
+                                                    "/work/out/artifacts/sm_90a"]

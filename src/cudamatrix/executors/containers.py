@@ -133,7 +133,9 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
         env = replace(env, cuobjdump=inside(env.cuobjdump))
     return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
                    env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None,
-                   disassembler=inside(job.disassembler) if job.disassembler else None)
+                   disassembler=inside(job.disassembler) if job.disassembler else None,
+                   group=tuple({**member, "workdir": inside(member["workdir"])}
+                               for member in job.group))
 
 
 def remove_orphans(client: Any) -> list[str]:
