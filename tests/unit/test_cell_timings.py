@@ -65,3 +65,20 @@ def test_a_damaged_or_unwritable_file_is_no_timing(tmp_path: Path) -> None:
         timings.record([_result(_cell("a"), 3.0)])  # no error
     finally:
         os.chmod(tmp_path, 0o700)
+
+
+def test_a_group_built_together_goes_by_its_cells_together(tmp_path: Path) -> None:
+    """Cells that differ only in arch are built by one compile (runner.arch_groups): the
+    group's cost is its cells' together, so two 20-s CUTLASS archs go before one 30-s
+    kernel, and every other cell stands alone."""
+    from cudamatrix.runner import arch_groups
+
+    gemm = [Cell("gemm", "v", "13.0", arch, "cutlass") for arch in ("sm_90", "sm_90a")]
+    kernel = _cell("k")
+    other_toolkit = Cell("gemm", "v", "12.4", "sm_90", "cutlass")
+    groups = arch_groups([kernel, *gemm, other_toolkit])
+    assert groups == [[kernel], gemm, [other_toolkit]]
+    timings = CellTimings(tmp_path)
+    timings.record([_result(kernel, 30.0), *(_result(c, 20.0) for c in gemm),
+                    _result(other_toolkit, 25.0)])
+    assert CellTimings(tmp_path).schedule_groups(groups) == [gemm, [kernel], [other_toolkit]]
