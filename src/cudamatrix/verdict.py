@@ -42,8 +42,9 @@ def _matches(pattern: str, failed: StageResult) -> bool:
     The decisive message is an error line, or a script's stated reason; a warning is
     neither, so a `#warning` mentioning the expected words cannot make a false xfail.
     """
-    candidates = [failed.message, *error_lines(failed.log)]
-    return any(re.search(pattern, text) for text in candidates if text)
+    if failed.message and re.search(pattern, failed.message):
+        return True
+    return any(re.search(pattern, text) for text in error_lines(failed.log) if text)
 
 
 def _warned(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict | None:

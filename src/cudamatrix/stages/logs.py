@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -50,9 +51,16 @@ def warning_lines(log: str) -> list[str]:
 def error_lines(log: str) -> list[str]:
     """The compilers' error lines; never the command line this tool logged above them
     (``$ nvrtc ... -I/cases/numba-error``), whose paths may say anything."""
+    return list(_error_lines(log))
+
+
+@functools.lru_cache(maxsize=1024)
+def _error_lines(log: str) -> tuple[str, ...]:
+    """Remembered per log: a cell's verdict, its diagnosis and its report each read the
+    same log's errors (a CUTLASS log runs to megabytes, a nightly run has hundreds)."""
     log = _ANSI.sub("", log)
-    return [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _NOISE.search(ln)
-            and not ln.startswith("$ ")]
+    return tuple(ln.strip() for ln in log.splitlines()
+                 if _ERROR.search(ln) and not _NOISE.search(ln) and not ln.startswith("$ "))
 
 
 def decisive_line(log: str) -> str:
