@@ -76,6 +76,12 @@ flags = ["-DREQUIRE_HOPPER"]
   match = "needs Hopper"
 
 [[variant]]
+name = "late-name"
+source = "z.cu"
+frontend = "nvcc"
+kernel = "run_scale"
+{HOST_RUN}
+[[variant]]
 name = "nvcc-speaks"
 source = "k.cu"
 frontend = "nvcc"
@@ -90,7 +96,7 @@ TOOLKITS = ("12.4", "13.0")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     corpus = tmp_path_factory.mktemp("together-corpus")
-    write_case(corpus, "together", CASE, {"k.cu": KERNEL})
+    write_case(corpus, "together", CASE, {"k.cu": KERNEL, "z.cu": KERNEL})
     axes = [a for t in TOOLKITS for a in ("--toolkit", t)] + \
         [a for arch in ARCHS for a in ("--arch", arch)]
     # No compile cache: the key of a cell is the same built together or apart (that is
@@ -111,7 +117,7 @@ def _compile(cell: dict[str, object]) -> dict[str, object]:
 def test_every_cell_ran_in_both(runs: dict[str, Run]) -> None:
     for how, run in runs.items():
         assert run.code == 0, (how, run.output[-3000:])
-        assert len(run.cells()) == 4 * len(ARCHS) * len(TOOLKITS), (how, sorted(run.cells()))
+        assert len(run.cells()) == 5 * len(ARCHS) * len(TOOLKITS), (how, sorted(run.cells()))
 
 
 def test_verdicts_warnings_and_figures_are_each_archs_own(runs: dict[str, Run]) -> None:
@@ -187,3 +193,16 @@ def test_on_a_gpu_each_library_runs_its_own_arch_only(runs: dict[str, Run]) -> N
                 assert cell["outcome"] == "fail" and "status 209" in cell["message"], (how, cell)
             else:
                 assert cell["outcome"] == "pass", (how, arch, cell["message"])
+
+
+def test_the_cubin_is_the_sources_own_never_the_device_links(runs: dict[str, Run]) -> None:
+    """nvcc -shared keeps two cubins, the source's (z.cubin) and the device link's
+    (libcase_dlink.cubin); the first in name order was taken, which for a source named
+    after "libcase" was the link's, with no kernel in it."""
+    for how, run in runs.items():
+        for cell_id, cell in run.cells().items():
+            if "/late-name/" not in cell_id:
+                continue
+            ships = _compile(cell)["details"]["ships"]  # type: ignore[index]
+            assert any(image["kind"] == "sass" and image["kernels"] for image in ships), \
+                (how, cell_id, ships)
