@@ -87,6 +87,9 @@ class Environments:
                  containers: Path = CONTAINERS, flavour: str = "wheels", *,
                  container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S,
                  cuda_compat: bool = False) -> None:
+        # Absolute: every compiler and tool found under the cache runs in a cell's own
+        # folder, where a path relative to this process's folder names nothing.
+        cache = cache.absolute()
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
         self._base: str | None = None
         self.toolkits: dict[str, Environment | str] = {}

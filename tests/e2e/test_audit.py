@@ -6,6 +6,7 @@ cuobjdump's own listing (`cuobjdump -lelf -lptx`)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,19 @@ def test_compiled_cells_say_what_they_ship(tmp_path: Path) -> None:
     assert ships["sass"]["toolkit"].startswith("13.0.")
     assert ships["ptx"]["ptx_isa"] == "9.0"
     assert "What the build ships" in (tmp_path / "report.html").read_text()
+
+
+def test_relative_paths_read_the_same_images(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cudamatrix audit --cache cache lib.so`, as typed in a project: cuobjdump runs in the
+    scratch folder it extracts into, where relative paths named nothing (no images)."""
+    cuobjdump = prepare_sass_tools(default_cache())
+    assert cuobjdump
+    wheel = next((default_cache() / "audit-wheels" / "torchao-0.18.0").glob("*.whl"))
+    subprocess.run(["python3", "-m", "zipfile", "-e", str(wheel), str(tmp_path)], check=True)
+    library = next(tmp_path.rglob("_C_mxfp8*.so"))
+    absolute = read_modules(library, "x", cuobjdump)
+    monkeypatch.chdir(tmp_path)
+    relative = read_modules(library.relative_to(tmp_path), "x",
+                            os.path.relpath(cuobjdump, tmp_path))
+    assert relative == absolute and sum(len(m.images) for m in relative) > 0

@@ -13,6 +13,7 @@ note); each PTX by its own ``.version``, ``.target`` and ``.entry`` lines.
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import tempfile
@@ -113,7 +114,9 @@ def shipped_images(cubin: Path | None, ptx: Path | None, arch: str) -> list[dict
 def _extract(source: Path, label: str, cuobjdump: str, scratch: Path) -> list[Image]:
     """The images cuobjdump extracts from `source` (a fatbinary or a whole file)."""
     folder = Path(tempfile.mkdtemp(dir=scratch))
-    done = subprocess.run([cuobjdump, "-xelf", "all", "-xptx", "all", str(source)],
+    # Both absolute: cuobjdump runs in the scratch folder it extracts into.
+    done = subprocess.run([os.path.abspath(cuobjdump), "-xelf", "all", "-xptx", "all",
+                           os.path.abspath(source)],
                           cwd=folder, capture_output=True, text=True, check=False)
     images = []
     for path in sorted(folder.iterdir()):

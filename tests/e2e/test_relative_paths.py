@@ -1,0 +1,44 @@
+"""A run given relative folders (`--cache cache --out out --corpus cases`), as a user types
+them in their project: the compilers live under the cache, and each cell's compiler runs
+in the cell's own folder, so a toolkit path kept relative named nothing there (every nvcc
+and ptxas cell was an `error`: FileNotFoundError for `cache/toolkits/.../bin/nvcc`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import cudamatrix, private_cache, write_case
+
+KERNEL = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
+
+CASE = """\
+title = "relative folders"
+
+[[variant]]
+name = "nvcc"
+source = "k.cu"
+frontend = "nvcc"
+
+[[variant]]
+name = "nvrtc-ptxas"
+source = "k.cu"
+frontend = "nvrtc"
+arch_flag = false
+kernel = "add"
+"""
+
+
+def test_relative_cache_out_and_corpus(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", "relative", CASE, {"k.cu": KERNEL})
+    private_cache(tmp_path)  # tmp_path/cache, the downloads shared by link
+    run = cudamatrix("run", "--corpus", "cases", "--cache", "cache", "--out", "out",
+                     "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu", cwd=tmp_path)
+    assert run.code == 0, run.output
+    cells = {c["id"]: c for c in json.loads((tmp_path / "out" / "results.json").read_text())
+             ["cells"]}
+    assert set(cells) == {"relative/nvcc/13.0/sm_90", "relative/nvrtc-ptxas/13.0/sm_90"}
+    for cell in cells.values():
+        assert cell["outcome"] == "pass", (cell["id"], cell["message"])
+        assert cell["stages"][0]["status"] == "ok", cell["stages"][0]
+    assert len(list((tmp_path / "out").rglob("*.cubin"))) >= 2
