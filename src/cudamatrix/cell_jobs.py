@@ -18,7 +18,7 @@ from .job_preparation import JobContext, preparation
 from .options import RunOptions
 from .plan import BUNDLED, Cell
 from .providers import Environment, LibraryEnvironment
-from .results import CELLS_DIR
+from .results import ARTIFACTS_DIR, CELLS_DIR
 from .stages.cell_files import COMPILE_RECORD
 from .stages.frontends import frontend
 from .stages.job import Job
@@ -39,7 +39,7 @@ class CellJobs:
         """What a worker is to do for the cell, or the stages that say at once why nothing can."""
         env: Environment | None = None
         versions: dict[str, str] = {}
-        workdir = self.options.out / "artifacts" / cell.slug
+        workdir = self.options.out / ARTIFACTS_DIR / cell.slug
         prebuilt: Path | None = None
         if self.options.prebuilt and cell.frontend not in self.options.compile_here:
             imported = self.import_prebuilt(cell, workdir, versions)
@@ -121,7 +121,7 @@ class CellJobs:
         copied into this run's, its versions recorded; or that run's stages, when it never
         compiled there, or why it is not there."""
         assert self.options.prebuilt is not None
-        earlier = self.options.prebuilt / "artifacts" / cell.slug
+        earlier = self.options.prebuilt / ARTIFACTS_DIR / cell.slug
         record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
         if (earlier / COMPILE_RECORD).exists():
             if earlier.resolve() != workdir.resolve():

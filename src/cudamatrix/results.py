@@ -26,6 +26,8 @@ from .versions import Arch
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
+# Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
+ARTIFACTS_DIR = "artifacts"
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ from .plan import BUNDLED, Cell
 from .planning import Plan, make_plan
 from .providers import Environment, LibraryEnvironment
 from .providers.toolkits import CellSite
-from .results import CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from .removal import FolderRemoval
+from .results import ARTIFACTS_DIR, CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .revision import source_revision
 from .stages.cell_files import CUBIN, PTX
 from .stages.frontends import frontend
@@ -344,12 +345,17 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
              started: float) -> tuple[RunInfo, list[CellResult]]:
     out = options.out
     done: dict[str, CellResult] = {}
+    removal = FolderRemoval(out)
     if options.resume:
         done = {r.cell.id: r for r in load_cells(out) if r.cell in set(plan.cells)}
         if done:
             progress.note(f"resuming: {len(done)} of {len(plan.cells)} cells already done")
     else:
-        shutil.rmtree(out / CELLS_DIR, ignore_errors=True)
+        removal.discard(out / CELLS_DIR)
+        # The last run's artifacts (each cell's folder is made anew), unless they are what
+        # this run takes its builds from (--prebuilt naming this --out).
+        if not (options.prebuilt and options.prebuilt.resolve() == out.resolve()):
+            removal.discard(out / ARTIFACTS_DIR)
     device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
@@ -378,6 +384,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     unwritten = _run_pool(timings.schedule_groups(groups), runner, executor, options,
                           progress, on_result, results)
     timings.record(r for r in results if r.cell.id not in done)
+    removal.wait()
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")

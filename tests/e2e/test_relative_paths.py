@@ -42,3 +42,21 @@ def test_relative_cache_out_and_corpus(tmp_path: Path) -> None:
         assert cell["outcome"] == "pass", (cell["id"], cell["message"])
         assert cell["stages"][0]["status"] == "ok", cell["stages"][0]
     assert len(list((tmp_path / "out").rglob("*.cubin"))) >= 2
+
+
+def test_a_rerun_keeps_only_its_own_cells(tmp_path: Path) -> None:
+    """The last run's cells and artifacts are moved aside and removed beside the run
+    (cudamatrix.removal): none is left, and nothing of the removal either."""
+    write_case(tmp_path / "cases", "relative", CASE, {"k.cu": KERNEL})
+    args = ("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu")
+    first = cudamatrix(*args, out=tmp_path / "out", cwd=tmp_path)
+    assert first.code == 0, first.output
+    assert len(list((tmp_path / "out" / "artifacts").iterdir())) == 2
+    again = cudamatrix(*args, "--cell", "relative/nvcc/13.0/sm_90", out=tmp_path / "out",
+                       cwd=tmp_path)
+    assert again.code == 0, again.output
+    cells = [p.name for p in (tmp_path / "out" / "cells").iterdir()]
+    folders = [p.name for p in (tmp_path / "out" / "artifacts").iterdir()]
+    assert len(cells) == 1 and cells[0].startswith("relative__nvcc__13.0__sm_90")
+    assert folders == [cells[0].removesuffix(".json")]
+    assert not (tmp_path / "out" / ".removing").exists()
