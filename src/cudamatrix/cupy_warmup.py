@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from .results import ARTIFACTS_DIR
 from .stages.cupy_frontend import JITIFY_CACHE
 from .stages.job import Job
 from .stages.result import StageResult
@@ -71,7 +72,7 @@ class JitifyWarmups:
                                      "jitify_warmup_s": done["seconds"]})
 
     def _warm(self, job: Job, key: str, folder: Path) -> Path | StageResult | None:
-        work = self.out / "artifacts" / f"_warmup-{key}"
+        work = self.out / ARTIFACTS_DIR / f"_warmup-{key}"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         warmup = replace(job, workdir=str(work.resolve()), timeout=self.timeout, run={},

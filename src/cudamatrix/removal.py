@@ -23,7 +23,7 @@ TRASH = ".removing"
 
 
 class FolderRemoval:
-    """Removes folders of `out` in one background thread; `wait()` before the run ends."""
+    """Removes folders of `out`, a background thread each; `wait()` before the run ends."""
 
     def __init__(self, out: Path) -> None:
         self.trash = out / TRASH
@@ -35,9 +35,8 @@ class FolderRemoval:
     def discard(self, folder: Path) -> None:
         """Take `folder` out of the way now (it no longer exists when this returns) and
         remove its contents in the background; a missing folder is nothing to do."""
-        if not folder.is_dir() or folder.is_symlink():
-            if folder.is_symlink() or folder.exists():
-                folder.unlink()
+        if not folder.is_dir() or folder.is_symlink():  # a link is unlinked, never followed
+            folder.unlink(missing_ok=True)
             return
         self.trash.mkdir(exist_ok=True)
         aside = self.trash / f"{folder.name}-{uuid.uuid4().hex[:12]}"

@@ -27,6 +27,7 @@ from ..providers.docker import (
     content_digest,
 )
 from ..providers.environment import LibraryEnvironment
+from ..results import ARTIFACTS_DIR
 from ..stages.cell_files import JOB_FILE
 from ..stages.job import Job
 from ..stages.result import StageResult
@@ -224,7 +225,7 @@ class ContainerExecutor:
                  base_image: Callable[[], str | None], gpu: bool, lifetime_s: float,
                  compat: bool) -> None:
         package = Path(__file__).resolve().parents[1]  # the cudamatrix package, mounted read-only
-        artifacts = (out / "artifacts").resolve()
+        artifacts = (out / ARTIFACTS_DIR).resolve()
         artifacts.mkdir(parents=True, exist_ok=True)
         libraries = (cache / "libraries").resolve()
         libraries.mkdir(parents=True, exist_ok=True)
