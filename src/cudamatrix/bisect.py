@@ -35,10 +35,11 @@ from .matrix import load_matrix
 from .options import RunOptions
 from .plan import BUNDLED, Cell
 from .planning import make_plan, with_library_versions
+from .progress import Progress
 from .reports.answers import without_paths
 from .reports.glance import happened
 from .results import CellResult, RunInfo
-from .runner import Progress, execute
+from .runner import execute
 from .sources import SourceSpec, fetch, index_versions
 
 Key = tuple[str, str]

@@ -40,13 +40,13 @@ from .options import (
     default_cache,
 )
 from .planning import make_plan, with_library_versions
+from .progress import Progress as PlainProgress
 from .project import find_project, init_project
 from .rejudge import rejudge
 from .reports import write_reports
 from .reports.github import publish
 from .reports.markdown import bisect_lines
 from .results import CellResult, RunInfo, load_results, summary
-from .runner import Progress as PlainProgress
 from .runner import execute, exit_status
 
 

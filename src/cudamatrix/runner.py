@@ -37,6 +37,7 @@ from .gpu import DeviceInfo, probe
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell
 from .planning import Plan, make_plan
+from .progress import Progress
 from .providers import Environment, LibraryEnvironment
 from .providers.toolkits import CellSite
 from .removal import FolderRemoval
@@ -51,24 +52,6 @@ from .verdict import judge
 
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
-
-
-class Progress:
-    """What a run reports while it works; the CLI picks a terminal or a plain-line version."""
-
-    def note(self, text: str) -> None:
-        print(text, flush=True)
-
-    def start(self, total: int) -> None:
-        self.total, self.done = total, 0
-
-    def cell_done(self, result: CellResult) -> None:
-        self.done += 1
-        print(f"[{self.done}/{self.total}] {result.cell.id}: {result.outcome} "
-              f"({result.seconds:.1f}s)", flush=True)
-
-    def finish(self) -> None:
-        pass
 
 
 def _found(path: Path) -> Path | None:
