@@ -11,49 +11,40 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from .baseline import compare, load_baseline, settle_xpass
-from .bisect import bisect
-from .ci import github_matrix
-from .corpus import Case, load_corpus
 from .defaults import CONFIG, KNOWN_BUGS
 from .defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 from .errors import UserError
-from .history import PastRun, gather
-from .matrix import load_matrix
-from .merge import ExpectedShard, merge_results
-from .options import (
-    RunOptions,
-    default,
-    default_cache,
-)
-from .planning import make_plan, with_library_versions
+from .options import RunOptions, default, default_cache
 from .progress import Progress as PlainProgress
 from .project import find_project, init_project
-from .rejudge import rejudge
-from .reports import write_reports
-from .reports.github import publish
-from .reports.markdown import bisect_lines
-from .results import CellResult, RunInfo, load_results, summary
-from .runner import execute, exit_status
+
+# Only what `cudamatrix run` needs before it knows whether the last run's results stand is
+# imported here; the planner, the runner and the reports when a command uses them.
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from .corpus import Case
+    from .merge import ExpectedShard
+    from .results import CellResult, RunInfo
 
 
 class RichProgress(PlainProgress):
     """A live bar (cells done/total, ETA) for terminals; CI logs get plain lines instead."""
 
     def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.console = console
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
@@ -101,6 +92,8 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
 
 def _report_cases(args: argparse.Namespace) -> dict[str, Case]:
     """The cases a run would load here: the project's, --corpus and the known bugs."""
+    from .corpus import load_corpus
+
     project = find_project(Path.cwd())
     folders = (*project.cases, *args.corpus, *((KNOWN_BUGS,) if args.known_bugs
                                                 or project.known_bugs else ()))
@@ -113,6 +106,9 @@ def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.Argume
                    ) -> list[ExpectedShard]:
     """The jobs of a workflow plan, each with the cells its arguments select (read by
     `parser`, the command line's own)."""
+    from .merge import ExpectedShard
+    from .planning import make_plan
+
     try:
         jobs = json.loads(plan_file.read_text())["include"]
         expected = []
@@ -133,6 +129,8 @@ def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.Argume
 def _audit(args: argparse.Namespace, console: Console) -> int:
     """`cudamatrix audit`: facts, predictions (and measurements on a GPU), then the reports."""
     from .audit.run import AuditOptions, run_audit
+    from .baseline import load_baseline
+    from .matrix import load_matrix
     from .providers.sass_tools import prepare_sass_tools
 
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -174,10 +172,17 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     versions: dict[str, list[str]] = {}
     for name, version in args.library:
         versions.setdefault(name, []).append(version)
+    if not versions:
+        return _options(args, **extra)
+    from .planning import with_library_versions
+
     return with_library_versions(_options(args, **extra), versions)
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
+    from .baseline import load_baseline
+    from .runner import execute
+
     options = run_options(args)
     interactive = console.is_terminal and not os.environ.get("CI")
     progress = RichProgress(console) if interactive else PlainProgress()
@@ -204,6 +209,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 def _bisect(args: argparse.Namespace, console: Console) -> int:
     """Bisect, write the cells it ran as a report, print the answer; 0 where it found a
     change, 1 where the ends agree."""
+    from .bisect import bisect
+    from .reports.markdown import bisect_lines
+
     options = run_options(args)
     progress = PlainProgress()
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -223,6 +231,13 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                     baseline: dict[str, dict[str, Any]] | None = None) -> int:
     """Write every report (with the baseline diff when asked), publish to GitHub when there;
     the exit status: new failures with a baseline, any failure without."""
+    from .baseline import compare, load_baseline, settle_xpass
+    from .history import PastRun, gather
+    from .reports import write_reports
+    from .reports.github import publish
+    from .results import summary
+    from .runner import exit_status
+
     diff = None
     before = None
     if args.baseline:
@@ -263,6 +278,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             sys.exit(_run(args, console))
         if args.command == "bisect":
             sys.exit(_bisect(args, console))
+        if args.command in ("validate", "list", "plan"):
+            from .planning import make_plan
         if args.command == "validate":
             plan = make_plan(_options(args))
             console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "
@@ -271,11 +288,16 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             for cell in make_plan(_options(args)).cells:
                 console.print(cell.id)
         elif args.command == "report":
+            from .rejudge import rejudge
+            from .results import load_results
+
             info, results = load_results(args.results)
             if args.rejudge:
                 results = rejudge(results, _report_cases(args))
             sys.exit(publish_reports(args, console, args.out, info, results))
         elif args.command == "plan":
+            from .ci import github_matrix
+
             made = make_plan(_options(args))
             # The plan's own narrowing (cases, toolkits, corpus folders) travels with each job.
             selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
@@ -303,6 +325,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         elif args.command == "audit":
             sys.exit(_audit(args, console))
         elif args.command == "merge":
+            from .merge import merge_results
+
             expected = planned_shards(args.plan, args.matrix, parser) if args.plan else ()
             info, results = merge_results(args.shards, expected)
             sys.exit(publish_reports(args, console, args.out, info, results))
