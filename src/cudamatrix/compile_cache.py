@@ -51,6 +51,11 @@ RECORD = COMPILE_RECORD
 MANIFEST = "manifest.json"
 # No artifact a compile stage makes comes near this: anything larger is not stored.
 MAX_ARTIFACT_BYTES = 1 << 30
+# What nvcc (NVCC_*), GCC and clang (include and program paths) take from the environment
+# into a compile, as the compiler of a cell inherits it.
+COMPILER_ENVIRONMENT = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH",
+                        "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH",
+                        "GCC_EXEC_PREFIX", "COMPILER_PATH")
 # Folders no compile reads that change on their own (Python's bytecode caches).
 _SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
 
@@ -145,6 +150,12 @@ def compile_key(job: Job, provider: str) -> str:
             "name": job.library.name, "version": job.library.version,
             "packages": job.library.packages},
     }
+    # The variables nvcc and the host compiler read as flags and include paths: a cell's
+    # compiler inherits this process's environment. Only the ones set go in, so every
+    # key made without them stays what it was.
+    said = {name: os.environ[name] for name in COMPILER_ENVIRONMENT if name in os.environ}
+    if said:
+        material["environment"] = said
     text = json.dumps(material, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -146,3 +146,29 @@ def test_another_cache_is_read_never_written(run_cli, tmp_path: Path, own_cache:
     assert "dropped (kernel.ptx does not match its hash)" in served[0]["cache_note"]
     assert not own_copy.exists()  # the run's own damaged entry is removed
     assert (entry / "kernel.ptx").read_text() == "damaged"  # not ours to remove
+
+
+def test_flags_nvcc_takes_from_the_environment_are_keyed(run_cli, tmp_path: Path) -> None:
+    """nvcc reads $NVCC_APPEND_FLAGS (CI images set it, e.g. -allow-unsupported-compiler),
+    and a cell's nvcc inherits the run's environment: a pass compiled without the flag
+    was served to a run with it, whose nvcc refuses the code."""
+    folder = tmp_path / "cases" / "guarded"
+    folder.mkdir(parents=True)
+    (folder / "k.cu").write_text(f"// {uuid.uuid4()}\n#ifdef CUDAMATRIX_BREAK\n"
+                                 "#error built with CUDAMATRIX_BREAK\n#endif\n"
+                                 "__global__ void k(float *x) { x[0] = 1.0f; }\n")
+    (folder / "case.toml").write_text('title = "guarded"\n[[variant]]\nname = "v"\n'
+                                      'source = "k.cu"\nfrontend = "nvcc"\n')
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "guarded", "--toolkit",
+            "13.0", "--arch", "sm_90", "--no-gpu")
+    plain = run_cli(*args, out=tmp_path / "plain")
+    assert plain.code == 0, plain.output
+    flagged = run_cli(*args, out=tmp_path / "flagged",
+                      env={"NVCC_APPEND_FLAGS": "-DCUDAMATRIX_BREAK"})
+    assert set(_hits(flagged).values()) == {False}
+    (cell,) = flagged.cells().values()
+    assert cell["outcome"] == "fail" and "built with CUDAMATRIX_BREAK" in cell["message"], cell
+    # Set the same again, it is served from the cache as itself.
+    again = run_cli(*args, out=tmp_path / "again",
+                    env={"NVCC_APPEND_FLAGS": "-DCUDAMATRIX_BREAK"})
+    assert set(_hits(again).values()) == {True} and again.code == 1
