@@ -40,8 +40,9 @@ from cudamatrix.gpu import DeviceInfo
 from cudamatrix.options import RunOptions
 from cudamatrix.plan import BUNDLED
 from cudamatrix.planning import make_plan
+from cudamatrix.progress import Progress
 from cudamatrix.providers.docker import engine
-from cudamatrix.runner import CellRunner, Progress
+from cudamatrix.runner import CellRunner
 from cudamatrix.stages.compile import Build
 from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job
