@@ -143,6 +143,9 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "as timeouts and left for --resume")
     run.add_argument("--resume", action="store_true",
                      help="keep the cells an interrupted run in --out finished")
+    run.add_argument("--always-run", action="store_true",
+                     help="run every cell even where nothing the last run into --out read "
+                          "has changed (by default that run's results stand, answered at once)")
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
     run.add_argument("--no-compile-cache", action="store_true",
                      help="compile every cell afresh, neither reading nor filling the cache")

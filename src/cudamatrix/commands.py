@@ -21,6 +21,14 @@ from .errors import UserError
 from .options import RunOptions, default, default_cache
 from .progress import Progress as PlainProgress
 from .project import find_project, init_project
+from .up_to_date import (
+    DOCKER_SOCKET,
+    LEDGER,
+    command_parts,
+    loaded_module_files,
+    record_run,
+    standing_record,
+)
 
 # Only what `cudamatrix run` needs before it knows whether the last run's results stand is
 # imported here; the planner, the runner and the reports when a command uses them.
@@ -180,17 +188,28 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
-    from .baseline import load_baseline
-    from .runner import execute
-
     options = run_options(args)
     interactive = console.is_terminal and not os.environ.get("CI")
-    progress = RichProgress(console) if interactive else PlainProgress()
     # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.
     signal.signal(signal.SIGTERM, _interrupt)
     # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
     # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    command = _run_command(args, options)
+    if not args.always_run:
+        record, changed = standing_record(options.out, command)
+        if record is not None:
+            console.print(f"up to date: nothing the run into {options.out} (finished "
+                          f"{record.finished}) read has changed; its {record.cells} cells "
+                          "stand (--always-run runs them again)")
+            console.file.write(record.said)
+            return record.status
+        if changed:
+            console.print(f"running: {changed} since the last run into {options.out}")
+    from .baseline import load_baseline
+    from .runner import execute
+
+    progress = RichProgress(console) if interactive else PlainProgress()
     # A malformed baseline is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
     try:
@@ -199,11 +218,76 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
         return 130
-    code = publish_reports(args, console, options.out, info, results, baseline)
+    console.begin_capture()
+    try:
+        code = publish_reports(args, console, options.out, info, results, baseline)
+    finally:
+        said = console.end_capture()
+        console.file.write(said)
+        console.file.flush()
     for name, reason in info.environment_errors.items():
         console.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
-    return 2 if info.environment_errors else code
+    if info.environment_errors:
+        return 2
+    if not _unrecorded(options, info.provider):
+        _watch_run_inputs(args, options, info.provider)
+        record_run(options.out, command, LEDGER.inputs(), code, said, info.finished,
+                   len(results))
+    return code
+
+
+def _run_command(args: argparse.Namespace, options: RunOptions) -> dict[str, str]:
+    """The run's command by part (see up_to_date): its arguments as parsed, the options
+    they made, the GPU as the probe finds it, the commit."""
+    from .gpu import DeviceInfo, probe
+    from .revision import source_revision
+
+    device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
+    arguments = {k: str(v) for k, v in sorted(vars(args).items()) if k != "always_run"}
+    return command_parts(json.dumps(arguments), repr(options), device.to_dict(),
+                         source_revision())
+
+
+def _unrecorded(options: RunOptions, provider: str) -> list[str]:
+    """Why a re-run of this run must ask its compilers, driver or kernels again."""
+    reasons = list(LEDGER.refusals)
+    if options.prebuilt:
+        reasons.append("--prebuilt: the builds are another run's")
+    if provider == "docker":
+        reasons.append("containers: their images are not watched")
+    if not options.compile_cache:
+        reasons.append("--no-compile-cache")
+    return reasons
+
+
+def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str) -> None:
+    """What the run read besides what its cells named on the way (up_to_date's list)."""
+    LEDGER.watch(Path(__file__).parent)
+    for module_file in loaded_module_files():
+        LEDGER.watch(module_file, 0)
+    for folder in options.corpus:
+        LEDGER.watch(folder)
+    LEDGER.watch(options.matrix, 0)
+    project = find_project(Path.cwd()).config
+    for file in (project, args.baseline, *getattr(args, "history", [])):
+        if file is not None:
+            LEDGER.watch(file, 0)
+    for on_path in os.environ.get("PATH", "").split(os.pathsep):
+        if on_path:
+            LEDGER.watch(on_path, 0)  # a program installed or removed there
+    LEDGER.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
+    # The prepared environments, by their folders' entries; the compile caches by theirs.
+    for prepared in sorted(options.cache.iterdir()) if options.cache.is_dir() else ():
+        if prepared.is_dir():
+            LEDGER.watch(prepared, 1 if prepared.name == "compile" else 2)
+    for other in options.compile_cache_from:
+        LEDGER.watch(other / "compile", 1)
+    if provider == "host":
+        from .providers.host import host_root
+
+        LEDGER.watch(host_root(), 1)
+        LEDGER.watch(host_root() / "bin", 1)
 
 
 def _bisect(args: argparse.Namespace, console: Console) -> int:

@@ -111,6 +111,15 @@ def stage_code_files() -> list[Path]:
             package / "audit" / "elf.py"]
 
 
+def key_folders(job: Job) -> list[Path]:
+    """The folders whose every file a compile could read and its key therefore holds: the
+    case's own and each include folder its flags name."""
+    source = Path(job.source)
+    folders = [source.parent, *map(Path, include_folders(job.flags, str(source.parent),
+                                                         job.env))]
+    return [f for f in folders if f.is_dir()]
+
+
 def compile_key(job: Job, provider: str) -> str:
     """Everything that decides a compile's outcome, hashed.
 
@@ -118,8 +127,6 @@ def compile_key(job: Job, provider: str) -> str:
     compiler) behaves differently in a container than on the host.
     """
     source = Path(job.source)
-    folders = [source.parent, *map(Path, include_folders(job.flags, str(source.parent),
-                                                         job.env))]
     env = job.env
     material: dict[str, Any] = {
         "format": CACHE_FORMAT,
@@ -136,7 +143,7 @@ def compile_key(job: Job, provider: str) -> str:
         "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.
         "source": str(source),
-        "files": folder_inputs(f for f in folders if f.is_dir()),
+        "files": folder_inputs(key_folders(job)),
         "toolkit": None if env is None else {
             "version": env.toolkit, "provider": env.provider,
             "packages": env.packages, "tools": env.tool_versions,

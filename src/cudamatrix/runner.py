@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .cell_jobs import CellJobs
 from .cell_timings import CellTimings
-from .compile_cache import CompileCache, compile_key
+from .compile_cache import CompileCache, compile_key, key_folders
 from .corpus import Variant
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments, choose_provider
@@ -48,6 +48,7 @@ from .stages.frontends import frontend
 from .stages.inspect import inspect_job
 from .stages.job import Job
 from .stages.result import StageResult
+from .up_to_date import LEDGER, forget
 from .verdict import judge
 
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
@@ -93,6 +94,7 @@ class CellRunner:
             prepared.stages = [StageResult(
                 "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
                 "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
+            LEDGER.refuse("the run's time limit left cells unstarted")
             return prepared
         job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
         if isinstance(job, list):
@@ -101,6 +103,8 @@ class CellRunner:
             prepared.job = job
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 prepared.key = compile_key(job, self.envs.provider)
+                for folder in key_folders(job):
+                    LEDGER.watch(folder)
                 prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
                                                                           job.work)
         prepared.spent = time.monotonic() - began
@@ -184,6 +188,7 @@ class CellRunner:
 
     def execute(self, job: Job) -> list[StageResult]:
         """A worker runs the job: in the cell's container, or as a process here."""
+        LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         return self.executor.run(job)
 
     def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
@@ -277,6 +282,7 @@ def execute(options: RunOptions, progress: Progress,
             on_result: Callable[[CellResult], None] | None = None) -> tuple[RunInfo,
                                                                            list[CellResult]]:
     """Run the planned cells; returns the run record and every cell's result."""
+    LEDGER.start()
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
     for reason, count in sorted(plan.pruned.items()):
@@ -328,6 +334,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
              started: float) -> tuple[RunInfo, list[CellResult]]:
     out = options.out
     done: dict[str, CellResult] = {}
+    forget(out)  # the last run's record stops holding as this one starts writing
     removal = FolderRemoval(out)
     if options.resume:
         done = {r.cell.id: r for r in load_cells(out) if r.cell in set(plan.cells)}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
+from ..up_to_date import LEDGER
 from .cuda_root import linked_cuda_root
 from .environment import Environment
 from .wheels import wheel_headers
@@ -38,6 +39,7 @@ def find_clang() -> Clang | None:
         path = shutil.which(name)
         if not path:
             continue
+        LEDGER.watch_program(path)
         said = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
         found = re.search(r"clang version (\d+)\.(\d+)\.(\d+)", said.stdout)
         if found and (best is None or int(found.group(1)) > best[0]):

@@ -13,6 +13,8 @@ import re
 import shutil
 import subprocess
 
+from ..up_to_date import LEDGER
+
 
 def _major(program: str) -> int | None:
     try:
@@ -29,6 +31,8 @@ def installed_gcc() -> dict[int, str]:
     found: dict[int, str] = {}
     for name in ["g++", *(f"g++-{n}" for n in range(6, 16))]:
         path = shutil.which(name)
+        if path:
+            LEDGER.watch_program(path)
         major = _major(path) if path else None
         if path and major is not None:
             found.setdefault(major, path)
@@ -52,6 +56,7 @@ def installed_compiler(name: str) -> tuple[str, str] | None:
     path = shutil.which(name)
     if path is None:
         return None
+    LEDGER.watch_program(path)
     try:
         done = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True,
                               text=True, timeout=30, check=False)

@@ -1,0 +1,284 @@
+"""Whether a run's results already stand: nothing it read has changed since the last run
+into the same --out, and that run asked no compiler, driver or kernel anything.
+
+A warm re-run of the nightly tier (2,329 cells, every compile from the compile cache)
+still redoes each cell's bookkeeping: its job and compile key, the cache entry read,
+hash-checked and written into the cell's folder, its verdict and record, then the four
+reports; about 4 s here, most of it the filesystem creating and removing files. When
+none of its inputs changed, every one of those files would come out as it is. So, as
+make and ninja do, a run keeps a record beside its reports of everything its results
+were made from, as it found it, and a later run with the same record answers at once:
+
+- the command: its arguments and folder, every environment variable but the shell's own
+  bookkeeping (``PWD``, ``SHLVL``...), the options they made, Python, the host, the GPU
+  probe's answer and the commit;
+- the files and folders it read: the tool's own package (its data too), every other
+  module the run imported (a dependency upgraded, a frontend plugin edited), the corpus,
+  the matrix, the project file, the baseline and history, every folder a compile key
+  hashed (a case's include folders), the prepared environments and compile cache
+  folders in the cache, each folder of ``PATH`` and every program found there (a host
+  compiler installed or upgraded), Docker's socket;
+- what it wrote: every file under --out.
+
+Each path is compared by its stat (inode, size, mtime and ctime, so a `touch`, an edit
+that keeps the size, a file replaced under the same name all count); a folder by that of
+every file and folder under it (``__pycache__`` and ``.git`` left out). A change anywhere
+runs the run; the answer says what changed. Only a run that a re-run would repeat without
+asking anything records itself: a cell that ran anything (a compile the cache did not
+have, a GPU stage, a build, a CuPy compile), an environment that failed, a cell the time
+limit never started, --prebuilt, containers (their images are not watched) or a disabled
+compile cache leave no record. ``--always-run`` ignores the record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+RECORD = ".cudamatrix-run.json"
+# Where a Docker engine answers by default ($DOCKER_HOST, when set, is in the environment).
+DOCKER_SOCKET = "/var/run/docker.sock"
+RECORD_FORMAT = 1
+EVERYTHING = -1  # a watch's depth: every file and folder under it
+# The shell's bookkeeping, which differs from one prompt to the next and decides nothing.
+VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
+_SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
+# What a run keeps in --out besides its results: the lock, a removal in progress.
+_NOT_OUTPUTS = frozenset({RECORD, ".cudamatrix.lock", ".removing", ".write-test"})
+
+
+class InputLedger:
+    """What the run in progress read besides its command line, and why a re-run could not
+    answer from its record (it asked a compiler, a driver or a kernel something)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.watched: dict[str, int] = {}
+        self.refusals: list[str] = []
+        # Programs found on PATH: their probes are remembered for the process's life
+        # (functools.cache), so every later run of the process rests on them too.
+        self.programs: dict[str, int] = {}
+
+    def start(self) -> None:
+        """A new run: nothing read yet."""
+        with self._lock:
+            self.watched, self.refusals = {}, []
+
+    def watch(self, path: str | os.PathLike[str], depth: int = EVERYTHING) -> None:
+        """`path` decided something in this run: the file, or a folder to `depth` levels."""
+        with self._lock:
+            _deepest(self.watched, os.path.abspath(path), depth)
+
+    def watch_program(self, path: str) -> None:
+        """A program found on PATH: each link on the way to it and the file itself."""
+        current = os.path.abspath(path)
+        with self._lock:
+            for _ in range(40):
+                _deepest(self.programs, current, 0)
+                if not os.path.islink(current):
+                    return
+                current = os.path.join(os.path.dirname(current), os.readlink(current))
+
+    def inputs(self) -> dict[str, int]:
+        """Every path this run rests on, with how deep to look."""
+        with self._lock:
+            merged = dict(self.programs)
+            for path, depth in self.watched.items():
+                _deepest(merged, path, depth)
+            return merged
+
+    def refuse(self, reason: str) -> None:
+        """A re-run would have to ask again (a compile, a GPU stage): no record."""
+        with self._lock:
+            if len(self.refusals) < 20:
+                self.refusals.append(reason)
+
+
+def _deepest(watched: dict[str, int], path: str, depth: int) -> None:
+    known = watched.get(path)
+    if known is None or (known != EVERYTHING and (depth == EVERYTHING or depth > known)):
+        watched[path] = depth
+
+
+# The run this process is making (a process makes one at a time; runner.execute starts it).
+LEDGER = InputLedger()
+
+
+def _entry_line(path: str, info: os.stat_result) -> str:
+    line = (f"{path}\0{info.st_mode:o}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}"
+            f"\0{info.st_ctime_ns}")
+    if stat.S_ISLNK(info.st_mode):
+        with contextlib.suppress(OSError):
+            line += "\0" + os.readlink(path)
+    return line
+
+
+def _walk(path: str, depth: int, lines: list[str], skip: frozenset[str] = frozenset()) -> None:
+    """Every entry under the folder `path` (not the folder's own times: a folder a run
+    made inside it, a __pycache__, changes those and nothing else)."""
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as exc:
+        lines.append(f"{path}\0unreadable {exc.errno}")
+        return
+    for entry in entries:
+        if entry.name in skip or entry.name in _SKIPPED_FOLDERS:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        lines.append(_entry_line(entry.path, info))
+        if depth != 1 and stat.S_ISDIR(info.st_mode):
+            _walk(entry.path, depth - 1 if depth > 0 else EVERYTHING, lines)
+
+
+def path_lines(path: str, depth: int) -> list[str]:
+    """The stat of `path` (a file, a link, or a folder and what is under it to `depth`),
+    a line per entry."""
+    lines: list[str] = []
+    try:
+        info = os.lstat(path)
+    except OSError:
+        lines.append(f"{path}\0absent")
+    else:
+        if stat.S_ISLNK(info.st_mode) and depth != 0 and os.path.isdir(path):
+            # A folder by link (a cache sharing another's downloads): the link and the
+            # folder it names.
+            lines.append(_entry_line(path, info))
+            lines.extend(path_lines(os.path.realpath(path), depth)[1:])
+        elif stat.S_ISDIR(info.st_mode) and depth != 0:
+            lines.append(f"{path}\0folder {info.st_ino}")
+            _walk(path, depth, lines)
+        else:
+            lines.append(_entry_line(path, info))
+    return lines
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _first_change(before: list[str], now: list[str]) -> str:
+    """The first path whose entry differs between two listings of one folder (a file,
+    rather than the folder whose times its creation changed)."""
+    old, new = set(before), set(now)
+    changed = sorted({line.split("\0", 1)[0] for line in old ^ new})
+    inner = [p for p in changed if not any(q.startswith(p + os.sep) for q in changed)]
+    return inner[0] if inner else ""
+
+
+def outputs_digest(out: Path) -> str:
+    """Every file and folder the run left in `out` (not the record, the lock)."""
+    lines: list[str] = []
+    _walk(str(out), EVERYTHING, lines, _NOT_OUTPUTS)
+    return _digest(lines)
+
+
+def loaded_module_files() -> list[str]:
+    """The file of every module this process imported from outside Python's own library:
+    the tool's dependencies and any frontend plugin; their code made the results."""
+    stdlib = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
+    files = []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        real = os.path.realpath(file)
+        if any(real.startswith(root + os.sep + "lib" + os.sep + "python") and
+               "site-packages" not in real for root in stdlib):
+            continue
+        files.append(file)
+    return sorted(set(files))
+
+
+def command_parts(arguments: str, options: str, device: Mapping[str, object],
+                  revision: str) -> dict[str, str]:
+    """The run's command as digests by part, so an answer can say which part changed."""
+    environment = {k: v for k, v in os.environ.items() if k not in VOLATILE_ENV}
+    parts: dict[str, object] = {
+        "command line": [os.getcwd(), arguments],
+        "environment": sorted(environment.items()),
+        "options": options,
+        "Python and host": [sys.version, sys.executable, os.uname().nodename, os.cpu_count()],
+        "GPU": sorted((k, str(v)) for k, v in device.items()),
+        "commit": revision,
+    }
+    return {name: hashlib.sha256(json.dumps(value).encode()).hexdigest()
+            for name, value in parts.items()}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run was made from (by digest) and what it said, kept in --out."""
+
+    command: dict[str, str]
+    inputs: dict[str, str]  # watched path -> its digest
+    depths: dict[str, int]
+    listings: dict[str, list[str]]  # a watched folder's entries, to say which one changed
+    outputs: str
+    status: int
+    said: str  # what the run printed after its cells: the summary, the reports
+    finished: str
+    cells: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"format": RECORD_FORMAT, **asdict(self)}
+
+
+def forget(out: Path) -> None:
+    """A run begins writing `out`: the record of the last one no longer holds."""
+    with contextlib.suppress(FileNotFoundError):
+        (out / RECORD).unlink()
+
+
+def record_run(out: Path, command: dict[str, str], watched: Mapping[str, int], status: int,
+               said: str, finished: str, cells: int) -> RunRecord:
+    """Keep what the finished run was made from and said, for the next run to compare."""
+    listed = {p: path_lines(p, d) for p, d in sorted(watched.items())}
+    record = RunRecord(command=command,
+                       inputs={p: _digest(lines) for p, lines in listed.items()},
+                       depths=dict(sorted(watched.items())),
+                       listings={p: lines for p, lines in listed.items() if len(lines) > 1},
+                       outputs=outputs_digest(out),
+                       status=status, said=said, finished=finished, cells=cells)
+    temporary = out / f"{RECORD}.{os.getpid()}"
+    temporary.write_text(json.dumps(record.to_dict()))
+    temporary.replace(out / RECORD)
+    return record
+
+
+def _read(out: Path) -> RunRecord | None:
+    try:
+        data = json.loads((out / RECORD).read_bytes())
+        if data.pop("format") != RECORD_FORMAT:
+            return None
+        return RunRecord(**data)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def standing_record(out: Path, command: Mapping[str, str]) -> tuple[RunRecord | None, str]:
+    """The last run's record where everything it was made from is as it was, or why not
+    (None and "" where there is no record)."""
+    record = _read(out)
+    if record is None:
+        return None, ""
+    changed = [name for name, digest in command.items() if record.command.get(name) != digest]
+    if changed or set(record.command) != set(command):
+        return None, f"its {' and '.join(changed) or 'command'} changed"
+    for path, digest in record.inputs.items():
+        lines = path_lines(path, record.depths.get(path, EVERYTHING))
+        if _digest(lines) != digest:
+            return None, f"{_first_change(record.listings.get(path, []), lines) or path} changed"
+    if outputs_digest(out) != record.outputs:
+        return None, f"a file in {out} changed"
+    return record, ""

@@ -1,0 +1,132 @@
+"""A run whose inputs did not change since the last run into its --out answers from that
+run's record at once (cudamatrix.up_to_date), with real compilers deciding every verdict
+the record carries: a run that compiled anything leaves none, an edit, an environment
+variable, a program installed on PATH, a removed artifact or --always-run run it again,
+and the run after an edit judges the edited code."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import Run, cudamatrix, write_case
+
+KERNEL = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
+BROKEN = KERNEL + "#error this kernel no longer builds\n"
+
+CASE = """\
+title = "up to date"
+
+[[variant]]
+name = "nvcc"
+source = "k.cu"
+frontend = "nvcc"
+
+[[variant]]
+name = "nvrtc-ptxas"
+source = "k.cu"
+frontend = "nvrtc"
+arch_flag = false
+kernel = "add"
+"""
+
+RECORD = ".cudamatrix-run.json"
+
+
+def _run(project: Path, *extra: str, arch: str = "sm_90",
+         env: dict[str, str] | None = None) -> Run:
+    # A cache of its own, not sharing the prepared toolkits by link: another test's run
+    # re-describing the shared 13.0 (its description names the cache it was made for)
+    # changes what this run read, and rightly runs it again.
+    return cudamatrix("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", arch,
+                      "--no-gpu", "--cache", str(project / "cache"), *extra,
+                      out=project / "out", cwd=project, env=env)
+
+
+def _stamps(out: Path) -> dict[str, int]:
+    """Every file the run wrote, by its modification time."""
+    return {str(p): p.stat().st_mtime_ns for p in out.rglob("*")
+            if p.is_file() and p.name not in (RECORD, ".cudamatrix.lock")}
+
+
+def _summary(run: Run) -> str:
+    return next(line for line in run.output.splitlines() if line.startswith("pass="))
+
+
+def test_an_unchanged_run_answers_from_its_record_and_an_edit_is_judged(tmp_path: Path
+                                                                          ) -> None:
+    write_case(tmp_path / "cases", "uptodate", CASE, {"k.cu": KERNEL})
+    cold = _run(tmp_path)
+    assert cold.code == 0, cold.output
+    # Its compiles ran: a re-run must ask the compile cache again, so no record.
+    assert not (tmp_path / "out" / RECORD).exists()
+    warm = _run(tmp_path)
+    assert warm.code == 0 and "up to date" not in warm.output, warm.output
+    assert {c["stages"][0]["details"].get("cache") for c in warm.cells().values()} == {"hit"}
+    assert (tmp_path / "out" / RECORD).exists()
+    written = _stamps(tmp_path / "out")
+
+    again = _run(tmp_path)
+    assert again.code == 0, again.output
+    assert again.output.startswith("up to date: "), again.output
+    assert _summary(again) == _summary(warm)
+    assert _stamps(tmp_path / "out") == written  # not one file written again
+
+    (tmp_path / "cases" / "uptodate" / "k.cu").write_text(BROKEN)
+    edited = _run(tmp_path)
+    assert f"running: {tmp_path / 'cases' / 'uptodate' / 'k.cu'} changed" in edited.output
+    assert edited.code == 1, edited.output
+    cells = edited.cells()
+    for cell in cells.values():
+        assert cell["outcome"] == "fail" and cell["stage"] == "compile", cell
+    assert "no longer builds" in cells["uptodate/nvcc/13.0/sm_90"]["message"]
+
+    # The failing compiles are in the compile cache now: the next run records, the one
+    # after answers with the same exit status.
+    assert _run(tmp_path).code == 1
+    failed = _run(tmp_path)
+    assert failed.code == 1 and failed.output.startswith("up to date: "), failed.output
+    assert "fail=2" in _summary(failed)
+
+
+def test_what_a_run_did_not_make_runs_it_again(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", "uptodate", CASE, {"k.cu": KERNEL})
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    path = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    assert _run(tmp_path, env=path).code == 0
+    assert _run(tmp_path, env=path).code == 0  # every cell from the compile cache
+    assert _run(tmp_path, env=path).output.startswith("up to date: ")
+
+    # A program installed in a folder of PATH (a host compiler a skip asked for).
+    (tools / "g++-99").write_text("#!/bin/sh\n")
+    installed = _run(tmp_path, env=path)
+    assert f"running: {tools} changed" in installed.output, installed.output
+
+    # An artifact removed from --out: the run puts it back.
+    cubins = sorted((tmp_path / "out" / "artifacts").rglob("*.cubin"))
+    assert cubins
+    cubins[0].unlink()
+    removed = _run(tmp_path, env=path)
+    assert f"running: a file in {tmp_path / 'out'} changed" in removed.output, removed.output
+    assert cubins[0].exists()
+
+    # Another option.
+    other = _run(tmp_path, arch="sm_80", env=path)
+    assert "running: its command line and options changed" in other.output, other.output
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["cells"][0]["id"] \
+        .endswith("sm_80")
+    assert _run(tmp_path, arch="sm_80", env=path).code == 0  # sm_80 compiled: now recorded
+    assert _run(tmp_path, arch="sm_80", env=path).output.startswith("up to date: ")
+
+    # An environment variable a compiler reads (a compile with it: no record).
+    variable = _run(tmp_path, arch="sm_80", env={**path, "NVCC_APPEND_FLAGS": "-DN=4"})
+    assert "running: its environment changed" in variable.output, variable.output
+
+    # --always-run, where the record would hold.
+    assert _run(tmp_path, arch="sm_80", env=path).code == 0
+    assert _run(tmp_path, arch="sm_80", env=path).output.startswith("up to date: ")
+    forced = _run(tmp_path, "--always-run", arch="sm_80", env=path)
+    assert forced.code == 0 and "up to date" not in forced.output, forced.output
+    assert {c["stages"][0]["details"].get("cache") for c in forced.cells().values()} == {"hit"}
