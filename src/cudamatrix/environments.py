@@ -42,6 +42,7 @@ from .providers.wheels import (
 )
 from .sources import Source, SourceSpec, fetch
 from .toolkit_layouts import ToolkitLayouts
+from .up_to_date import LEDGER
 
 
 class Notes(Protocol):
@@ -140,7 +141,10 @@ class Environments:
             if key not in self.sources:
                 started = time.monotonic()
                 try:
-                    self.sources[key] = fetch(SourceSpec.parse(spec, str(base)), base, self.cache)
+                    parsed = SourceSpec.parse(spec, str(base))
+                    self.sources[key] = fetch(parsed, base, self.cache)
+                    if parsed.scheme in ("path", "file"):  # read in place: an input as it is
+                        LEDGER.watch(base / parsed.value)
                     self.progress.note(f"source {spec}: ready "
                                        f"({time.monotonic() - started:.1f}s)")
                 except (EnvironmentUnavailable, UserError, OSError) as exc:

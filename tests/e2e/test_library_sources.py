@@ -74,3 +74,15 @@ def test_a_cutlass_checkout_named_by_the_project_is_what_its_cells_compile(tmp_p
     broken = cells["half-scale/nvcc/13.0/sm_80/cutlass-4.2.0+local"]
     assert broken["outcome"] == "fail" and "the local checkout was compiled" in broken["message"]
     assert cells["half-scale/nvcc/13.0/sm_80/cutlass-4.2.0"]["outcome"] == "pass"
+    # Its compiles cached, the run into the same folder again records itself, and the one
+    # after answers from that record; an edit in the checkout (read in place, outside
+    # the project's cases) runs it again and is compiled.
+    assert cudamatrix("run", "--case", "half-scale", cwd=project,
+                      out=tmp_path / "changed").code == 1
+    standing = cudamatrix("run", "--case", "half-scale", cwd=project, out=tmp_path / "changed")
+    assert standing.code == 1 and standing.output.startswith("up to date: "), standing.output
+    header.write_text(header.read_text().replace('#error "the local checkout was compiled"\n',
+                                                 ""))
+    fixed = cudamatrix("run", "--case", "half-scale", cwd=project, out=tmp_path / "changed")
+    assert f"running: {header} changed" in fixed.output, fixed.output[-3000:]
+    assert fixed.code == 0, fixed.output[-3000:]
