@@ -321,7 +321,11 @@ def main() -> None:
             "in arch, built by one nvcc), artifact checks, result files and the four",
             "reports; its environments are already prepared. The floor is the CPU time of",
             "the compilers the cold run itself started. The container run adds a",
-            "`docker exec` per cell.",
+            "`docker exec` per cell. The warm runs take every compile from the compile",
+            "cache: the first after the cold run redoes each cell's bookkeeping (its job,",
+            "key, restored artifacts, verdict, cell file) and the reports, and leaves the",
+            "record a run with nothing changed answers from (`<out>/.cudamatrix-run.json`);",
+            "`--always-run` redoes the bookkeeping as that first one did.",
             "",
         ]
         write_section(REPO / "bench" / "RESULTS.md", tier_name, "\n".join(lines))
