@@ -22,8 +22,10 @@ from .options import RunOptions, default, default_cache
 from .progress import Progress as PlainProgress
 from .project import find_project, init_project
 from .up_to_date import (
+    CONTENT,
     DOCKER_SOCKET,
     LEDGER,
+    NAMES,
     command_parts,
     loaded_module_files,
     record_run,
@@ -263,9 +265,9 @@ def _unrecorded(options: RunOptions, provider: str) -> list[str]:
 
 def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str) -> None:
     """What the run read besides what its cells named on the way (up_to_date's list)."""
-    LEDGER.watch(Path(__file__).parent)
+    LEDGER.watch(Path(__file__).parent, CONTENT)
     for module_file in loaded_module_files():
-        LEDGER.watch(module_file, 0)
+        LEDGER.watch(module_file, CONTENT)
     for folder in options.corpus:
         LEDGER.watch(folder)
     LEDGER.watch(options.matrix, 0)
@@ -275,7 +277,7 @@ def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: s
             LEDGER.watch(file, 0)
     for on_path in os.environ.get("PATH", "").split(os.pathsep):
         if on_path:
-            LEDGER.watch(on_path, 0)  # a program installed or removed there
+            LEDGER.watch(on_path, NAMES)  # a program installed or removed there
     LEDGER.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
     # The prepared environments, by their folders' entries; the compile caches by theirs.
     for prepared in sorted(options.cache.iterdir()) if options.cache.is_dir() else ():

@@ -22,7 +22,11 @@ were made from, as it found it, and a later run with the same record answers at 
 
 Each path is compared by its stat (inode, size, mtime and ctime, so a `touch`, an edit
 that keeps the size, a file replaced under the same name all count); a folder by that of
-every file and folder under it (``__pycache__`` and ``.git`` left out). A change anywhere
+every file and folder under it (``__pycache__`` and ``.git`` left out). Two kinds are
+compared otherwise, where a stat would change with nothing changed: the tool's code and
+the modules it imported by their bytes (``nox -s matrix`` reinstalls the tool each time),
+and PATH's folders by the names in them (pip rewrites its own scripts there; a program
+installed or removed changes the names, and each program found is watched by its stat). A change anywhere
 runs the run; the answer says what changed. Only a run that a re-run would repeat without
 asking anything records itself: a cell that ran anything (a compile the cache did not
 have, a GPU stage, a build, a CuPy compile), an environment that failed, a cell the time
@@ -48,6 +52,14 @@ RECORD = ".cudamatrix-run.json"
 DOCKER_SOCKET = "/var/run/docker.sock"
 RECORD_FORMAT = 1
 EVERYTHING = -1  # a watch's depth: every file and folder under it
+# A folder by the names in it alone: a folder of PATH, where a program installed or removed
+# counts and pip rewriting its own scripts does not (each program found is watched itself).
+NAMES = -2
+# A file, or every file under a folder, by its bytes: the tool's own code and the modules
+# it imported, which a reinstall (`nox -s matrix` installs the tool each time) rewrites
+# byte for byte.
+CONTENT = -3
+_BY_KIND = (NAMES, CONTENT)
 # The shell's bookkeeping, which differs from one prompt to the next and decides nothing.
 VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
 _SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
@@ -103,8 +115,14 @@ class InputLedger:
 
 
 def _deepest(watched: dict[str, int], path: str, depth: int) -> None:
+    """Keep the strictest watch of `path`: a stat walk over one by names or content, the
+    deeper of two walks."""
     known = watched.get(path)
-    if known is None or (known != EVERYTHING and (depth == EVERYTHING or depth > known)):
+    if known is None or (known in _BY_KIND and depth not in _BY_KIND):
+        watched[path] = depth
+    elif depth in _BY_KIND or known in _BY_KIND:
+        return
+    elif known != EVERYTHING and (depth == EVERYTHING or depth > known):
         watched[path] = depth
 
 
@@ -150,7 +168,13 @@ def path_lines(path: str, depth: int) -> list[str]:
     except OSError:
         lines.append(f"{path}\0absent")
     else:
-        if stat.S_ISLNK(info.st_mode) and depth != 0 and os.path.isdir(path):
+        if depth == NAMES and stat.S_ISDIR(info.st_mode):
+            lines.append(f"{path}\0names")
+            with contextlib.suppress(OSError):
+                lines.extend(os.path.join(path, name) for name in sorted(os.listdir(path)))
+        elif depth == CONTENT:
+            _contents(path, lines)
+        elif stat.S_ISLNK(info.st_mode) and depth != 0 and os.path.isdir(path):
             # A folder by link (a cache sharing another's downloads): the link and the
             # folder it names.
             lines.append(_entry_line(path, info))
@@ -161,6 +185,28 @@ def path_lines(path: str, depth: int) -> list[str]:
         else:
             lines.append(_entry_line(path, info))
     return lines
+
+
+def _contents(path: str, lines: list[str]) -> None:
+    """A file by its bytes (a link by where it points), a folder by every file under it."""
+    if os.path.islink(path):
+        lines.append(f"{path}\0link {os.readlink(path)}")
+    elif os.path.isdir(path):
+        lines.append(f"{path}\0folder")
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            lines.append(f"{path}\0unreadable {exc.errno}")
+            return
+        for name in names:
+            if name not in _SKIPPED_FOLDERS:
+                _contents(os.path.join(path, name), lines)
+    else:
+        try:
+            with open(path, "rb") as handle:
+                lines.append(f"{path}\0{hashlib.sha256(handle.read()).hexdigest()}")
+        except OSError as exc:
+            lines.append(f"{path}\0unreadable {exc.errno}")
 
 
 def _digest(lines: list[str]) -> str:

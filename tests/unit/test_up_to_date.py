@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.up_to_date import (
+    CONTENT,
     EVERYTHING,
+    NAMES,
     RECORD,
     InputLedger,
     outputs_digest,
@@ -122,3 +124,26 @@ def test_the_ledger_keeps_the_deepest_watch_and_programs_across_runs(tmp_path: P
     ledger.start()
     assert ledger.refusals == []
     assert set(ledger.inputs()) == {str(program), str(tmp_path / "g++-12")}
+
+
+def test_code_by_its_bytes_and_path_folders_by_their_names(tmp_path: Path) -> None:
+    """A reinstall rewrites the tool's modules and pip's own scripts byte for byte (new
+    files, new times): the record holds; a changed byte or a program added does not."""
+    package = tmp_path / "site" / "tool"
+    package.mkdir(parents=True)
+    (package / "mod.py").write_text("X = 1\n")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "tool").write_text("#!/bin/sh\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    record_run(out, COMMAND, {str(package): CONTENT, str(tools): NAMES}, 0, "", "then", 0)
+    for file, text in ((package / "mod.py", "X = 1\n"), (tools / "tool", "#!/bin/sh\n")):
+        file.unlink()
+        file.write_text(text)
+    assert standing_record(out, COMMAND)[0] is not None
+    (tools / "clang++-19").write_text("")
+    assert _why(out) == f"{tools / 'clang++-19'} changed"
+    (tools / "clang++-19").unlink()
+    (package / "mod.py").write_text("X = 2\n")
+    assert _why(out) == f"{package / 'mod.py'} changed"
