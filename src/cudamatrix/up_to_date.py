@@ -26,12 +26,13 @@ every file and folder under it (``__pycache__`` and ``.git`` left out). Two kind
 compared otherwise, where a stat would change with nothing changed: the tool's code and
 the modules it imported by their bytes (``nox -s matrix`` reinstalls the tool each time),
 and PATH's folders by the names in them (pip rewrites its own scripts there; a program
-installed or removed changes the names, and each program found is watched by its stat). A change anywhere
-runs the run; the answer says what changed. Only a run that a re-run would repeat without
-asking anything records itself: a cell that ran anything (a compile the cache did not
-have, a GPU stage, a build, a CuPy compile), an environment that failed, a cell the time
-limit never started, --prebuilt, containers (their images are not watched) or a disabled
-compile cache leave no record. ``--always-run`` ignores the record.
+installed or removed changes the names, and each program found is watched by its stat).
+A change anywhere runs the run; the answer says what changed. Only a run that a re-run
+would repeat without asking anything records itself: a cell that ran anything (a compile
+the cache did not have, a GPU stage, a build, a CuPy compile), an environment that
+failed, a cell the time limit never started, --prebuilt, containers (their images are
+not watched) or a disabled compile cache leave no record. ``--always-run`` ignores the
+record.
 """
 
 from __future__ import annotations
