@@ -18,6 +18,7 @@ from rich.console import Console
 from .defaults import CONFIG, KNOWN_BUGS
 from .defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 from .errors import UserError
+from .gpu import DeviceInfo, run_device
 from .options import RunOptions, default, default_cache
 from .progress import Progress as PlainProgress
 from .project import find_project, init_project
@@ -197,7 +198,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
     # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    command = _run_command(args, options)
+    # Probed once: the record's command holds its answer, and the run uses it.
+    device = run_device(options.gpu)
+    command = _run_command(args, options, device)
     if not args.always_run:
         record, changed = standing_record(options.out, command)
         if record is not None:
@@ -215,7 +218,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     # A malformed baseline is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
     try:
-        info, results = execute(options, progress)
+        info, results = execute(options, progress, device=device)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
@@ -239,13 +242,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return code
 
 
-def _run_command(args: argparse.Namespace, options: RunOptions) -> dict[str, str]:
+def _run_command(args: argparse.Namespace, options: RunOptions, device: DeviceInfo
+                 ) -> dict[str, str]:
     """The run's command by part (see up_to_date): its arguments as parsed, the options
-    they made, the GPU as the probe finds it, the commit."""
-    from .gpu import DeviceInfo, probe
+    they made, the GPU as the probe found it, the commit."""
     from .revision import source_revision
 
-    device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     arguments = {k: str(v) for k, v in sorted(vars(args).items()) if k != "always_run"}
     return command_parts(json.dumps(arguments), repr(options), device.to_dict(),
                          source_revision())

@@ -120,11 +120,12 @@ def key_folders(job: Job) -> list[Path]:
     return [f for f in folders if f.is_dir()]
 
 
-def compile_key(job: Job, provider: str) -> str:
+def compile_key(job: Job, provider: str, folders: list[Path] | None = None) -> str:
     """Everything that decides a compile's outcome, hashed.
 
     `provider` says where the compile runs: a toolkit-free frontend (the DSL's own
-    compiler) behaves differently in a container than on the host.
+    compiler) behaves differently in a container than on the host. `folders`: the job's
+    key_folders, where the caller has them already.
     """
     source = Path(job.source)
     env = job.env
@@ -143,7 +144,7 @@ def compile_key(job: Job, provider: str) -> str:
         "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.
         "source": str(source),
-        "files": folder_inputs(key_folders(job)),
+        "files": folder_inputs(key_folders(job) if folders is None else folders),
         "toolkit": None if env is None else {
             "version": env.toolkit, "provider": env.provider,
             "packages": env.packages, "tools": env.tool_versions,

@@ -75,3 +75,8 @@ def probe() -> DeviceInfo:
     return DeviceInfo(name=name, arch=f"sm_{major}{minor}", driver=_driver_version_string(),
                       driver_cuda=f"{version // 1000}.{(version % 1000) // 10}",
                       memory_mib=int(memory) // (1 << 20))
+
+
+def run_device(gpu: bool) -> DeviceInfo:
+    """The GPU a run's load and run stages use: the probe's answer, or none with --no-gpu."""
+    return probe() if gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")

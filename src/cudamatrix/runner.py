@@ -33,7 +33,7 @@ from .cupy_warmup import JitifyWarmups
 from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
-from .gpu import DeviceInfo, probe
+from .gpu import DeviceInfo, run_device
 from .options import CACHE_ENV, RunOptions, default_cell_memory
 from .plan import BUNDLED, Cell
 from .planning import Plan, make_plan
@@ -102,8 +102,9 @@ class CellRunner:
         else:
             prepared.job = job
             if job.prebuilt is None and frontend(cell.frontend).cached:
-                prepared.key = compile_key(job, self.envs.provider)
-                for folder in key_folders(job):
+                folders = key_folders(job)
+                prepared.key = compile_key(job, self.envs.provider, folders)
+                for folder in folders:
                     LEDGER.watch(folder)
                 prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
                                                                           job.work)
@@ -279,9 +280,10 @@ def _now() -> str:
 
 
 def execute(options: RunOptions, progress: Progress,
-            on_result: Callable[[CellResult], None] | None = None) -> tuple[RunInfo,
-                                                                           list[CellResult]]:
-    """Run the planned cells; returns the run record and every cell's result."""
+            on_result: Callable[[CellResult], None] | None = None,
+            device: DeviceInfo | None = None) -> tuple[RunInfo, list[CellResult]]:
+    """Run the planned cells; returns the run record and every cell's result. `device`:
+    the GPU as the caller already probed it (run_device), else probed here."""
     LEDGER.start()
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
@@ -305,7 +307,8 @@ def execute(options: RunOptions, progress: Progress,
                         f"give another with --cache or ${CACHE_ENV}") from None
     lock = lock_output(out)
     try:
-        return _execute(options, plan, progress, on_result, started_at, started)
+        return _execute(options, plan, progress, on_result, started_at, started,
+                        device or run_device(options.gpu))
     finally:
         lock.close()
 
@@ -331,7 +334,7 @@ def lock_output(out: Path) -> IO[str]:
 
 def _execute(options: RunOptions, plan: Plan, progress: Progress,
              on_result: Callable[[CellResult], None] | None, started_at: str,
-             started: float) -> tuple[RunInfo, list[CellResult]]:
+             started: float, device: DeviceInfo) -> tuple[RunInfo, list[CellResult]]:
     out = options.out
     done: dict[str, CellResult] = {}
     forget(out)  # the last run's record stops holding as this one starts writing
@@ -346,7 +349,6 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         # this run takes its builds from (--prebuilt naming this --out).
         if not (options.prebuilt and options.prebuilt.resolve() == out.resolve()):
             removal.discard(out / ARTIFACTS_DIR)
-    device = probe() if options.gpu else DeviceInfo(reason="GPU stages turned off (--no-gpu)")
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
     provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
