@@ -47,6 +47,26 @@ def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
     return Run(done.returncode, done.stdout + done.stderr, out or REPO)
 
 
+# One kernel, `k.cu`, built by nvcc and by NVRTC then ptxas: the smallest case that asks
+# both compilers of a toolkit (write_case(root, name, TWO_COMPILERS_CASE, {"k.cu": ADD})).
+ADD_KERNEL = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
+TWO_COMPILERS_CASE = """\
+title = "one kernel, two compilers"
+
+[[variant]]
+name = "nvcc"
+source = "k.cu"
+frontend = "nvcc"
+
+[[variant]]
+name = "nvrtc-ptxas"
+source = "k.cu"
+frontend = "nvrtc"
+arch_flag = false
+kernel = "add"
+"""
+
+
 def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) -> None:
     """A case folder: case.toml (dedented) and its files, text or bytes."""
     folder = root / name

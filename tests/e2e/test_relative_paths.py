@@ -8,29 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import cudamatrix, private_cache, write_case
-
-KERNEL = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
-
-CASE = """\
-title = "relative folders"
-
-[[variant]]
-name = "nvcc"
-source = "k.cu"
-frontend = "nvcc"
-
-[[variant]]
-name = "nvrtc-ptxas"
-source = "k.cu"
-frontend = "nvrtc"
-arch_flag = false
-kernel = "add"
-"""
+from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, cudamatrix, private_cache, write_case
 
 
 def test_relative_cache_out_and_corpus(tmp_path: Path) -> None:
-    write_case(tmp_path / "cases", "relative", CASE, {"k.cu": KERNEL})
+    write_case(tmp_path / "cases", "relative", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
     private_cache(tmp_path)  # tmp_path/cache, the downloads shared by link
     run = cudamatrix("run", "--corpus", "cases", "--cache", "cache", "--out", "out",
                      "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu", cwd=tmp_path)
@@ -47,7 +29,7 @@ def test_relative_cache_out_and_corpus(tmp_path: Path) -> None:
 def test_a_rerun_keeps_only_its_own_cells(tmp_path: Path) -> None:
     """The last run's cells and artifacts are moved aside and removed beside the run
     (cudamatrix.removal): none is left, and nothing of the removal either."""
-    write_case(tmp_path / "cases", "relative", CASE, {"k.cu": KERNEL})
+    write_case(tmp_path / "cases", "relative", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
     args = ("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu")
     first = cudamatrix(*args, out=tmp_path / "out", cwd=tmp_path)
     assert first.code == 0, first.output

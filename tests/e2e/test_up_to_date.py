@@ -10,28 +10,10 @@ import json
 import os
 from pathlib import Path
 
-from conftest import Run, cudamatrix, write_case
+from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
+from cudamatrix.up_to_date import RECORD
 
-KERNEL = "__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
-BROKEN = KERNEL + "#error this kernel no longer builds\n"
-
-CASE = """\
-title = "up to date"
-
-[[variant]]
-name = "nvcc"
-source = "k.cu"
-frontend = "nvcc"
-
-[[variant]]
-name = "nvrtc-ptxas"
-source = "k.cu"
-frontend = "nvrtc"
-arch_flag = false
-kernel = "add"
-"""
-
-RECORD = ".cudamatrix-run.json"
+BROKEN = ADD_KERNEL + "#error this kernel no longer builds\n"
 
 
 def _run(project: Path, *extra: str, arch: str = "sm_90",
@@ -56,7 +38,7 @@ def _summary(run: Run) -> str:
 
 def test_an_unchanged_run_answers_from_its_record_and_an_edit_is_judged(tmp_path: Path
                                                                           ) -> None:
-    write_case(tmp_path / "cases", "uptodate", CASE, {"k.cu": KERNEL})
+    write_case(tmp_path / "cases", "uptodate", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
     cold = _run(tmp_path)
     assert cold.code == 0, cold.output
     # Its compiles ran: a re-run must ask the compile cache again, so no record.
@@ -91,7 +73,7 @@ def test_an_unchanged_run_answers_from_its_record_and_an_edit_is_judged(tmp_path
 
 
 def test_what_a_run_did_not_make_runs_it_again(tmp_path: Path) -> None:
-    write_case(tmp_path / "cases", "uptodate", CASE, {"k.cu": KERNEL})
+    write_case(tmp_path / "cases", "uptodate", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
     tools = tmp_path / "bin"
     tools.mkdir()
     path = {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
