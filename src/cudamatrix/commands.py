@@ -281,12 +281,10 @@ def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: s
         if on_path:
             LEDGER.watch(on_path, NAMES)  # a program installed or removed there
     LEDGER.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
-    # The prepared environments, by their folders' entries; the compile caches by theirs.
-    for prepared in sorted(options.cache.iterdir()) if options.cache.is_dir() else ():
-        if prepared.is_dir():
-            LEDGER.watch(prepared, 1 if prepared.name == "compile" else 2)
-    for other in options.compile_cache_from:
-        LEDGER.watch(other / "compile", 1)
+    # The environments the cells used were watched by their markers as they were prepared;
+    # the rest of the cache is not an input: other toolkits, other runs' installs, and the
+    # compile cache, whose entries are what their keys say (one added or removed changes
+    # no verdict this run made).
     if provider == "host":
         from .providers.host import host_root
 

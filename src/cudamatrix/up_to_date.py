@@ -15,9 +15,11 @@ were made from, as it found it, and a later run with the same record answers at 
 - the files and folders it read: the tool's own package (its data too), every other
   module the run imported (a dependency upgraded, a frontend plugin edited), the corpus,
   the matrix, the project file, the baseline and history, every folder a compile key
-  hashed (a case's include folders), the prepared environments and compile cache
-  folders in the cache, each folder of ``PATH`` and every program found there (a host
-  compiler installed or upgraded), Docker's socket;
+  hashed (a case's include folders), each environment its cells used by its install's
+  marker (a toolkit installed again; not the rest of the cache, which other runs share:
+  their toolkits, and compile cache entries, which are what their keys say), each folder
+  of ``PATH`` and every program found there (a host compiler installed or upgraded),
+  Docker's socket;
 - what it wrote: every file under --out.
 
 Each path is compared by its stat (inode, size, mtime and ctime, so a `touch`, an edit

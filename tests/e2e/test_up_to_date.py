@@ -18,9 +18,8 @@ BROKEN = ADD_KERNEL + "#error this kernel no longer builds\n"
 
 def _run(project: Path, *extra: str, arch: str = "sm_90",
          env: dict[str, str] | None = None) -> Run:
-    # A cache of its own, not sharing the prepared toolkits by link: another test's run
-    # re-describing the shared 13.0 (its description names the cache it was made for)
-    # changes what this run read, and rightly runs it again.
+    # A cache of its own: the first run must compile (another test may have compiled the
+    # same kernel into the shared one).
     return cudamatrix("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", arch,
                       "--no-gpu", "--cache", str(project / "cache"), *extra,
                       out=project / "out", cwd=project, env=env)
@@ -112,3 +111,36 @@ def test_what_a_run_did_not_make_runs_it_again(tmp_path: Path) -> None:
     forced = _run(tmp_path, "--always-run", arch="sm_80", env=path)
     assert forced.code == 0 and "up to date" not in forced.output, forced.output
     assert {c["stages"][0]["details"].get("cache") for c in forced.cells().values()} == {"hit"}
+
+
+def test_what_other_runs_do_in_the_same_cache_changes_nothing_it_read(tmp_path: Path
+                                                                       ) -> None:
+    """CI's two workers share one cache: a run there preparing another toolkit (its
+    description written) or compiling another case must leave this run's record standing;
+    the toolkit its cells used, installed again, must not."""
+    write_case(tmp_path / "cases", "uptodate", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
+    assert _run(tmp_path).code == 0
+    assert _run(tmp_path).code == 0  # every cell from the compile cache: recorded
+    cache = tmp_path / "cache"
+    entries = {p for p in (cache / "compile").rglob("*")}
+
+    # Another run into the same cache compiles another case ...
+    write_case(tmp_path / "others", "other", TWO_COMPILERS_CASE,
+               {"k.cu": ADD_KERNEL.replace("1.0f", "2.0f")})
+    beside = cudamatrix("run", "--corpus", "others", "--toolkit", "13.0", "--arch", "sm_90",
+                        "--no-gpu", "--cache", str(cache), out=tmp_path / "beside", cwd=tmp_path)
+    assert beside.code == 0, beside.output
+    assert {p for p in (cache / "compile").rglob("*")} > entries
+    # ... and another prepares a toolkit this run did not use.
+    (cache / "toolkits" / "wheels-11.8").mkdir(parents=True, exist_ok=True)
+    (cache / "toolkits" / "wheels-11.8" / "cudamatrix-described.json").write_text("{}")
+    standing = _run(tmp_path)
+    assert standing.code == 0 and standing.output.startswith("up to date: "), standing.output
+
+    # The toolkit its cells compiled with, installed again.
+    marker = cache / "toolkits" / "wheels-13.0" / "cudamatrix-environment.json"
+    again = marker.with_name("reinstalled")
+    again.write_text(marker.read_text())
+    again.replace(marker)
+    reinstalled = _run(tmp_path)
+    assert f"running: {marker} changed" in reinstalled.output, reinstalled.output

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
 from ..locks import folder_lock
+from ..up_to_date import LEDGER
 from .environment import Environment
 
 ARCHIVE = "http://deb.debian.org/debian"
@@ -111,6 +112,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
     root = cache / "debian" / f"{suite}-{toolkit}"
     with folder_lock(root):  # a second run sharing the cache waits for this unpack
         marker = root / MARKER
+        LEDGER.watch(marker, 0)  # the unpacked package, known by its marker
         nvcc_dir = root / DEBIAN_NVCC_BIN
         if marker.is_file():
             facts = json.loads(marker.read_text())

@@ -25,6 +25,7 @@ from ..errors import EnvironmentUnavailable
 from ..locks import folder_lock
 from ..matrix import Matrix
 from ..sources import Source
+from ..up_to_date import LEDGER
 from .environment import Environment, LibraryEnvironment, installed_packages
 from .tree import TREE_READER_VERSION, describe_toolkit_tree
 
@@ -39,6 +40,9 @@ def install(target: Path, requirements: Sequence[str], *, with_deps: bool = Fals
     for a toolkit sees that toolkit's CUDA_HOME."""
     marker = target / MARKER
     wanted = {"requirements": list(requirements), "with_deps": with_deps}
+    # What the run's cells compile against is this install, known by its marker: another
+    # run installing beside it in the same cache changes nothing this run read.
+    LEDGER.watch(marker, 0)
     with folder_lock(target):
         if marker.is_file() and json.loads(marker.read_text()) == wanted:
             return target
@@ -180,6 +184,7 @@ def wheel_headers(target: Path, requirements: Sequence[str]) -> tuple[str, ...]:
     (pip checks its hash), only its members under an ``include/`` folder are kept."""
     marker = target / MARKER
     wanted = {"headers_from": list(requirements)}
+    LEDGER.watch(marker, 0)
     with folder_lock(target):
         if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
