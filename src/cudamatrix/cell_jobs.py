@@ -33,6 +33,14 @@ class CellJobs:
                  time_left: Callable[[float], float]) -> None:
         self.options, self.envs, self.device, self.warmups = options, envs, device, warmups
         self.memory_bytes, self.time_left = memory_bytes, time_left
+        self._resolved: dict[Path, str] = {}
+
+    def resolved(self, path: Path) -> str:
+        """A variant's source, the run's artifacts folder: resolved once per run rather than
+        once per cell (each resolve is a walk of lstat calls)."""
+        if path not in self._resolved:
+            self._resolved[path] = str(path.resolve())
+        return self._resolved[path]
 
     def job_for(self, cell: Cell, variant: Variant
                 ) -> tuple[Job | list[StageResult], dict[str, str]]:
@@ -90,8 +98,8 @@ class CellJobs:
         if host:
             versions["host_compiler"] = f"{named} {host[1]}"
         job = Job(
-            cell_id=cell.id, arch=cell.arch, source=str(variant.source.resolve()),
-            frontend=cell.frontend, workdir=str(workdir.resolve()),
+            cell_id=cell.id, arch=cell.arch, source=self.resolved(variant.source),
+            frontend=cell.frontend, workdir=f"{self.resolved(workdir.parent)}/{workdir.name}",
             timeout=self.time_left(variant.timeout or self.options.cell_timeout),
             flags=variant.flags,
             kernel=variant.kernel, arch_flag=variant.arch_flag,
@@ -144,3 +152,4 @@ class CellJobs:
             return None
         found = self.envs.toolkit_provider.host_compiler(name)
         return StageResult("compile", "unavailable", found) if isinstance(found, str) else found
+

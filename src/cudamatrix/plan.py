@@ -21,6 +21,7 @@ from .versions import Arch
 BUNDLED = "bundled"
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for each cell's folder, record and report
 def cell_slug(cell_id: str) -> str:
     """A file name for a cell id, one to one: the id made readable (letters, digits,
     '.', '-', '_'; at most 120 of them) and a hash of the whole id, so case ``p__a``
