@@ -51,6 +51,11 @@ from .stages.result import StageResult
 from .up_to_date import LEDGER, forget
 from .verdict import judge
 
+# The stages that ask a compiler (and read what it made) and nothing else: a cell whose
+# worker ran only these, its compile then kept by the compile cache, is what a re-run would
+# take from the cache as it is; the run can still be recorded (up_to_date).
+COMPILER_STAGES = frozenset({"compile", "inspect"})
+
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
 
@@ -133,8 +138,8 @@ class CellRunner:
                 if stage.status == "skipped":
                     again.append(member)
                     continue
-                if member.key:
-                    self.cache.store(member.key, member.job.work, stage)
+                if not (member.key and self.cache.store(member.key, member.job.work, stage)):
+                    LEDGER.refuse(f"{member.cell.id}: its compile was not kept")
                 member.cached = stage
             todo = again
 
@@ -150,8 +155,8 @@ class CellRunner:
         job = replace(first, workdir=str(workdir.resolve()), group=tuple(
             {"cell_id": p.cell.id, "arch": p.cell.arch, "workdir": str(p.job.work)}
             for p in todo if p.job is not None))
-        try:
-            return self.execute(job)
+        try:  # whether the run can be recorded is each cell's (compile_together)
+            return self.executor.run(job)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
             for member in todo:
@@ -173,9 +178,12 @@ class CellRunner:
             if inspected is not None:
                 stages.append(inspected)
         else:
-            stages = self.execute(job)
-            if prepared.key and cached is None:
-                self.cache.store(prepared.key, workdir, stages[0])
+            stages = self.executor.run(job)
+            kept = prepared.key is not None and cached is None \
+                and self.cache.store(prepared.key, workdir, stages[0])
+            if not kept or job.gpu_stages or job.prebuilt is not None \
+                    or any(s.stage not in COMPILER_STAGES for s in stages):
+                LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         if prepared.cache_note:
             stages[0] = replace(stages[0], details={**stages[0].details,
                                                     "cache": prepared.cache_note})
@@ -188,7 +196,8 @@ class CellRunner:
         return stages
 
     def execute(self, job: Job) -> list[StageResult]:
-        """A worker runs the job: in the cell's container, or as a process here."""
+        """A worker runs the job (in the cell's container, or as a process here), which a
+        re-run would run again: the run leaves no record (up_to_date)."""
         LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         return self.executor.run(job)
 

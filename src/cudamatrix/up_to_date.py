@@ -30,11 +30,13 @@ the modules it imported by their bytes (``nox -s matrix`` reinstalls the tool ea
 and PATH's folders by the names in them (pip rewrites its own scripts there; a program
 installed or removed changes the names, and each program found is watched by its stat).
 A change anywhere runs the run; the answer says what changed. Only a run that a re-run
-would repeat without asking anything records itself: a cell that ran anything (a compile
-the cache did not have, a GPU stage, a build, a CuPy compile), an environment that
-failed, a cell the time limit never started, --prebuilt, containers (their images are
-not watched) or a disabled compile cache leave no record. ``--always-run`` ignores the
-record.
+would repeat without asking anything new records itself: one whose every compile either
+came from the compile cache or was kept there (a re-run takes each from the cache as it
+is, so a cold run's verdicts stand as well as a warm one's). A compile the cache does not
+keep (a timeout, a crash, the memory limit; a build, a CuPy compile), a GPU stage, an
+environment that failed, a cell the time limit never started, --prebuilt, containers
+(their images are not watched) or a disabled compile cache leave no record.
+``--always-run`` ignores the record.
 """
 
 from __future__ import annotations

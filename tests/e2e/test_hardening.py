@@ -22,6 +22,7 @@ from cudamatrix.compile_cache import MANIFEST, CompileCache
 from cudamatrix.plan import cell_slug
 from cudamatrix.stages.limits import KEPT_OUTPUT_BYTES, run_tool
 from cudamatrix.stages.result import StageResult
+from cudamatrix.up_to_date import RECORD
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
 CASE = """
@@ -110,6 +111,8 @@ def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
     cell = _only(first)
     assert cell["outcome"] == "error", (cell["outcome"], cell["message"])
     assert time.monotonic() - started < 120
+    # Not kept, so a re-run would compile again: the run is not recorded either.
+    assert not (tmp_path / "first" / RECORD).exists()
     second = _run(tmp_path / "c", tmp_path / "second", cache_copy, *nvcc)
     assert _only(second)["stages"][0]["details"].get("cache") != "hit"
     assert not list((cache_copy / "compile").rglob(MANIFEST))
