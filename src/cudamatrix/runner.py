@@ -51,11 +51,6 @@ from .stages.result import StageResult
 from .up_to_date import LEDGER, forget
 from .verdict import judge
 
-# The stages that ask a compiler (and read what it made) and nothing else: a cell whose
-# worker ran only these, its compile then kept by the compile cache, is what a re-run would
-# take from the cache as it is; the run can still be recorded (up_to_date).
-COMPILER_STAGES = frozenset({"compile", "inspect"})
-
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
 NOT_STARTED = "not_started"
 
@@ -181,8 +176,9 @@ class CellRunner:
             stages = self.executor.run(job)
             kept = prepared.key is not None and cached is None \
                 and self.cache.store(prepared.key, workdir, stages[0])
-            if not kept or job.gpu_stages or job.prebuilt is not None \
-                    or any(s.stage not in COMPILER_STAGES for s in stages):
+            # A compile the cache kept is what a re-run would take from it as it is (the run
+            # can still be recorded: up_to_date); a GPU stage it would ask again.
+            if not kept or job.gpu_stages:
                 LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         if prepared.cache_note:
             stages[0] = replace(stages[0], details={**stages[0].details,
