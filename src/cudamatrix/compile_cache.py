@@ -3,10 +3,11 @@
 A compile's outcome, refusals included, is decided by the source and every file
 it reads, the flags, the frontend, the target arch, and the exact toolkit and
 library builds (package versions, tool versions). The key hashes all of them.
-Which files a compile reads cannot be read off the source (``#include MACRO``,
-``--include-path=``, a module a script imports), and NVRTC 11.8 to 13.0 have no
-dependency output; so the key holds every file the compile *could* read outside
-the toolkit: the whole case folder and every include folder its flags name. An
+Which files a compile reads cannot all be read off the source (``#include MACRO``, a
+module a script imports), and NVRTC 11.8 to 13.0 have no dependency output; so the key
+holds every file the compile *could* read outside the toolkit: the whole case folder,
+every include folder its flags name, and every file its include lines reach wherever
+it lies (``#include "../common/h.h"``, a folder behind a link: stages/includes.py). An
 edit anywhere there recompiles; an unchanged tree never replays a stale verdict.
 
 The cache is shared by every case and every run, and case code runs beside it, so an
@@ -41,6 +42,7 @@ from typing import Any
 
 from .stages.cell_files import ARTIFACTS, COMPILE_RECORD
 from .stages.flags import include_folders
+from .stages.includes import IncludedFiles, included_files
 from .stages.job import Job
 from .stages.result import StageResult
 
@@ -68,6 +70,11 @@ def _file_digest(path: str, identity: tuple[int, int, int]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
@@ -120,15 +127,29 @@ def key_folders(job: Job) -> list[Path]:
     return [f for f in folders if f.is_dir()]
 
 
-def compile_key(job: Job, provider: str, folders: list[Path] | None = None) -> str:
+def key_files(job: Job, folders: list[Path]) -> IncludedFiles:
+    """Every file the job's include lines reach outside the toolkit and the library (whose
+    versions stand for their folders), searched as the compilers search: its own folder
+    first, then `folders` (the case's and its -I folders), the toolkit's and the library's."""
+    stood_for = [*(job.env.include_dirs if job.env else ()),
+                 *(job.library.include_dirs if job.library else ())]
+    search = [*map(str, folders[1:]), str(folders[0]) if folders else "", *stood_for]
+    return included_files([job.source], [s for s in search if s], stood_for)
+
+
+def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
+                included: IncludedFiles | None = None) -> str:
     """Everything that decides a compile's outcome, hashed.
 
     `provider` says where the compile runs: a toolkit-free frontend (the DSL's own
-    compiler) behaves differently in a container than on the host. `folders`: the job's
-    key_folders, where the caller has them already.
+    compiler) behaves differently in a container than on the host. `folders` and
+    `included`: the job's key_folders and key_files, where the caller has them already.
     """
     source = Path(job.source)
     env = job.env
+    folders = key_folders(job) if folders is None else folders
+    files = folder_inputs(folders)
+    included = key_files(job, folders) if included is None else included
     material: dict[str, Any] = {
         "format": CACHE_FORMAT,
         "stage_code": stage_code_digest(),
@@ -144,7 +165,7 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None) -> s
         "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.
         "source": str(source),
-        "files": folder_inputs(key_folders(job) if folders is None else folders),
+        "files": files,
         "toolkit": None if env is None else {
             "version": env.toolkit, "provider": env.provider,
             "packages": env.packages, "tools": env.tool_versions,
@@ -164,6 +185,17 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None) -> s
     said = {name: os.environ[name] for name in COMPILER_ENVIRONMENT if name in os.environ}
     if said:
         material["environment"] = said
+    # Files the include lines reach that the folders above did not hash (their content, a
+    # link's target read through it), and quoted names found nowhere (the file appearing
+    # later is another compile). A case with none keeps the key it had.
+    hashed = {os.path.realpath(path) for path, digest in files.items()
+              if not digest.startswith("link:")}
+    outside = {path: _file_digest(path, _identity(path)) for path in included.files
+               if path not in hashed and os.path.isfile(path)}
+    if outside:
+        material["included"] = outside
+    if included.unresolved:
+        material["unresolved"] = list(included.unresolved)
     text = json.dumps(material, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 

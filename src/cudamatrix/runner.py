@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from . import __version__
 from .cell_jobs import CellJobs
 from .cell_timings import CellTimings
-from .compile_cache import CompileCache, compile_key, key_folders
+from .compile_cache import CompileCache, compile_key, key_files, key_folders
 from .corpus import Variant
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments, choose_provider
@@ -103,9 +103,12 @@ class CellRunner:
             prepared.job = job
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 folders = key_folders(job)
-                prepared.key = compile_key(job, self.envs.provider, folders)
+                included = key_files(job, folders)
+                prepared.key = compile_key(job, self.envs.provider, folders, included)
                 for folder in folders:
                     LEDGER.watch(folder)
+                for file in (*included.files, *included.absent):  # headers outside them
+                    LEDGER.watch(file, 0)
                 prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
                                                                           job.work)
         prepared.spent = time.monotonic() - began

@@ -172,3 +172,38 @@ def test_flags_nvcc_takes_from_the_environment_are_keyed(run_cli, tmp_path: Path
     again = run_cli(*args, out=tmp_path / "again",
                     env={"NVCC_APPEND_FLAGS": "-DCUDAMATRIX_BREAK"})
     assert set(_hits(again).values()) == {True} and again.code == 1
+
+
+def test_a_header_outside_the_case_reached_by_a_relative_include(run_cli, tmp_path: Path,
+                                                                  cache_copy: Path) -> None:
+    """Issue 43: `#include "../common/h.h"` with no -I. After a pass, h.h broken: the run
+    noticed the edit but the compile cache served the old pass, the next run answered `up
+    to date ... pass` and so did --always-run. Now the broken header compiles again and
+    fails, and every later run says fail."""
+    cases = tmp_path / "cases"
+    (cases / "common").mkdir(parents=True)
+    header = cases / "common" / "h.h"
+    header.write_text(f"// {uuid.uuid4()}\n#pragma once\n#define SCALE 3.0f\n")
+    (cases / "k").mkdir()
+    (cases / "k" / "k.cu").write_text('#include "../common/h.h"\n' + KERNEL.split("\n", 1)[1])
+    (cases / "k" / "case.toml").write_text(
+        'title = "relative include"\n[[variant]]\nname = "v"\nsource = "k.cu"\n'
+        'frontend = "nvrtc"\n')
+    args = ("run", "--corpus", str(cases), "--case", "k", "--toolkit", "13.0", "--arch",
+            "sm_90", "--provider", "wheels", "--no-gpu", "--cache", str(cache_copy))
+    out = tmp_path / "out"
+    cold = run_cli(*args, out=out)
+    assert cold.code == 0, cold.output[-2000:]
+    assert {c["outcome"] for c in cold.cells().values()} == {"pass"}
+
+    header.write_text(header.read_text().replace("3.0f", "3.0f + undefined_name"))
+    edited = run_cli(*args, out=out)
+    assert "h.h changed" in edited.output, edited.output[-2000:]
+    assert set(_hits(edited).values()) == {False}
+    assert edited.code == 1
+    assert all("undefined_name" in c["message"] for c in edited.cells().values())
+    again = run_cli(*args, out=out)
+    assert again.code == 1 and "up to date" in again.output, again.output[-2000:]
+    forced = run_cli(*args, "--always-run", out=out)
+    assert forced.code == 1
+    assert {c["outcome"] for c in forced.cells().values()} == {"fail"}

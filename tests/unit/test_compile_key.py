@@ -37,3 +37,89 @@ def test_the_stage_code_digest_covers_every_frontend_module() -> None:
     names = {p.as_posix().split("cudamatrix/", 1)[1] for p in stage_code_files()}
     assert {"stages/frontends/nvrtc.py", "stages/frontends/nvcc.py", "stages/compile.py",
             "stages/kernel_names.py", "audit/elf.py"} <= names, sorted(names)
+
+
+def _nvrtc_job(case: Path, flags: tuple[str, ...] = (), toolkit: Path | None = None) -> Job:
+    env = Environment(toolkit="13.0", provider="wheels", root=str(toolkit or case / "none"),
+                      include_dirs=(str(toolkit),) if toolkit else (),
+                      packages={"nvidia-cuda-nvrtc": "13.0.88"})
+    return Job(cell_id="c", arch="sm_90", source=str(case / "k.cu"), frontend="nvrtc",
+               workdir=str(case.parent / "w"), timeout=60, env=env, flags=flags)
+
+
+def _edited(path: Path, text: str = "#define SCALE 4\n") -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_every_file_an_include_line_reaches_is_keyed(tmp_path: Path) -> None:
+    """Issue 43: `#include "../common/h.h"` (no -I) was outside every folder the key
+    hashed, so a broken h.h was served the old pass. Each way a header is reached, edited
+    one at a time: the key changes; the same tree again gives the same key."""
+    case = tmp_path / "cases" / "k"
+    (tmp_path / "cases" / "common").mkdir(parents=True)
+    (tmp_path / "shared" / "deep").mkdir(parents=True)
+    (tmp_path / "inc").mkdir()
+    toolkit = tmp_path / "toolkit"
+    toolkit.mkdir()
+    case.mkdir()
+    (case / "linked").symlink_to(tmp_path / "shared")
+    files = {
+        "relative": tmp_path / "cases" / "common" / "h.h",
+        "linked folder": tmp_path / "shared" / "l.h",
+        "reached from a reached header": tmp_path / "shared" / "deep" / "d.h",
+        "-I folder outside the case": tmp_path / "inc" / "i.h",
+        "the case's own": case / "own.h",
+    }
+    for path in files.values():
+        path.write_text("#pragma once\n")
+    (tmp_path / "shared" / "l.h").write_text('#include "deep/d.h"\n')
+    (toolkit / "cuda_fp16.h").write_text("// the toolkit's: its version stands for it\n")
+    (case / "k.cu").write_text('#include "../common/h.h"\n#include "linked/l.h"\n'
+                               '#include <i.h>\n#include "own.h"\n#include <cuda_fp16.h>\n'
+                               'extern "C" __global__ void k() {}\n')
+    job = _nvrtc_job(case, ("-I../../inc",), toolkit)
+    key = compile_key(job, "wheels")
+    assert compile_key(job, "wheels") == key
+    for name, path in files.items():
+        _edited(path)
+        now = compile_key(job, "wheels")
+        assert now != key, f"an edit in {name} ({path}) left the key as it was"
+        key = now
+    # The toolkit's own header is stood for by its package versions, not its bytes.
+    _edited(toolkit / "cuda_fp16.h")
+    assert compile_key(job, "wheels") == key
+    # The link pointed elsewhere: another compile.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "l.h").write_text("#pragma once\n")
+    (case / "linked").unlink()
+    (case / "linked").symlink_to(tmp_path / "other")
+    assert compile_key(job, "wheels") != key
+
+
+def test_a_header_that_appears_where_it_was_looked_for_is_another_compile(
+        tmp_path: Path) -> None:
+    """A quoted include found nowhere fails to compile; the file appearing later must not
+    be served that failure."""
+    case = tmp_path / "k"
+    case.mkdir()
+    (case / "k.cu").write_text('#include "../later/h.h"\n')
+    job = _nvrtc_job(case)
+    key = compile_key(job, "wheels")
+    (tmp_path / "later").mkdir()
+    (tmp_path / "later" / "h.h").write_text("#pragma once\n")
+    assert compile_key(job, "wheels") != key
+
+
+def test_a_case_reaching_nothing_outside_its_folders_keeps_its_key(tmp_path: Path) -> None:
+    """Keys of cases whose headers all sit in their folders are what they were: the new
+    material is added only where there is some."""
+    from cudamatrix.compile_cache import key_files, key_folders
+
+    case = tmp_path / "k"
+    case.mkdir()
+    (case / "own.h").write_text("#pragma once\n")
+    (case / "k.cu").write_text('#include "own.h"\n#include <cstdio>\n')
+    job = _nvrtc_job(case)
+    included = key_files(job, key_folders(job))
+    assert included.unresolved == () and included.absent == ()
+    assert included.files == (str((case / "k.cu").resolve()), str((case / "own.h").resolve()))
