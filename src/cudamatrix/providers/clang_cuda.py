@@ -3,8 +3,9 @@
 ``clang++ -x cuda --cuda-path=DIR`` wants a CUDA installation's layout: ``include/``
 (clang's runtime wrapper also includes curand's ``curand_mtgp32_kernel.h``),
 ``nvvm/libdevice`` and ``bin/ptxas``. The wheels lay the same files out otherwise, so the
-cache gets a folder of links in that layout per toolkit; curand's headers come from the
-newest ``nvidia-curand`` wheel of the toolkit's CUDA major (headers only, extracted).
+cache gets a folder of links in that layout per toolkit; curand's headers are the
+release's own (a wheel toolkit holds every component's headers), or, for a toolkit
+without them, the newest ``nvidia-curand`` wheel's of its CUDA major.
 The clang used is the newest ``clang++-N`` on PATH; what it says about the CUDA version
 (``CUDA version 12.4 is only partially supported``) is a warning of the cell like any other.
 """
@@ -68,7 +69,10 @@ def cuda_path(env: Environment, cache: Path) -> Path:
     libdevice = next(Path(env.root).glob("nvidia/**/nvvm/libdevice"), None)
     if libdevice is None:
         raise EnvironmentUnavailable(f"toolkit {env.toolkit} has no nvvm/libdevice for clang")
-    major = int(env.toolkit.split(".")[0])
-    folders = [*map(Path, env.include_dirs), curand_headers(major, cache)]
+    folders = list(map(Path, env.include_dirs))
+    # clang's CUDA wrappers include cuRAND's headers: the toolkit's own release has them
+    # (release_headers.py); a toolkit that lacks them gets the newest cuRAND's.
+    if not any((folder / "curand.h").is_file() for folder in folders):
+        folders.append(curand_headers(int(env.toolkit.split(".")[0]), cache))
     return linked_cuda_root(cache / "clang" / f"cuda-{env.toolkit}", folders,
                             {"nvvm/libdevice": libdevice, "bin/ptxas": Path(env.ptxas)})

@@ -27,6 +27,7 @@ from ..matrix import Matrix
 from ..sources import Source
 from ..up_to_date import LEDGER
 from .environment import Environment, LibraryEnvironment, installed_packages
+from .release_headers import HEADERS_MARKER, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree
 
 MARKER = "cudamatrix-environment.json"
@@ -77,17 +78,24 @@ DESCRIBED = "cudamatrix-described.json"
 
 
 def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
-    root = install(cache / "toolkits" / f"wheels-{toolkit}", matrix.wheel_requirements(toolkit))
+    """The compilers' wheels of `toolkit`, and every other component's headers beside
+    them (release_headers.py): the release as a full install has it."""
+    compilers = matrix.wheel_requirements(toolkit)
+    root = install(cache / "toolkits" / f"wheels-{toolkit}", compilers)
+    components = release_headers(root, toolkit, compilers)
     # Describing a tree walks thousands of files and runs each tool once; a finished
     # install never changes, so its description is kept beside it.
     described = root / DESCRIBED
-    installed = (root / MARKER).read_text()
+    installed = (root / MARKER).read_text() + (root / HEADERS_MARKER).read_text()
     if described.is_file():
         data = json.loads(described.read_text())
         if data.get("marker") == installed and data.get("root") == str(root) \
                 and data.get("reader") == TREE_READER_VERSION:
             return Environment.from_dict(data["environment"])
-    env = describe_toolkit_tree(toolkit, "wheels", root, installed_packages(root), root / "nvidia")
+    # The components whose headers alone are here are named as such: what a compile read.
+    packages = {**installed_packages(root),
+                **{f"{name} (headers)": version for name, version in components.items()}}
+    env = describe_toolkit_tree(toolkit, "wheels", root, packages, root / "nvidia")
     staging = described.with_name(f"{DESCRIBED}.{os.getpid()}")
     staging.write_text(json.dumps({"marker": installed, "root": str(root),
                                    "reader": TREE_READER_VERSION,

@@ -1,0 +1,154 @@
+"""Every header of a CUDA release in a toolkit made of wheels, as a full install has them.
+
+The toolkit's compilers come from a few wheels (nvcc, NVRTC, the runtime, CCCL); a full
+install of the same release also has cuRAND's ``curand_kernel.h``, cuBLAS's and
+cuBLASLt's, cuFFT's, cuSPARSE's, cuSOLVER's, NPP's, nvJPEG's, NVTX's, NVML's, CUPTI's,
+nvJitLink's headers, and real kernels include them. Without them a source that builds
+on any CUDA install was reported as failing to compile on that release: the tool's
+environment, shown as CUDA's answer.
+
+Which components make up a release, and at which versions, is NVIDIA's own word: the
+``cuda-toolkit`` metapackage of that release pins every component in its ``all`` extra
+(the newest build of the release: ``cuda-toolkit==12.4.*``). Only the headers of the
+components the compilers' wheels do not already bring are taken, read out of each wheel
+by byte ranges (wheel_index.py): a few MB a toolkit, against the 1.5 GB of libraries the
+same wheels hold. They go into the toolkit's own tree at the path their wheel gives them
+(``nvidia/cu13/include`` for 13.x, ``nvidia/<component>/include`` before), so nvcc's
+own profile, NVRTC's include folders, Debian's nvcc and the containers' copies of the
+tree see one toolkit, as an install lays it out. A file the compilers' wheels ship is
+never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from ..errors import EnvironmentUnavailable
+from ..locks import folder_lock
+from ..up_to_date import LEDGER
+from .wheel_index import (
+    IndexUnreachable,
+    extract_downloaded,
+    extract_members,
+    index_url,
+    wheel_for,
+)
+
+HEADERS_MARKER = "cudamatrix-release-headers.json"
+METAPACKAGE = "cuda-toolkit"
+# Bump when what is taken from the components changes.
+HEADERS_FORMAT = 1
+_DOWNLOAD_TIMEOUT_S = 900
+_PARALLEL = 8
+
+
+def is_header(member: str) -> bool:
+    """A member of a wheel's include folder that a compile can read (not the folder's
+    Python package marker)."""
+    parts = member.split("/")
+    return "include" in parts[:-1] and parts[-1] != "__init__.py" and "__pycache__" not in parts
+
+
+def _metadata_requirements(text: str) -> list[Requirement]:
+    found = []
+    for line in Parser().parsestr(text).get_all("Requires-Dist") or []:
+        try:
+            found.append(Requirement(line))
+        except InvalidRequirement:
+            continue
+    return found
+
+
+def release_components(toolkit: str, index: str | None = None) -> list[Requirement]:
+    """Every component of CUDA `toolkit` for this machine, pinned as NVIDIA's
+    ``cuda-toolkit`` metapackage of that release pins it (its ``all`` extra)."""
+    pin = Requirement(f"{METAPACKAGE}=={toolkit}.*")
+    with tempfile.TemporaryDirectory(prefix="cudamatrix-release-") as folder:
+        def metadata(member: str) -> bool:
+            return member.endswith(".dist-info/METADATA")
+        try:
+            extract_members(wheel_for(pin, index or index_url()), metadata, Path(folder))
+        except IndexUnreachable:
+            extract_downloaded(str(pin), metadata, Path(folder), _DOWNLOAD_TIMEOUT_S)
+        found = sorted(Path(folder).glob("*.dist-info/METADATA"))
+        if not found:
+            raise EnvironmentUnavailable(f"{pin}: the index has no such metapackage")
+        requirements = _metadata_requirements(found[0].read_text(errors="replace"))
+    components: dict[str, Requirement] = {}
+    for requirement in requirements:
+        marker = requirement.marker
+        if marker is None or not marker.evaluate({"extra": "all"}):
+            continue
+        components.setdefault(canonicalize_name(requirement.name), requirement)
+    if not components:
+        raise EnvironmentUnavailable(f"{pin}: its metadata lists no component")
+    return [components[name] for name in sorted(components)]
+
+
+def _component_headers(requirement: Requirement, index: str, staging: Path) -> str:
+    """One component's headers into `staging`; the version taken."""
+    target = staging / canonicalize_name(requirement.name)
+    try:
+        wheel = wheel_for(requirement, index)
+        extract_members(wheel, is_header, target)
+        return str(wheel.version)
+    except IndexUnreachable:
+        shutil.rmtree(target, ignore_errors=True)
+        extract_downloaded(str(requirement), is_header, target, _DOWNLOAD_TIMEOUT_S)
+        return str(requirement.specifier)
+
+
+def _move_in(source: Path, root: Path) -> None:
+    """Each file of `source` into `root` at the same path, where `root` has none."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            destination = root / path.relative_to(source)
+            if not destination.exists():
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, destination)
+
+
+def release_headers(root: Path, toolkit: str, compilers: Sequence[str]) -> dict[str, str]:
+    """Put the headers of every component of CUDA `toolkit` that the compilers' wheels
+    (`compilers`, requirement strings) do not bring into the toolkit tree `root`, once;
+    the components taken, by name and version."""
+    marker = root / HEADERS_MARKER
+    LEDGER.watch(marker, 0)
+    own = {canonicalize_name(Requirement(r).name) for r in compilers}
+    with folder_lock(root):
+        if marker.is_file():
+            try:
+                kept = json.loads(marker.read_text())
+                if kept.get("format") == HEADERS_FORMAT and kept.get("release") == toolkit:
+                    return dict(kept["components"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        index = index_url()
+        wanted = [c for c in release_components(toolkit, index)
+                  if canonicalize_name(c.name) not in own]
+        staging = root.with_name(f"{root.name}.headers-partial-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            with ThreadPoolExecutor(_PARALLEL) as pool:
+                versions = list(pool.map(lambda c: _component_headers(c, index, staging),
+                                         wanted))
+            for component in wanted:
+                _move_in(staging / canonicalize_name(component.name), root)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        components = {c.name: v for c, v in zip(wanted, versions, strict=True)}
+        partial = marker.with_name(f"{HEADERS_MARKER}.{os.getpid()}")
+        partial.write_text(json.dumps({"format": HEADERS_FORMAT, "release": toolkit,
+                                       "components": components}, sort_keys=True))
+        partial.replace(marker)
+        return components
