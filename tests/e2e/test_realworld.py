@@ -26,6 +26,9 @@ ARCHS = ("sm_70", "sm_75", "sm_80", "sm_90", "sm_90a")
 # differs (built, or no nvcc); on sm_90 and sm_90a it built just as on sm_80 (pass on each
 # toolkit that has nvcc), which showed nothing sm_80 does not and cost 5 more compiles.
 HEAVY = {"cute-sgemm-sm80": ("sm_80",)}
+# FlashInfer's headers through nvcc, 4-6 s a cell: the archs its users build for most.
+HEAVY.update({case: ("sm_80", "sm_90a") for case in ("flashinfer-rmsnorm",
+                                                       "flashinfer-sampling")})
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +152,23 @@ def test_a_real_kernel_that_spills_is_caught_by_its_machine_code_and_its_budget(
     assert cells["cutlass-nchw-to-nhwc/float/13.0/sm_90a"]["outcome"] == "pass"
     markdown = (run.out / "COMPATIBILITY.md").read_text()
     assert "| `capped-budget` | 13.0 | cutlass::nchw_to_nhwc_kernel&lt;float&gt; |" in markdown
+
+
+def test_a_real_library_finds_every_header_of_its_release(run: Run) -> None:
+    """Issue 37: FlashInfer's norm.cuh includes <cublasLt.h> and <cublas_v2.h>, its
+    sampling.cuh <curand_kernel.h>; a toolkit of compiler wheels alone failed both on every
+    release (`cublasLt.h: No such file or directory`). Now what stops them is what a full
+    install of the release says: CCCL too old for sampling.cuh on 11.8 and 12.4."""
+    cells = run.cells()
+    for toolkit in ("11.8", "12.4", "13.0"):
+        for arch in ("sm_80", "sm_90a"):
+            norm = cells[f"flashinfer-rmsnorm/nvcc/{toolkit}/{arch}"]
+            assert norm["outcome"] == "pass", (toolkit, arch, norm["message"])
+            sampling = cells[f"flashinfer-sampling/nvcc/{toolkit}/{arch}"]
+            if toolkit == "13.0":
+                assert sampling["outcome"] == "pass", (arch, sampling["message"])
+            else:
+                assert sampling["outcome"] == "xfail", (toolkit, sampling["message"])
+                assert "curand" not in sampling["message"].lower(), sampling["message"]
+    assert cells["flashinfer-sampling/nvcc/11.8/sm_80"]["diagnosis"]["rule"] \
+        == "cccl-newer-than-toolkit"
