@@ -5,6 +5,7 @@ on every real run the repository keeps, and on cells made here."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ from cudamatrix.reports.answers import (
     VERBS,
     answer_grid,
     case_answers,
+    said_message,
     spans,
     where_key,
 )
@@ -48,6 +50,11 @@ def _expand(text: str, universe: list[str]) -> list[str]:
             assert token in universe, (token, universe)
             values.append(token)
     return values
+
+
+def _unescaped(text: str) -> str:
+    """A message as md_text wrote it, read back."""
+    return html.unescape(text.replace("\\|", "|"))
 
 
 def _places(text: str) -> list[tuple[str, str]]:
@@ -99,6 +106,9 @@ def _check_sentence(case: str, sentence: str, cells: list[CellResult]) -> None:
                         key = (label, arch)
                         assert key in mine, f"{case}/{variant}: {key} is no cell of it"
                         assert happened(mine[key]) == what, (case, variant, key, what)
+                        if match["message"] is not None:  # each cell's own words
+                            assert said_message(mine[key]) == _unescaped(match["message"]), \
+                                (case, variant, key, match["message"])
                         found.append(key)
             named.update(found)
             assert sum(mine[k].outcome in UNEXPECTED for k in found) == unexpected, phrase
@@ -164,6 +174,29 @@ def test_a_sentence_reads_like_the_issue_asks() -> None:
         "builds and runs on 12.4–13.5 for sm_80–sm_120; fails to compile on 11.8 for sm_90a: "
         f"ptxas fatal : Value 'sm_90a' is not defined for option 'gpu-name' ({UNEXPECTED_MARK}"
         " 1 unexpected)")
+
+
+def test_cells_that_failed_in_other_words_are_said_apart() -> None:
+    """Issue 38: `fails to compile on 12.4, 13.0 ...: cuda/cmath: No such file` gave
+    12.4's message to 13.0, which failed with `qualified name is not allowed`. Each
+    message now has its own phrase, and reading the sentence back gives each cell its own."""
+    cmath = "fastdiv.cuh:19:10: fatal error: cuda/cmath: No such file or directory"
+    qualified = "fastdiv.cuh(39): error: qualified name is not allowed"
+    cells = [_cell("12.4", a, "fail", "compile", message=cmath) for a in ("sm_80", "sm_90a")]
+    cells += [_cell("13.0", a, "fail", "compile", message=qualified) for a in ("sm_80", "sm_90a")]
+    cells += [_cell("13.1", a, "pass", None) for a in ("sm_80", "sm_90a")]
+    (answer,) = case_answers(cells)
+    sentence = answer.sentence()
+    assert sentence == (
+        "builds and runs on 13.1 for sm_80, sm_90a; "
+        f"fails to compile on 12.4 for sm_80, sm_90a: {cmath} ({UNEXPECTED_MARK} 2 unexpected); "
+        f"fails to compile on 13.0 for sm_80, sm_90a: {qualified} ({UNEXPECTED_MARK} 2 "
+        "unexpected)")
+    _check_sentence("c", sentence, cells)
+    # The most common outcome said as "the other cells" keeps one message too.
+    many = cells + [_cell("12.8", a, "fail", "compile", message=qualified)
+                    for a in ("sm_80", "sm_90a")]
+    _check_sentence("c", case_answers(many)[0].sentence(), many)
 
 
 def test_the_most_common_outcome_is_said_last_as_the_other_cells() -> None:

@@ -176,7 +176,8 @@ def without_paths(text: str) -> str:
     return _PATH.sub("", text)
 
 
-def _message(result: CellResult) -> str:
+def said_message(result: CellResult) -> str:
+    """A cell's decisive message as the first screen says it: paths cut, one line, bounded."""
     text = without_paths(" ".join((result.message or result.reason or "").split()))
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
 
@@ -192,26 +193,35 @@ def _clauses(rows: dict[str, list[CellResult]], what: str) -> list[Clause]:
         clauses.append(Clause(
             happened=what, where=tuple(sorted(labels, key=where_key)),
             archs=tuple(sorted(arch_set, key=Arch.parse)),
-            message=next((_message(r) for r in members if _message(r)), ""),
+            message=next((said_message(r) for r in members if said_message(r)), ""),
             unexpected=sum(r.outcome in UNEXPECTED for r in members)))
     return clauses
 
 
 def _variant_answer(variant: str, cells: Sequence[CellResult], where: Sequence[str],
                     archs: Sequence[str]) -> VariantAnswer:
-    grouped: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    # Cells group by what happened and, where the sentence quotes it (a failure), by the
+    # message too: cells that failed in other words are said apart, each with its own.
+    grouped: dict[tuple[str, str], dict[str, list[CellResult]]] = \
+        defaultdict(lambda: defaultdict(list))
     for r in cells:
-        grouped[happened(r)][row_label(r.cell)].append(r)
-    clauses = [c for what in sorted(grouped, key=_rank) for c in _clauses(grouped[what], what)]
+        what = happened(r)
+        grouped[(what, said_message(r) if what.startswith("fails") else "")][
+            row_label(r.cell)].append(r)
+    clauses = [c for key in sorted(grouped, key=lambda k: (_rank(k[0]), k[1]))
+               for c in _clauses(grouped[key], key[0])]
     clauses.sort(key=lambda c: (_rank(c.happened), where.index(c.where[0]),
                                 archs.index(c.archs[0])))
-    sizes = {what: sum(len(row) for row in rows.values()) for what, rows in grouped.items()}
-    common = max(sizes, key=lambda what: (sizes[what], -_rank(what)))
-    if len(grouped) > 1 and sum(c.happened == common for c in clauses) > 1:
-        kept = tuple(c for c in clauses if c.happened != common)
-        rest = Clause(common, (), (), next((c.message for c in clauses
-                                            if c.happened == common and c.message), ""),
-                      sum(c.unexpected for c in clauses if c.happened == common))
+    sizes = {key: sum(len(row) for row in rows.values()) for key, rows in grouped.items()}
+    common = max(sizes, key=lambda key: (sizes[key], -_rank(key[0])))
+    if len(grouped) > 1 and sum((c.happened, c.message if c.happened.startswith("fails")
+                                 else "") == common for c in clauses) > 1:
+        def in_common(c: Clause) -> bool:
+            return (c.happened, c.message if c.happened.startswith("fails") else "") == common
+        kept = tuple(c for c in clauses if not in_common(c))
+        rest = Clause(common[0], (), (), next((c.message for c in clauses
+                                               if in_common(c) and c.message), ""),
+                      sum(c.unexpected for c in clauses if in_common(c)))
         return VariantAnswer(variant, kept, rest, sizes[common])
     return VariantAnswer(variant, tuple(clauses), None, 0)
 
@@ -282,8 +292,8 @@ def grid_cell(result: CellResult, tier: str) -> GridCell:
     what = happened(result)
     unexpected = result.outcome in UNEXPECTED
     title = f"{result.cell.id}: {what} ({result.outcome})"
-    if _message(result) and what not in ("runs", "loads", "builds"):
-        title += f" — {_message(result)}"
+    if said_message(result) and what not in ("runs", "loads", "builds"):
+        title += f" — {said_message(result)}"
     if unexpected:
         title += f" — repro: {repro(result.cell, tier)}"
     return GridCell(SYMBOLS.get(what, "?"), what, unexpected, result, title)
