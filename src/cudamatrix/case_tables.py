@@ -126,7 +126,7 @@ class TableReader:
             result[key] = specs[0] if len(specs) == 1 else specs
         return result
 
-    def expectation(self, where: str, raw: Any) -> Expectation:
+    def expectation(self, where: str, raw: Any, libraries: tuple[str, ...] = ()) -> Expectation:
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table")
         check_keys(where, raw, EXPECT_FIELDS, self.fail)
@@ -149,7 +149,7 @@ class TableReader:
                 raise self.fail(f"{where}.{key}", f"bad regular expression: {exc}") from None
         return Expectation(
             outcome=outcome,
-            when=self.when(f"{where}.when", raw.get("when", {}), EXPECT_KEYS),
+            when=self.when(f"{where}.when", raw.get("when", {}), (*EXPECT_KEYS, *libraries)),
             stage=stage,
             match=match,
             note=str(raw.get("note", "")),

@@ -31,7 +31,7 @@ from .stages.build import BUILD_PLACEHOLDERS
 from .stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from .stages.frontends import REGISTRY
 from .tomlfile import load_toml
-from .versions import HOST_COMPILER
+from .versions import HOST_COMPILER, WHEN_KEYS
 
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
@@ -40,7 +40,9 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
-                "resources")
+                "resources", "libraries")
+# A library's name, as matrix.toml's [libraries.NAME] spells it.
+LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
             "seed", "host")
 ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range")
@@ -74,6 +76,9 @@ class Variant:
     build: Mapping[str, Any] = field(default_factory=dict)
     # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
     resources: Mapping[str, Any] = field(default_factory=dict)
+    # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
+    # toolkit's include folders, each an axis of its cells (at most one, for now).
+    libraries: tuple[str, ...] = ()
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -151,6 +156,7 @@ class _Reader(TableReader):
                 raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
                                 "outputs are audited per arch and build.test runs on a GPU")
         source = self.source(where, raw.get("source"), directory, frontend, build)
+        libraries = self.libraries(f"{where}.libraries", raw.get("libraries", []), frontend)
         timeout = raw.get("timeout")
         if timeout is not None and (isinstance(timeout, bool)
                                     or not isinstance(timeout, int | float)
@@ -201,8 +207,8 @@ class _Reader(TableReader):
             flags=flags,
             kernel=self.kernel(where, raw.get("kernel")),
             arch_flag=self.flag(f"{where}.arch_flag", raw.get("arch_flag", True)),
-            only=self.when(f"{where}.only", raw.get("only", {})),
-            expect=tuple(self.expectation(f"{where}.expect[{i}]", e) for i, e in
+            only=self.when(f"{where}.only", raw.get("only", {}), (*WHEN_KEYS, *libraries)),
+            expect=tuple(self.expectation(f"{where}.expect[{i}]", e, libraries) for i, e in
                          enumerate(self.tables(f"{where}.expect", raw.get("expect", [])))),
             artifacts=tuple(self.artifact(f"{where}.artifact[{i}]", a) for i, a in
                             enumerate(self.tables(f"{where}.artifact", raw.get("artifact", [])))),
@@ -213,7 +219,25 @@ class _Reader(TableReader):
             host_compiler=host_compiler,
             build=build,
             resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
+            libraries=libraries,
         )
+
+    def libraries(self, where: str, value: Any, frontend: str) -> tuple[str, ...]:
+        """The header libraries a variant names: one axis a cell, so one library, and only
+        for a frontend that brings no library axis of its own (whether each is a header
+        library of the matrix is the plan's to check: the matrix is not read here)."""
+        names = self.strings(where, value)
+        for name in names:
+            if not LIBRARY_NAME.fullmatch(name):
+                raise self.fail(where, f"{name!r} is not a library's name ([libraries.NAME])")
+        own = REGISTRY[frontend].library
+        if names and own:
+            raise self.fail(where, f"the {frontend} frontend has its own library axis ({own}); "
+                            "libraries names header libraries for the frontends without one")
+        if len(names) > 1:
+            raise self.fail(where, "one header library a variant (a cell has one library "
+                            f"axis); got {', '.join(names)}")
+        return names
 
     def source(self, where: str, name: Any, directory: Path, frontend: str,
                build: Mapping[str, Any]) -> Path:

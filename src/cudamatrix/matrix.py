@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,13 @@ from .versions import (
     version_matches,
 )
 
+# The libraries a frontend brings an axis for; any other [libraries.NAME] is a header
+# library (`headers = true`) a variant names itself (`libraries = ["cccl"]`).
 LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
-ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler", *LIBRARY_AXES)
+ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler")
+LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+LIBRARY_KEYS = ("package", "versions", "requires", "constraint", "headers_from", "sources",
+                "headers", "include")
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,15 @@ class Library:
     # Versions that come from elsewhere than the package index: a label (a PEP 440 version,
     # e.g. "4.2.0+mybranch") mapped to a source (path:, file:, sdist:, git:; sources.py).
     sources: Mapping[str, str] = field(default_factory=dict)
+    # A header library: its wheel's include folders go on every compile's include path
+    # ahead of the toolkit's (a newer CCCL than the toolkit ships, a header-only library).
+    headers: bool = False
+    # Where its headers sit in the wheel (globs, relative to the wheel's root), where not
+    # every `include` folder of it.
+    include: tuple[str, ...] = ()
+    # The package by CUDA major, where the name differs (nvidia-cuda-cccl-cu12, then
+    # nvidia-cuda-cccl): a version's package is that of its own major.
+    packages: Mapping[str, str] = field(default_factory=dict)
 
     def impossible(self, version: str, toolkit: str) -> str | None:
         """Why this library version cannot be paired with this toolkit, or None."""
@@ -80,7 +95,16 @@ class Library:
         return None
 
     def package_for(self, cuda_major: int) -> str:
-        return self.package.format(major=cuda_major)
+        return self.packages.get(str(cuda_major)) or self.package.format(major=cuda_major)
+
+    def package_of(self, version: str) -> str:
+        """The package a header library's version comes from (its major's, where the
+        package is named per CUDA major)."""
+        if self.packages:
+            major = str(Version(version).major)
+            if major in self.packages:
+                return self.packages[major]
+        return self.package.format(major=Version(version).major)
 
 
 @dataclass(frozen=True)
@@ -226,12 +250,21 @@ class _Reader:
     def libraries(self, raw: Mapping[str, Any]) -> dict[str, Library]:
         result = {}
         for name, entry in self.table(raw, "libraries").items():
-            check_keys("libraries", {name: entry}, LIBRARY_AXES, self.fail)
+            if not LIBRARY_NAME.fullmatch(name):
+                raise self.fail(f"libraries.{name}", "a library's name is lower-case letters, "
+                                "digits and '_', starting with a letter")
             if not isinstance(entry, dict):
                 raise self.fail(f"libraries.{name}", "expected a table")
-            check_keys(f"libraries.{name}", entry,
-                       ("package", "versions", "requires", "constraint", "headers_from",
-                        "sources"), self.fail)
+            check_keys(f"libraries.{name}", entry, LIBRARY_KEYS, self.fail)
+            headers = entry.get("headers", False)
+            if not isinstance(headers, bool):
+                raise self.fail(f"libraries.{name}.headers", f"expected true or false, got "
+                                f"{headers!r:.60}")
+            if name not in LIBRARY_AXES and not headers:
+                raise self.fail(f"libraries.{name}", "no frontend brings this library: declare "
+                                "it a header library (headers = true), which any variant may "
+                                f"name (libraries = [\"{name}\"]); frontends' own: "
+                                f"{', '.join(LIBRARY_AXES)}")
             sources = entry.get("sources", {})
             if not isinstance(sources, dict):
                 raise self.fail(f"libraries.{name}.sources", "expected a table of "
@@ -262,11 +295,24 @@ class _Reader:
                                         f"{row[key]!r}") from None
                 constraints.append((str(row["versions"]), str(row["toolkit"]),
                                     str(row["reason"])))
-            headers = self.strings(f"libraries.{name}.headers_from",
-                                   entry.get("headers_from", []))
-            result[name] = Library(name, str(entry.get("package", name)), versions, requires,
-                                   tuple(constraints), headers,
-                                   {str(k): str(v) for k, v in sources.items()})
+            headers_from = self.strings(f"libraries.{name}.headers_from",
+                                        entry.get("headers_from", []))
+            package = entry.get("package", name)
+            packages: dict[str, str] = {}
+            if isinstance(package, dict):
+                if not package or not all(str(k).isdigit() and isinstance(v, str)
+                                          for k, v in package.items()):
+                    raise self.fail(f"libraries.{name}.package", "expected a package name, or "
+                                    "a table of CUDA major = package name")
+                packages = {str(k): v for k, v in package.items()}
+                package = packages[max(packages, key=int)]
+            result[name] = Library(name, str(package), versions, requires,
+                                   tuple(constraints), headers_from,
+                                   {str(k): str(v) for k, v in sources.items()},
+                                   headers=headers,
+                                   include=self.strings(f"libraries.{name}.include",
+                                                        entry.get("include", [])),
+                                   packages=packages)
         return result
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:
@@ -280,14 +326,15 @@ class _Reader:
                             f"(declared: {', '.join(known)})")
         return tuple(value)
 
-    def rows(self, where: str, value: Any) -> tuple[dict[str, str], ...]:
+    def rows(self, where: str, value: Any, libraries: Sequence[str] = ()
+             ) -> tuple[dict[str, str], ...]:
         if not isinstance(value, list):
             raise self.fail(where, "expected a list of tables")
         rows = []
         for i, row in enumerate(value):
             if not isinstance(row, dict) or not row:
                 raise self.fail(f"{where}[{i}]", "expected a non-empty table")
-            check_keys(f"{where}[{i}]", row, ROW_KEYS, self.fail)
+            check_keys(f"{where}[{i}]", row, (*ROW_KEYS, *libraries), self.fail)
             rows.append({k: str(v) for k, v in row.items()})
         return tuple(rows)
 
@@ -299,7 +346,7 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(where, f"expected a table, got {entry!r:.60}")
             check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
-                                      "host_compiler", *LIBRARY_AXES), self.fail)
+                                      "host_compiler", *libraries), self.fail)
             compilers = entry.get("host_compiler", [])
             if not isinstance(compilers, list) or not all(
                     isinstance(c, str) and HOST_COMPILER.fullmatch(c) for c in compilers):
@@ -314,8 +361,8 @@ class _Reader:
                                    "toolkit"),
                 archs=self.axis(f"{where}.arch", entry.get("arch", "*"), archs, "arch"),
                 libraries=libs,
-                include=self.rows(f"{where}.include", entry.get("include", [])),
-                exclude=self.rows(f"{where}.exclude", entry.get("exclude", [])),
+                include=self.rows(f"{where}.include", entry.get("include", []), list(libraries)),
+                exclude=self.rows(f"{where}.exclude", entry.get("exclude", []), list(libraries)),
                 cases=self.strings(f"{where}.case", entry.get("case", [])),
                 host_compilers=tuple(compilers),
             )
@@ -378,7 +425,7 @@ def _check_includes(reader: _Reader, matrix: Matrix, tier: Tier) -> None:
                               + (f", last {support.last}" if support.last else "") + ")")
     for i, row in enumerate(tier.exclude):
         for key, value in row.items():
-            if key in ("toolkit", "arch") or key in LIBRARY_AXES:
+            if key in ("toolkit", "arch") or key in matrix.libraries:
                 try:
                     check_specifier(key, value)
                 except ValueError as exc:

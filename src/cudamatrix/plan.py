@@ -86,7 +86,8 @@ class Cell:
 def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
                    tier: Tier, host_compilers: Sequence[str] = ()) -> list[Cell]:
     spec = frontend(variant.frontend)
-    library = spec.library
+    # The frontend's own library axis (CUTLASS, CuPy), or the header library it names.
+    library = spec.library or next(iter(variant.libraries), None)
     versions: Sequence[str | None] = tier.libraries.get(library, ()) if library else (None,)
     chosen_toolkits = (BUNDLED,) if spec.toolkit_free else toolkits
     # The host-compiler axis multiplies the cells that run nvcc, unless the variant names
@@ -104,6 +105,20 @@ def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs:
                     if variant.selects(cell.axes()):
                         cells.append(cell)
     return cells
+
+
+def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
+    """A variant's header libraries are header libraries of the matrix."""
+    for name in variant.libraries:
+        library = matrix.libraries.get(name)
+        where = f"{case.directory / 'case.toml'}: variant {variant.name!r}.libraries"
+        if library is None:
+            headers = ", ".join(n for n, lib in matrix.libraries.items() if lib.headers)
+            raise UserError(f"{where}: unknown library {name!r} (header libraries of "
+                            f"{matrix.path.name}: {headers or 'none'}; a project declares "
+                            f"its own as [libraries.{name}] headers = true)")
+        if not library.headers:
+            raise UserError(f"{where}: {name} is not a header library (its frontend's axis)")
 
 
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
@@ -124,6 +139,7 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
     cells: set[Cell] = set()
     for case in in_tier:
         for variant in case.variants:
+            _check_libraries(matrix, case, variant)
             cells.update(_variant_cells(case, variant, axis_toolkits, axis_archs, tier,
                                         compilers))
     for row in tier.include:

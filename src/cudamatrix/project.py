@@ -104,14 +104,17 @@ def _library_sources(table: Any, base: Path,
                      fail: Callable[[str, str], UserError]) -> dict[str, dict[str, Any]]:
     """A project's own versions of a library (``[libraries.cutlass.sources]``: a label such
     as "4.2.0+mine" mapped to a folder, file, sdist or git revision), its relative paths
-    made absolute against the configuration's folder, where the user wrote them."""
+    made absolute against the configuration's folder, where the user wrote them; and the
+    project's own header libraries (``[libraries.NAME]`` with ``headers = true``,
+    ``package``, ``versions``, ``include``), checked with the matrix."""
     if not isinstance(table, dict):
         raise fail("libraries", "expected [libraries.<name>.sources] tables")
     result: dict[str, dict[str, Any]] = {}
     for name, entry in table.items():
         if not isinstance(entry, dict):
             raise fail(f"libraries.{name}", "expected a table")
-        check_keys(f"libraries.{name}", entry, ("sources",), fail)
+        check_keys(f"libraries.{name}", entry, ("sources", "headers", "package", "versions",
+                                                "include"), fail)
         sources = entry.get("sources", {})
         if not isinstance(sources, dict):
             raise fail(f"libraries.{name}.sources", "expected \"<version label>\" = \"<source>\"")
@@ -121,7 +124,8 @@ def _library_sources(table: Any, base: Path,
             if spec.scheme in ("path", "file"):
                 spec = SourceSpec(spec.scheme, str((base / spec.value).resolve()))
             made[str(label)] = str(spec)
-        result[str(name)] = {"sources": made}
+        result[str(name)] = {**{k: v for k, v in entry.items() if k != "sources"},
+                             "sources": made}
     return result
 
 
@@ -139,6 +143,9 @@ def merge_matrix(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, An
     for name, entry in overrides.get("libraries", {}).items():
         known = libraries.setdefault(name, {})
         known["sources"] = {**known.get("sources", {}), **entry.get("sources", {})}
+        for key in ("headers", "package", "include"):  # a project's own header library
+            if key in entry:
+                known[key] = entry[key]
         # Versions beyond the matrix's own (`cudamatrix bisect` over a library's releases).
         extra = [v for v in entry.get("versions", []) if v not in known.get("versions", [])]
         if extra:

@@ -9,6 +9,7 @@ a `fail`, `error` or `xpass` here is the tool's fault until shown otherwise.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,12 +30,19 @@ HEAVY = {"cute-sgemm-sm80": ("sm_80",)}
 # FlashInfer's headers through nvcc, 4-6 s a cell: the archs its users build for most.
 HEAVY.update({case: ("sm_80", "sm_90a") for case in ("flashinfer-rmsnorm",
                                                        "flashinfer-sampling")})
+# And over the CCCL releases from 13.0 on (its `only`), for the Hopper arch it targets.
+HEAVY["flashinfer-rope"] = ("sm_90a",)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    corpus = tmp_path_factory.mktemp("realworld-corpus")
-    fetch(corpus)
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("realworld-corpus")
+    fetch(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Run:
     shards = tmp_path_factory.mktemp("realworld-shards")
     cases = sorted(p.name for p in corpus.iterdir())
     for name, selected, archs in (
@@ -161,7 +169,7 @@ def test_a_real_library_finds_every_header_of_its_release(run: Run) -> None:
     install of the release says: CCCL too old for sampling.cuh on 11.8 and 12.4."""
     cells = run.cells()
     for toolkit in ("11.8", "12.4", "13.0"):
-        for arch in ("sm_80", "sm_90a"):
+        for arch in ("sm_80", "sm_90a") if toolkit != "11.8" else ("sm_80",):  # sm_90a: 12.0
             norm = cells[f"flashinfer-rmsnorm/nvcc/{toolkit}/{arch}"]
             assert norm["outcome"] == "pass", (toolkit, arch, norm["message"])
             sampling = cells[f"flashinfer-sampling/nvcc/{toolkit}/{arch}"]
@@ -172,3 +180,31 @@ def test_a_real_library_finds_every_header_of_its_release(run: Run) -> None:
                 assert "curand" not in sampling["message"].lower(), sampling["message"]
     assert cells["flashinfer-sampling/nvcc/11.8/sm_80"]["diagnosis"]["rule"] \
         == "cccl-newer-than-toolkit"
+
+
+def test_the_cccl_release_a_real_kernel_needs(run: Run) -> None:
+    """Issue 37: FlashInfer's RoPE header needs a newer CCCL than CUDA 12.4's or 13.0's.
+    With each CCCL release ahead of the toolkit's own (`libraries = ["cccl"]`), nvcc 12.4
+    and 13.0 build it from CCCL 13.1 on."""
+    cells = run.cells()
+    for toolkit in ("12.4", "13.0"):
+        own = cells[f"flashinfer-rope/own-cccl/{toolkit}/sm_90a"]
+        assert own["outcome"] == "xfail", (toolkit, own["message"])
+    for toolkit in ("12.4", "13.0"):
+        assert cells[f"flashinfer-rope/cccl/{toolkit}/sm_90a/cccl-13.0.85"]["outcome"] == "xfail"
+        for cccl in ("13.1.115", "13.2.86", "13.3.5.0.6"):
+            cell = cells[f"flashinfer-rope/cccl/{toolkit}/sm_90a/cccl-{cccl}"]
+            assert cell["outcome"] == "pass", (toolkit, cccl, cell["message"])
+            assert cell["versions"]["nvidia-cuda-cccl (headers)"] == cccl
+    assert not any(c.startswith("flashinfer-rope/cccl/11.8/") for c in cells)  # no sm_90a
+
+
+def test_bisect_names_the_first_cccl_that_builds_it(corpus: Path, tmp_path: Path) -> None:
+    """`bisect --over library:cccl` between two releases, over every release the index has:
+    the first one that builds FlashInfer's RoPE header with nvcc 13.0."""
+    done = cudamatrix("bisect", "--over", "library:cccl", "--from", "13.0.85", "--to",
+                      "13.3.5.0.6", "--corpus", str(corpus), "--case", "flashinfer-rope",
+                      "--variant", "cccl", "--toolkit", "13.0", "--arch", "sm_90a", "--no-gpu",
+                      out=tmp_path / "bisect")
+    assert done.code == 0, done.output[-3000:]
+    assert "library:cccl 13.1.78: fails at compile -> builds" in done.output, done.output[-3000:]

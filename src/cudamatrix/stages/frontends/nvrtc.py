@@ -48,7 +48,9 @@ def compile_nvrtc(job: Job) -> Build:
     # NVRTC sees the source as text with a bare name: the case's own headers must be
     # put on its search path, as nvcc would find them beside the file.
     options.append(f"-I{source.parent}")
-    for folder in job.env.include_dirs + (job.library.include_dirs if job.library else ()):
+    # A library's headers ahead of the toolkit's: a newer CCCL than the toolkit's own
+    # must be the one found.
+    for folder in (job.library.include_dirs if job.library else ()) + job.env.include_dirs:
         options.append(f"-I{folder}")
     nvrtc = Nvrtc(job.env.nvrtc)
     # The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
