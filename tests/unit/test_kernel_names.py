@@ -44,3 +44,17 @@ def test_names_as_authors_write_them() -> None:
     assert demangle(ENTRIES[0]).startswith("compute_gemm(__half const*")
     assert cpp_name(ENTRIES[1]) == "Marlin<256, 1, 8, 8, 4, -1>"
     assert cpp_name("saxpy") == "saxpy" and demangle("_Znot-a-name") == "_Znot-a-name"
+
+
+def test_the_compilers_answer_is_read_off_the_probes_ptx() -> None:
+    """kernel_probe: the variable that takes the name's address is initialised with the
+    kernel's mangled name, as nvcc's and clang's PTX write it."""
+    from cudamatrix.stages.kernel_probe import probe_text, referenced
+
+    assert probe_text("/c/k.cu", "ns::k<half, 8>") == (
+        '#include "/c/k.cu"\n__device__ void* __cudamatrix_kernel_ref = (void*)&ns::k<half, 8>;\n')
+    nvcc = ".global .align 8 .u64 __cudamatrix_kernel_ref = _ZN2ns1kI6__halfLj8EEEvPT_;\n"
+    clang = ".visible .global .align 8 .u64 __cudamatrix_kernel_ref = generic(_Z1kPf);\n"
+    assert referenced(nvcc) == "_ZN2ns1kI6__halfLj8EEEvPT_"
+    assert referenced(clang) == "_Z1kPf"
+    assert referenced(".visible .entry _Z1kPf(\n") is None

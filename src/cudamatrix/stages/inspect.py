@@ -79,8 +79,9 @@ def name_kernel(kernel: str, compiled: Mapping[str, Any],
         try:
             return resolve(kernel, kernels or [])
         except KernelNotFound as exc:
-            return f"{exc}; NVRTC, given it as a name expression: {compiled[KERNEL_REFUSED]}"
-    if KERNEL_RECORD in compiled:  # the compiler lowered the name itself (NVRTC)
+            by = compiled.get("kernel_refused_by", "NVRTC, given it as a name expression")
+            return f"{exc}; {by}: {compiled[KERNEL_REFUSED]}"
+    if KERNEL_RECORD in compiled:  # the compiler resolved the name itself
         record = compiled[KERNEL_RECORD]
         named = KernelName(record["name"], record["lowered"], record["signature"])
         if kernels is None or named.lowered in kernels:

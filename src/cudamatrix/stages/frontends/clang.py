@@ -9,7 +9,9 @@ from ...versions import Arch
 from ..cell_files import CUBIN, PTX
 from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
+from ..inspect import entry_names
 from ..job import Job
+from ..kernel_probe import compiler_named
 from ..limits import run_tool
 from .registry import Frontend, register
 
@@ -35,6 +37,12 @@ def compile_clang(job: Job) -> Build:
         logs.append(f"$ {shown([Path(command[0]).name, *command[1:]], job.env)}\n{tool.output}")
         if tool.code != 0:
             return build_failure(job, "\n".join(logs).strip(), started, tool.accident, **details)
+    # The case's kernel as this clang resolves the name, where the module's kernels do
+    # not hold it as written (kernel_probe.py).
+    entries = entry_names(ptx.read_text(errors="replace")) if ptx.is_file() else None
+    details.update(compiler_named(
+        job, entries, job.timeout - (time.monotonic() - started),
+        lambda source, out: [*base, "-S", "-o", str(out), str(source)]))
     return build_success(job, "\n".join(logs).strip(), started, details, ptx, cubin)
 
 

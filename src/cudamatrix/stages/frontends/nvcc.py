@@ -15,7 +15,9 @@ from ...versions import Arch
 from ..cell_files import CUBIN, LIBRARY, PTX
 from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
+from ..inspect import entry_names
 from ..job import Job
+from ..kernel_probe import compiler_named
 from ..limits import run_tool
 from ..logs import split_nvcc_trace
 from ..result import StageResult
@@ -47,6 +49,24 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
     logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
                                        and c != str(keep))]
     return command, shown(logged, job.env)
+
+
+def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
+    """The case's kernel as this nvcc resolves the name (kernel_probe.py), where the built
+    module's kernels do not hold it as written."""
+    assert job.env is not None and job.env.nvcc is not None
+    nvcc = job.env.nvcc
+    entries = entry_names(ptx.read_text(errors="replace")) if ptx.is_file() else None
+
+    def command(source: Path, out: Path) -> list[str]:
+        flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+        host = job.host_compiler or (job.env.host_compiler if job.env else None)
+        arch = [f"--gpu-architecture={Arch.parse(job.arch).compute}"] if job.arch_flag else []
+        return [nvcc, *(["-ccbin", host] if host else []), *flags, "-ptx", *arch,
+                *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
+                "-o", str(out), str(source)]
+
+    return compiler_named(job, entries, timeout, command)
 
 
 def gencode(arch: str) -> str:
@@ -108,6 +128,7 @@ def compile_nvcc(job: Job) -> Build:
         if found is not None and not target.exists():
             target.write_bytes(found.read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
+    details.update(named_by_nvcc(job, ptx, job.timeout - (time.monotonic() - started)))
     return build_success(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
                      library if job.host_entry and library.exists() else None)
@@ -231,8 +252,8 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
         own_library = member.work / LIBRARY
         own_library.write_bytes(pruned)
         own_library.chmod(0o755)
-    return build_success(member, log, started, _facts(member), own_ptx, own_cubin,
-                         own_library).result
+    facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout)}
+    return build_success(member, log, started, facts, own_ptx, own_cubin, own_library).result
 
 
 register(Frontend("nvcc", compile=compile_nvcc, compile_together=compile_together,
