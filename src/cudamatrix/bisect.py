@@ -19,6 +19,7 @@ ordinary report with the answer in its header.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -29,10 +30,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .corpus import load_corpus
-from .defaults import KNOWN_BUGS
 from .errors import EnvironmentUnavailable, UserError
 from .matrix import load_matrix
-from .options import RunOptions
+from .options import RunOptions, repro_arguments
 from .plan import BUNDLED, Cell
 from .planning import make_plan, with_library_versions
 from .progress import Progress
@@ -130,14 +130,15 @@ def _version_key(text: str) -> Version:
 
 def _run_command(cell: Cell, base: RunOptions, extra: str = "") -> str:
     """The `cudamatrix run` that runs this one cell again, from where the bisect ran: the
-    cell by its id, with the axis value it needs (a toolkit or a library release outside
-    the tier)."""
-    corpus = "".join(f" --corpus {p}" for p in base.corpus if p != KNOWN_BUGS)
-    known = " --known-bugs" if KNOWN_BUGS in base.corpus else ""
-    tier = f" --tier {base.tier}" if base.tier else ""
-    toolkit = f" --toolkit {cell.toolkit}" if cell.toolkit != BUNDLED else ""
-    return (f"cudamatrix run{corpus}{known}{tier}{toolkit}{extra} "
-            f"--cell {cell.id.split('@')[0]}")
+    run's own corpus and options (options.repro_arguments), the provider where one was
+    named, the cell by its id, with the axis value it needs (a toolkit or a library
+    release outside the tier)."""
+    words = ["cudamatrix", "run", *repro_arguments(base, Path.cwd())]
+    if base.provider != "auto":
+        words += ["--provider", base.provider]
+    if cell.toolkit != BUNDLED:
+        words += ["--toolkit", cell.toolkit]
+    return f"{shlex.join(words)}{extra} --cell {shlex.quote(cell.id.split('@')[0])}"
 
 
 def toolkit_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:

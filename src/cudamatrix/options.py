@@ -108,3 +108,40 @@ def default_cache() -> Path:
         return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "cudamatrix"
+
+
+def repro_arguments(options: RunOptions, folder: Path) -> list[str]:
+    """The words of `cudamatrix run` that decide a cell the way this run decided it, to be
+    run from `folder`: every corpus folder (relative to `folder` where inside it; the
+    project's own too, which a run from there reads once), the known bugs, the matrix,
+    the tier, the cache, whether the GPU stages ran, a prebuilt tree. The provider the run
+    settled on, and the cell's own toolkit, arch, library version and host compiler, are
+    the report's to add (it knows them; --provider auto may choose otherwise next time)."""
+    def where(path: Path) -> str:
+        absolute = path if path.is_absolute() else folder / path
+        try:
+            return str(absolute.resolve().relative_to(folder.resolve())) or "."
+        except ValueError:
+            return str(absolute.resolve())
+
+    words: list[str] = []
+    for corpus in options.corpus:
+        if corpus == KNOWN_BUGS:
+            words.append("--known-bugs")
+        else:
+            words += ["--corpus", where(corpus)]
+    if options.matrix != DEFAULT_MATRIX and not options.matrix_overrides:
+        words += ["--matrix", where(options.matrix)]  # a project's own is read from there
+    if options.tier:
+        words += ["--tier", options.tier]
+    if options.cache != default_cache():
+        words += ["--cache", where(options.cache)]
+    if not options.gpu:
+        words.append("--no-gpu")
+    if options.prebuilt is not None:
+        words += ["--prebuilt", where(options.prebuilt)]
+    if options.docker_flavour != "wheels":
+        words += ["--docker-flavour", options.docker_flavour]
+    if options.cuda_compat:
+        words.append("--cuda-compat")
+    return words

@@ -193,6 +193,11 @@ class RunInfo:
     revision: str = ""
     # `cudamatrix bisect`'s answer, where the run was one: the axis, its values, the changes.
     bisect: dict[str, Any] | None = None
+    # What a cell's repro command carries besides the cell (options.repro_arguments: its
+    # corpus, tier, matrix, cache, GPU or not, ...), shell-quoted, and the folder it is
+    # run from: the report prints it, and it reruns the cell as this run ran it.
+    repro_args: str = ""
+    repro_folder: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,7 +226,9 @@ class RunInfo:
             provider_choice=recorded.text(data, "provider_choice", ""),
             environment_errors=recorded.text_table(data, "environment_errors"),
             revision=recorded.text(data, "revision", ""),
-            bisect=recorded.table(data, "bisect", optional=True))
+            bisect=recorded.table(data, "bisect", optional=True),
+            repro_args=recorded.text(data, "repro_args", ""),
+            repro_folder=recorded.text(data, "repro_folder", ""))
 
 
 _UMASK = os.umask(0)

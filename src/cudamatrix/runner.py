@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import platform
+import shlex
 import shutil
 import sys
 import time
@@ -34,7 +35,7 @@ from .environments import Environments, choose_provider
 from .errors import UserError
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
-from .options import CACHE_ENV, RunOptions, default_cell_memory
+from .options import CACHE_ENV, RunOptions, default_cell_memory, repro_arguments
 from .plan import BUNDLED, Cell
 from .planning import Plan, make_plan
 from .progress import Progress
@@ -398,7 +399,9 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         libraries=libraries, runner_label=options.runner_label,
         environment_errors=dict(envs.failures),
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
-        wall_seconds=round(time.monotonic() - started, 1), revision=source_revision())
+        wall_seconds=round(time.monotonic() - started, 1), revision=source_revision(),
+        repro_args=shlex.join(repro_arguments(options, Path.cwd())),
+        repro_folder=str(Path.cwd()))
     return info, results
 
 

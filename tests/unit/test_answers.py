@@ -140,7 +140,7 @@ def test_each_sentence_names_every_cell_of_its_case_once_as_it_happened(results:
 def test_the_grid_has_one_symbol_per_cell(results: Path) -> None:
     info, cells = load_results(results)
     built = [r for r in cells if r.cell.frontend != "audit"]
-    grid = answer_grid(cells, info.tier)
+    grid = answer_grid(cells, info)
     shown = [c for row in grid.rows for c in row.cells if c is not None]
     assert sorted(c.result.cell.id for c in shown) == sorted(r.cell.id for r in built)
     for c in shown:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..results import CellResult
+from ..results import CellResult, RunInfo
 from ..versions import Arch
 from .glance import UNEXPECTED, happened, repro
 from .labels import row_label
@@ -288,18 +288,18 @@ class Grid:
         return list(grouped.items())
 
 
-def grid_cell(result: CellResult, tier: str) -> GridCell:
+def grid_cell(result: CellResult, info: RunInfo) -> GridCell:
     what = happened(result)
     unexpected = result.outcome in UNEXPECTED
     title = f"{result.cell.id}: {what} ({result.outcome})"
     if said_message(result) and what not in ("runs", "loads", "builds"):
         title += f" — {said_message(result)}"
     if unexpected:
-        title += f" — repro: {repro(result.cell, tier)}"
+        title += f" — repro: {repro(result.cell, info)}"
     return GridCell(SYMBOLS.get(what, "?"), what, unexpected, result, title)
 
 
-def answer_grid(results: Sequence[CellResult], tier: str) -> Grid:
+def answer_grid(results: Sequence[CellResult], info: RunInfo) -> Grid:
     """Rows: case · variant (· library, host compiler, runner where set); columns: toolkit
     x arch, only the pairs some cell has."""
     built = [r for r in results if r.cell.frontend != "audit"]
@@ -310,6 +310,6 @@ def answer_grid(results: Sequence[CellResult], tier: str) -> Grid:
     for r in built:
         extra = row_label(r.cell).partition(" · ")[2]
         row = rows.setdefault((r.cell.case, r.cell.variant, extra), [None] * len(columns))
-        row[position[(r.cell.toolkit, r.cell.arch)]] = grid_cell(r, tier)
+        row[position[(r.cell.toolkit, r.cell.arch)]] = grid_cell(r, info)
     return Grid(columns, tuple(GridRow(case, variant, extra, tuple(cells))
                                for (case, variant, extra), cells in rows.items()))

@@ -6,12 +6,13 @@ case and per cell."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..plan import Cell
-from ..results import CellResult
+from ..plan import BUNDLED, Cell
+from ..results import CellResult, RunInfo
 
 UNEXPECTED = frozenset({"fail", "error", "xpass"})
 
@@ -94,6 +95,22 @@ def likely_culprit(results: Sequence[CellResult]) -> str | None:
     return None
 
 
-def repro(cell: Cell, tier: str) -> str:
-    """The command that runs this one cell again."""
-    return f"cudamatrix run --tier {tier} --cell {cell.id.split('@')[0]}"
+def repro(cell: Cell, info: RunInfo) -> str:
+    """The command that runs this one cell again as the run ran it, from the folder the run
+    was made in (info.repro_folder, which the reports name): the run's corpus, tier and
+    options that decide a cell, the provider it settled on, the cell's own toolkit, arch,
+    library version and host compiler, then the cell. A run recorded before these were
+    kept gives what it has: the tier and the cell."""
+    if not info.repro_args and not info.repro_folder:
+        return f"cudamatrix run --tier {info.tier} --cell {cell.id.split('@')[0]}"
+    words = ["cudamatrix", "run", *shlex.split(info.repro_args)]
+    if info.provider in ("wheels", "docker", "host"):
+        words += ["--provider", info.provider]
+    if cell.toolkit != BUNDLED:
+        words += ["--toolkit", cell.toolkit]
+    words += ["--arch", cell.arch]
+    if cell.library and cell.library_version:
+        words += ["--library", f"{cell.library}=={cell.library_version}"]
+    if cell.host_compiler:
+        words += ["--host-compiler", cell.host_compiler]
+    return shlex.join([*words, "--cell", cell.id.split("@")[0]])

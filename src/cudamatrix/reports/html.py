@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,10 +38,11 @@ def _plain(markdown_line: str) -> str:
     return markdown_line.lstrip("- ").replace("**", "").replace("`", "")
 
 
-def _cell_data(result: CellResult, tier: str) -> dict[str, Any]:
+def _cell_data(result: CellResult, info: RunInfo) -> dict[str, Any]:
     cell = result.cell
     return {
-        "repro": repro(cell, tier) if result.outcome in UNEXPECTED else "",
+        "repro": (f"cd {shlex.quote(info.repro_folder)} && " if info.repro_folder else "")
+        + repro(cell, info) if result.outcome in UNEXPECTED else "",
         "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
         "toolkit": cell.toolkit, "arch": cell.arch,
         "library": f"{cell.library} {cell.library_version}" if cell.library else "",
@@ -160,7 +162,7 @@ def _environment() -> Environment:
 def html_report(info: RunInfo, results: Sequence[CellResult],
                 diff: BaselineDiff | None = None, history: Sequence[PastRun] = ()) -> str:
     env = _environment()
-    cells = {r.cell.id: _cell_data(r, info.tier) for r in results}
+    cells = {r.cell.id: _cell_data(r, info) for r in results}
     env.tests["web_link"] = is_web_link
     kept = list(history) if len(history) > 1 else []
     runs = _history_data(kept, cells) if kept else {"runs": [], "codes": {}}
@@ -177,7 +179,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         info=info, header=[_plain(line) for line in header(info)],
         counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
-        answers=case_answers(results), grid=answer_grid(results, info.tier),
+        answers=case_answers(results), grid=answer_grid(results, info),
         glyph_legend=[(GLYPHS[w], css_class(w), VERBS[w]) for w in VERBS],
         culprit=likely_culprit(results), history=kept, flips=flipped[:FLIPS_SHOWN],
         flip_count=len(flipped),

@@ -241,7 +241,7 @@ def grid_table(grid: Grid) -> list[str]:
             legend() + ". The unexpected cells' messages and repro commands are under Details."]
 
 
-def glance_section(results: Sequence[CellResult], tier: str) -> list[str]:
+def glance_section(results: Sequence[CellResult], info: RunInfo) -> list[str]:
     """Where the code works, first: one sentence per case from what its cells really did,
     then the grid of every cell, the rate per axis value and the likely culprit."""
     answers = case_answers(results)
@@ -249,7 +249,7 @@ def glance_section(results: Sequence[CellResult], tier: str) -> list[str]:
         return []
     lines = ["", "## At a glance", ""]
     lines += [f"- **{md_text(a.case)}** {md_text(a.sentence())}" for a in answers]
-    lines += ["", *grid_table(answer_grid(results, tier))]
+    lines += ["", *grid_table(answer_grid(results, info))]
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
              in axis_rates(results) if total and good < total]
     if rates:
@@ -270,7 +270,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
         lines += ["", "## Bisect", "", f"Over {info.bisect['over']}: "
                   f"{len(info.bisect['values'])} values, {len(info.bisect['probed'])} run."]
         lines += ["", "```", *bisect_lines(info.bisect), "```"]
-    lines += glance_section(results, info.tier)
+    lines += glance_section(results, info)
     # The run's facts fold away below the answer (GitHub renders <details>).
     lines += ["", "<details><summary>The run: date, host, GPU, toolkits and libraries"
               "</summary>", "", *header(info), "", "</details>", "", LEGEND]
@@ -307,6 +307,9 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
     details = [r for r in results if r.outcome != "pass" or r.warnings]
     if details:
         lines += ["", "## Details", ""]
+        if info.repro_folder and any(r.outcome in UNEXPECTED for r in details):
+            lines += [f"Each repro command reruns its cell as this run ran it, from "
+                      f"`{md_text(info.repro_folder)}`.", ""]
         table = []
         for r in details:
             diagnosis = (r.diagnosis or {}).get("title", "")
@@ -316,7 +319,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             said = r.message or r.reason
             if r.outcome == "pass":  # listed for what the compiler warned about
                 said = "warning: " + r.warnings[0]
-            command = f"`{repro(r.cell, info.tier)}`" if r.outcome in UNEXPECTED else ""
+            command = f"`{repro(r.cell, info)}`" if r.outcome in UNEXPECTED else ""
             table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
                           md_text(diagnosis), story, command])
         lines.append(compact_table(["cell", "outcome", "stage", "message", "diagnosis",

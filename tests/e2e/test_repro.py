@@ -1,0 +1,78 @@
+"""Printed repro commands reproduce (issue 38): each unexpected cell's command, copied from
+COMPATIBILITY.md and run in a shell from the folder the report names, reruns that one
+cell as the run ran it (its corpus, provider, toolkit, library version, options) and gets
+the same outcome, stage and message."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import cudamatrix, write_case
+
+# Fails to compile where CCCL is older than 13.1, which the case does not expect.
+NEEDS_CCCL_31 = """#include <cuda/std/type_traits>
+#if CCCL_MAJOR_VERSION < 3 || (CCCL_MAJOR_VERSION == 3 && CCCL_MINOR_VERSION < 1)
+#error this kernel needs CCCL 3.1 (CUDA 13.1) or newer
+#endif
+extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }
+"""
+CCCL_CASE = """title = "needs a newer CCCL"
+[[variant]]
+name = "nvrtc"
+source = "k.cu"
+frontend = "nvrtc"
+flags = ["-std=c++17"]
+libraries = ["cccl"]
+only = { cccl = ">=13.0" }
+"""
+BROKEN = 'extern "C" __global__ void k(float* x) { x[0] = undefined_name; }\n'
+BROKEN_CASE = """title = "does not compile"
+[[variant]]
+name = "nvrtc"
+source = "k.cu"
+frontend = "nvrtc"
+"""
+
+
+def _repros(markdown: str) -> tuple[str, list[str]]:
+    folder = re.search(r"Each repro command reruns its cell as this run ran it, from `([^`]+)`",
+                       markdown)
+    assert folder, markdown[-3000:]
+    commands = re.findall(r"`(cudamatrix run [^`]+)`", markdown)
+    return folder.group(1), commands
+
+
+def test_each_printed_repro_reruns_its_cell(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_case(project / "cases", "cccl", CCCL_CASE, {"k.cu": NEEDS_CCCL_31})
+    write_case(project / "cases", "broken", BROKEN_CASE, {"k.cu": BROKEN})
+    # Run from the project's folder with a relative --corpus, as a user types it.
+    run = cudamatrix("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_80",
+                     "--no-gpu", out=tmp_path / "out", cwd=project)
+    assert run.code == 1, run.output[-3000:]
+    cells = run.cells()
+    unexpected = {cid for cid, c in cells.items() if c["outcome"] == "fail"}
+    assert unexpected == {"broken/nvrtc/13.0/sm_80", "cccl/nvrtc/13.0/sm_80/cccl-13.0.85"}, \
+        {cid: c["outcome"] for cid, c in cells.items()}
+    folder, commands = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text())
+    assert Path(folder) == project
+    assert len(commands) == 2, commands
+    # A shell in that folder, with nothing of the first run's environment that chose for it
+    # (no CUDAMATRIX_PROVIDER): the command itself must carry what decided the cell.
+    env = {k: v for k, v in os.environ.items() if k != "CUDAMATRIX_PROVIDER"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    for number, command in enumerate(commands):
+        assert "--provider wheels" in command and "--corpus cases" in command, command
+        out = tmp_path / f"again-{number}"
+        done = subprocess.run(f"{command} --out {out}", shell=True, cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=900, check=False)
+        assert done.returncode == 1, (command, done.stdout[-2000:], done.stderr[-2000:])
+        again = __import__("json").loads((out / "results.json").read_text())["cells"]
+        assert len(again) == 1, (command, [c["id"] for c in again])
+        first = cells[again[0]["id"]]
+        for key in ("outcome", "stage", "message"):
+            assert again[0][key] == first[key], (command, key, again[0][key], first[key])
