@@ -74,7 +74,8 @@ class CellResult:
         """The case's kernel as it was found in the module: the name the case wrote, the
         name in the module (what the load and run stages used) and its C++ signature."""
         for stage in self.stages:
-            if stage.stage == "inspect" and "kernel" in stage.details:
+            # An inspect stage that looked for no kernel records `"kernel": null`.
+            if stage.stage == "inspect" and isinstance(stage.details.get("kernel"), dict):
                 return dict(stage.details["kernel"])
         return None
 

@@ -103,3 +103,18 @@ def test_every_results_file_this_repository_keeps_is_read(path: str) -> None:
     reports/build-h100)."""
     info, results = load_results(REPO / path)
     assert results and info.tier
+
+
+def test_an_inspect_stage_that_named_no_kernel_is_reported() -> None:
+    """results.CellResult.kernel: dict(None), a traceback from every report of a run whose
+    inspect stage recorded `"kernel": null` (reports/realworld-h100 has such cells)."""
+    from cudamatrix.results import CellResult
+
+    document = _results_with(lambda d: None)
+    cell = document["cells"][0]
+    cell["stages"] = [*cell["stages"][:1], {"stage": "inspect", "status": "ok", "message": "",
+                                            "log": "", "seconds": 0.0,
+                                            "details": {"kernel": None}}]
+    result = CellResult.from_dict(cell)
+    assert result.kernel is None
+    assert result.to_dict()["kernel"] is None
