@@ -118,8 +118,11 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
             return Verdict("skip", stage, reached, message,
                            f"expected {expectation.describe()}, which cannot be checked here: "
                            f"{message}")
-        return Verdict("pass" if expectation.outcome == "pass" else "xpass", stage, reached,
-                       "" if expectation.outcome == "pass" else
+        # A pass is reported at the stage it passed through, in results.json as in every
+        # report (its Markdown said `pass (inspect)` where results.json said `load`).
+        passed = expectation.outcome == "pass"
+        return Verdict("pass" if passed else "xpass", reached or stage if passed else stage,
+                       reached, "" if passed else
                        f"expected {expectation.describe()}, but passed through {reached}",
                        f"passed through {reached}; {stage} not run: {message}")
     # status == "failed": the code under test was refused or wrong.
