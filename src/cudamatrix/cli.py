@@ -213,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --rejudge: an extra folder of cases (repeatable)")
     report.add_argument("--known-bugs", action="store_true",
                         help="with --rejudge: the tool's corpus of known CUDA bugs")
+    repro = commands.add_parser(
+        "repro", help="a shell script that runs a cell's compile again, outside the tool")
+    repro.add_argument("cell", metavar="ID", help="the cell's id, as the report names it")
+    repro.add_argument("--out", type=Path, default=Path("reports/latest"),
+                       help="the run's --out folder (its results.json)")
     plan = commands.add_parser("plan", help="the GitHub Actions matrix (JSON) for a tier")
     _add_selection(plan)
     plan.add_argument("--driver", action="append", dest="drivers", default=None,

@@ -353,6 +353,31 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     return exit_status(results)
 
 
+def compile_script(result: CellResult, out: Path) -> str:
+    """A cell's compile as a shell script: each command its compile stage ran, as its log
+    shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
+    run in the cell's folder of the run's artifacts, where the compile ran."""
+    from .plan import cell_slug
+    from .results import ARTIFACTS_DIR
+
+    compile_stage = next((s for s in result.stages if s.stage == "compile"), None)
+    lines = [line[2:] for line in (compile_stage.log if compile_stage else "").splitlines()
+             if line.startswith("$ ")]
+    if not lines:
+        raise UserError(f"cell {result.cell.id}: its compile stage logged no command "
+                        "(a build case's commands are in its log; a CuPy cell compiles "
+                        "through the driver)")
+    folder = (out / ARTIFACTS_DIR / cell_slug(result.cell.id)).resolve()
+    return "\n".join([
+        "#!/bin/sh",
+        f"# {result.cell.id}: its compile, as the run into {out} ran it "
+        f"({result.outcome} at {result.stage})",
+        "set -e",
+        f"mkdir -p {shlex.quote(str(folder))}",
+        f"cd {shlex.quote(str(folder))}",
+        *lines, ""])
+
+
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Do what the parsed command line asks; exits with its status."""
     # Nothing printed is markup: case ids, paths and compiler messages may hold "[/bold]".
@@ -381,6 +406,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             if args.rejudge:
                 results = rejudge(results, _report_cases(args))
             sys.exit(publish_reports(args, console, args.out, info, results))
+        elif args.command == "repro":
+            from .results import load_results
+
+            _, results = load_results(args.out / "results.json")
+            found = next((r for r in results if r.cell.id == args.cell), None)
+            if found is None:
+                raise UserError(f"{args.out / 'results.json'}: no cell {args.cell!r}")
+            print(compile_script(found, args.out), end="")
         elif args.command == "plan":
             from .ci import github_matrix
 

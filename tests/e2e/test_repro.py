@@ -76,3 +76,45 @@ def test_each_printed_repro_reruns_its_cell(tmp_path: Path) -> None:
         first = cells[again[0]["id"]]
         for key in ("outcome", "stage", "message"):
             assert again[0][key] == first[key], (command, key, again[0][key], first[key])
+
+
+NVCC_CASE = """title = "nvcc, one good and one broken"
+[[variant]]
+name = "good"
+source = "good.cu"
+frontend = "nvcc"
+[[variant]]
+name = "broken"
+source = "broken.cu"
+frontend = "nvcc"
+"""
+GOOD = "__global__ void add(float* x) { x[threadIdx.x] += 1.0f; }\n"
+
+
+def test_a_cells_compile_runs_again_outside_the_tool(tmp_path: Path) -> None:
+    """`cudamatrix repro ID`: the compile's logged commands as a script (nvcc by its path,
+    reading its own nvcc.profile; NVRTC through the driver the tool ships, with the
+    toolkit's libraries on LD_LIBRARY_PATH), which a plain shell runs to the same end."""
+    cases = tmp_path / "cases"
+    write_case(cases, "nv", NVCC_CASE, {"good.cu": GOOD, "broken.cu": BROKEN})
+    write_case(cases, "broken", BROKEN_CASE, {"k.cu": BROKEN})
+    out = tmp_path / "out"
+    run = cudamatrix("run", "--corpus", str(cases), "--case", "nv", "--case", "broken",
+                     "--toolkit", "13.0", "--toolkit", "12.4", "--arch", "sm_80", "--no-gpu",
+                     out=out)
+    cells = run.cells()
+    assert len(cells) == 6, sorted(cells)
+    for cell_id, cell in cells.items():
+        script = cudamatrix("repro", cell_id, "--out", str(out))
+        assert script.code == 0, script.output
+        assert "{toolkit_root}" not in script.output
+        done = subprocess.run(["sh", "-c", script.output], capture_output=True, text=True,
+                              timeout=300, check=False, env={"PATH": "/usr/bin:/bin"})
+        said = done.stdout + done.stderr
+        if cell["outcome"] == "pass":
+            assert done.returncode == 0, (cell_id, script.output, said[-2000:])
+        else:
+            assert done.returncode != 0, (cell_id, said[-2000:])
+            assert "undefined_name" in said, (cell_id, said[-2000:])
+    refused = cudamatrix("repro", "no/such/13.0/sm_80", "--out", str(out))
+    assert refused.code == 2 and "no cell 'no/such/13.0/sm_80'" in refused.output

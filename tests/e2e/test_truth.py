@@ -153,7 +153,8 @@ def test_relative_includes_are_the_cases_own_and_logged(run: Run, corpus: Path) 
     log = cell["stages"][0]["log"]
     assert f"-I{corpus / 'relative-include' / 'inc'}" in log
     assert f"--include-path={corpus / 'relative-include' / 'more'}" in log
-    assert "-I{toolkit_root}/nvidia/cuda_runtime/include" in log
+    # The line as it ran, every path the machine's own: it compiles again in a shell.
+    assert "/nvidia/cuda_runtime/include" in log and "{toolkit_root}" not in log
 
 
 def test_unknown_placeholder_is_refused(tmp_path: Path) -> None:

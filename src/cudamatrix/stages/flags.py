@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Sequence
 
 from ..providers.environment import Environment
@@ -85,10 +86,12 @@ def include_folders(flags: Sequence[str], case_dir: str, env: Environment | None
     return [f for f in found if root is None or not (f + "/").startswith(root)]
 
 
-def shown(command: Sequence[str], env: Environment | None) -> str:
-    """A command line for the log: every word kept, the toolkit's root written as
-    ``{toolkit_root}`` so the line reads the same on every machine."""
-    text = " ".join(command)
-    if env is not None and env.root:
-        text = text.replace(env.root.rstrip("/"), "{toolkit_root}")
-    return text
+def shown(command: Sequence[str], env: Environment | None = None) -> str:
+    """A command line for the log exactly as it ran, each word shell-quoted: pasted into a
+    shell in the cell's folder it runs the same compile (with `env`, the toolkit's library
+    folders on LD_LIBRARY_PATH first, as the cell's process had them: NVRTC loads its
+    builtins by name). Every path is the machine's own: no placeholder to fill in."""
+    words = shlex.join(command)
+    if env is not None and env.library_dirs:
+        words = f"LD_LIBRARY_PATH={shlex.quote(os.pathsep.join(env.library_dirs))} {words}"
+    return words

@@ -9,10 +9,13 @@ ctypes declarations load every toolkit's library the same way.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -118,3 +121,46 @@ class Nvrtc:
                                lowered=lowered)
         finally:
             self._lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def driver_command(library: str, source: str, options: Sequence[str],
+                   name_expressions: Sequence[str] = ()) -> list[str]:
+    """The command line of the NVRTC driver this module is (``python -m
+    cudamatrix.stages.nvrtc``), compiling as a cell's NVRTC compile does: a cell's log shows
+    it, so pasting the line into a shell compiles again, outside the tool."""
+    words = [sys.executable, "-m", "cudamatrix.stages.nvrtc", library, source]
+    for expression in name_expressions:
+        words += ["--name-expression", expression]
+    return [*words, "--", *options]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Compile one source with one toolkit's NVRTC, as a cell does: the log on standard
+    output, kernel.ptx and kernel.cubin (where NVRTC made one) in the current folder, each
+    name expression's lowered name; exit status 1 when NVRTC refused the source."""
+    parser = argparse.ArgumentParser(prog="python -m cudamatrix.stages.nvrtc",
+                                     description=main.__doc__)
+    parser.add_argument("library", help="the toolkit's libnvrtc.so")
+    parser.add_argument("source", help="the .cu file (its bytes, by its file name)")
+    parser.add_argument("--name-expression", action="append", default=[],
+                        help="a kernel's C++ name for NVRTC to instantiate and lower")
+    parser.add_argument("options", nargs="*", help="NVRTC's options, after --")
+    args = parser.parse_args(argv)
+    source = Path(args.source)
+    output = Nvrtc(args.library).compile(source.read_bytes(), source.name, args.options,
+                                         args.name_expression)
+    print(f"NVRTC {output.version}")
+    if output.log:
+        print(output.log)
+    if not output.ok:
+        return 1
+    Path("kernel.ptx").write_bytes(output.ptx)
+    if output.cubin:
+        Path("kernel.cubin").write_bytes(output.cubin)
+    for expression, lowered in output.lowered.items():
+        print(f"{expression} -> {lowered}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,7 +34,7 @@ def compile_clang(job: Job) -> Build:
         command = [*base, *outputs, job.source]
         tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
                         memory_bytes=job.memory_bytes, cwd=job.work)
-        logs.append(f"$ {shown([Path(command[0]).name, *command[1:]], job.env)}\n{tool.output}")
+        logs.append(f"$ {shown(command)}\n{tool.output}")
         if tool.code != 0:
             return build_failure(job, "\n".join(logs).strip(), started, tool.accident, **details)
     # The case's kernel as this clang resolves the name, where the module's kernels do

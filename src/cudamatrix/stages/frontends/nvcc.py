@@ -46,9 +46,10 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
     for folder in job.library.include_dirs if job.library else ():
         command.append(f"-I{folder}")
     command.append(job.source)
-    logged = [Path(command[0]).name, *(c for c in command[1:] if c != "--keep-dir"
-                                       and c != str(keep))]
-    return command, shown(logged, job.env)
+    # The whole line but where nvcc keeps its intermediates (a folder of the cell's, gone
+    # when it ends): nvcc by its full path reads the nvcc.profile beside it, as here.
+    logged = [c for c in command if c not in ("--keep", "--keep-dir", str(keep))]
+    return command, shown(logged)
 
 
 def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:

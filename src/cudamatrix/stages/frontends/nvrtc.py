@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from ..job import Job
 from ..kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
 from ..limits import address_space_limit, run_tool
 from ..logs import decisive_line
-from ..nvrtc import Nvrtc
+from ..nvrtc import Nvrtc, driver_command
 from .registry import Frontend, register
 
 
@@ -28,8 +29,8 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
     # Run where the files are, so messages name kernel.ptx rather than a long path.
     command = [job.env.ptxas, f"-arch={job.arch}", "-v", "-o", cubin.name, ptx.name]
     tool = run_tool(command, remaining, memory_bytes=job.memory_bytes, cwd=job.work)
-    full_log = "\n".join(part for part in (nvrtc_log, f"$ ptxas -arch={job.arch} -v",
-                                            tool.output) if part)
+    full_log = "\n".join(part for part in (nvrtc_log, f"$ {shown(command)}", tool.output)
+                         if part)
     if tool.code != 0:
         return build_failure(job, full_log, started, tool.accident, **details)
     return build_success(job, full_log, started, details, ptx, cubin)
@@ -59,8 +60,7 @@ def compile_nvrtc(job: Job) -> Build:
         and not is_mangled(job.kernel) else []
     with address_space_limit(job.memory_bytes):
         output = nvrtc.compile(source.read_bytes(), source.name, options, expressions)
-    details: dict[str, object] = {"nvrtc": nvrtc.version,
-                                  "options": shown(options, job.env)}
+    details: dict[str, object] = {"nvrtc": nvrtc.version, "options": shlex.join(options)}
     if not output.ok and expressions and not output.accident:
         # Refused with the kernel's name: compiled without it, NVRTC says whether the
         # code or the name is at fault (an overload, a template with no arguments, a
@@ -69,11 +69,14 @@ def compile_nvrtc(job: Job) -> Build:
             plain = nvrtc.compile(source.read_bytes(), source.name, options)
         if plain.ok:
             details[KERNEL_REFUSED] = decisive_line(output.log)
-            output = plain
+            output, expressions = plain, []
     elif output.ok and expressions:
         lowered = output.lowered[expressions[0]]
         details[KERNEL_RECORD] = KernelName(expressions[0], lowered, demangle(lowered)).to_dict()
-    log = f"$ {shown(['nvrtc', nvrtc.version, *options], job.env)}\n{output.log}".strip()
+    # The line that compiles it again outside the tool: the NVRTC driver the tool ships,
+    # this toolkit's libnvrtc by its path (NVRTC's version, then its own log, follow).
+    command = driver_command(job.env.nvrtc, str(source), options, expressions)
+    log = f"$ {shown(command, job.env)}\nNVRTC {nvrtc.version}\n{output.log}".strip()
     if not output.ok:
         return build_failure(job, log, started, output.accident, **details)
     ptx = job.work / PTX
