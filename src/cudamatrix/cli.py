@@ -44,6 +44,18 @@ class ProviderChoices:
         return iter(self.names())
 
 
+def _runs(text: str) -> int:
+    """How many runs history.json keeps: 1 (this one) to 10,000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"must be 1 to 10000 (this run and earlier ones), "
+                                         f"got {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     """A positive, finite number (seconds, GiB): nan, inf and 0 are refused by name."""
     try:
@@ -269,7 +281,7 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
                         help="earlier runs to keep beside this one (a history.json, a "
                              "results.json, or a folder with either; repeatable): the page "
                              "shows each cell's recent outcomes and where it flipped")
-    parser.add_argument("--history-runs", type=int, default=DEFAULT_RUNS, metavar="N",
+    parser.add_argument("--history-runs", type=_runs, default=DEFAULT_RUNS, metavar="N",
                         help=f"how many runs history.json keeps (default {DEFAULT_RUNS})")
 
 

@@ -30,6 +30,7 @@ from .up_to_date import (
     command_parts,
     loaded_module_files,
     record_run,
+    said_plainly,
     standing_record,
 )
 
@@ -205,9 +206,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         record, changed = standing_record(options.out, command)
         if record is not None:
             console.print(f"up to date: nothing the run into {options.out} (finished "
-                          f"{record.finished}) read has changed; its {record.cells} cells "
-                          "stand (--always-run runs them again)")
-            console.file.write(record.said)
+                          f"{said_plainly(record.finished)}) read has changed; its "
+                          f"{record.cells} cells stand (--always-run runs them again)")
+            console.file.write(said_plainly(record.said))
             return record.status
         if changed:
             console.print(f"running: {changed} since the last run into {options.out}")
@@ -215,8 +216,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     from .runner import execute
 
     progress = RichProgress(console) if interactive else PlainProgress()
-    # A malformed baseline is found now, not after the whole run.
+    # A malformed baseline or history is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
+    if args.history:
+        from datetime import datetime, timezone
+
+        from .history import check_history
+
+        check_history(args.history, datetime.now(timezone.utc).isoformat(timespec="seconds"))
     try:
         info, results = execute(options, progress, device=device)
     except KeyboardInterrupt:

@@ -9,7 +9,6 @@ last `limit` runs, so the file stays bounded however long the project runs. Loca
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,13 +78,9 @@ def _read(path: Path) -> list[PastRun]:
             raise UserError(f"{path}: --history: no history.json or results.json in it")
         path = found[0]
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise UserError(f"{path}: --history: over {MAX_BYTES >> 20} MiB, not a history")
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: --history: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise UserError(f"{path}: --history: not JSON ({exc})") from None
+        data = recorded.read_json(path, MAX_BYTES)
+    except recorded.UnreadableRecord as exc:
+        raise UserError(f"{path}: --history: {exc}") from None
     if isinstance(data, dict) and data.get("schema") == "cudamatrix-results":
         info, results = load_results(path)
         return [PastRun.of(info, results)]
@@ -98,18 +93,33 @@ def _read(path: Path) -> list[PastRun]:
         raise UserError(f"{path}: --history: {exc}") from None
 
 
+def check_history(paths: Sequence[Path], now: str) -> None:
+    """Read every --history file before a run, as a --baseline is: one that does not read,
+    or holds a run finished after `now` (an ISO date: a clock or a file from the future,
+    which would push this run out of history.json and turn flips around), is refused in
+    one line naming it, before any cell runs."""
+    for path in paths:
+        for run in _read(path):
+            if run.finished > now:
+                raise UserError(f"{path}: --history: a run finished {run.finished:.40}, "
+                                f"after this one ({now}): not a history of this run")
+
+
 def gather(paths: Sequence[Path], now: PastRun | None, limit: int = DEFAULT_HISTORY_RUNS
            ) -> list[PastRun]:
     """The runs in `paths` and `now`, oldest first, each run once (by date and commit),
-    the last `limit` of them."""
+    the last `limit` of them (at least one); `now` is always kept, and last: what the
+    flips are computed from."""
     runs: dict[tuple[str, str, str], PastRun] = {}
     for path in paths:
         for run in _read(path):
             runs[(run.finished, run.revision, run.tier)] = run
-    if now is not None:
-        runs[(now.finished, now.revision, now.tier)] = now
-    ordered = sorted(runs.values(), key=lambda r: r.finished)
-    return ordered[-limit:] if limit > 0 else ordered
+    if now is None:
+        return sorted(runs.values(), key=lambda r: r.finished)[-max(1, limit):]
+    runs.pop((now.finished, now.revision, now.tier), None)
+    earlier = sorted((r for r in runs.values() if r.finished <= now.finished),
+                     key=lambda r: r.finished)
+    return [*earlier, now][-max(1, limit):]
 
 
 def history_document(runs: Sequence[PastRun]) -> dict[str, Any]:

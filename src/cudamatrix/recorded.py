@@ -9,9 +9,70 @@ is never written from a record that would break it halfway (fuzzed: tests/unit/t
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import stat
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+# How deep a recorded document may nest: results.json's deepest is a stage's details' table
+# of lists (about 6); a record nested 100,000 deep was a RecursionError in every reader.
+MAX_DEPTH = 64
+# How large one may be, unless its reader says otherwise.
+MAX_BYTES = 1 << 30
+
+
+class UnreadableRecord(ValueError):
+    """A file handed over as a record that is none: not a regular file, too large, not
+    JSON, nested too deep (the message says which, without the path: its reader adds it)."""
+
+
+def _depth(value: Any) -> int:
+    """How deep `value` nests, walked without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict)
+                                                  else item))
+    return deepest
+
+
+def read_json(path: Path, max_bytes: int = MAX_BYTES) -> Any:
+    """A JSON document from a file a user or another job handed over, bounded before use:
+    a regular file (never a device, a FIFO or a socket, which could be read forever or
+    block), at most `max_bytes`, JSON, nested at most MAX_DEPTH deep."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UnreadableRecord(f"cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UnreadableRecord("not a regular file")
+    if info.st_size > max_bytes:
+        raise UnreadableRecord(f"{info.st_size} bytes, over the {max_bytes >> 20} MiB a "
+                               "record may have")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise UnreadableRecord(f"cannot read it ({exc.strerror})") from None
+    if len(data) > max_bytes:
+        raise UnreadableRecord(f"over the {max_bytes >> 20} MiB a record may have")
+    try:
+        document = json.loads(data)
+    except RecursionError:
+        raise UnreadableRecord(f"nested deeper than the {MAX_DEPTH} levels a record may "
+                               "have") from None
+    except ValueError as exc:
+        raise UnreadableRecord(f"not JSON ({exc})") from None
+    if _depth(document) > MAX_DEPTH:
+        raise UnreadableRecord(f"nested deeper than the {MAX_DEPTH} levels a record may have")
+    return document
 
 
 def _fail(key: str, wanted: str, value: Any) -> ValueError:
@@ -85,8 +146,10 @@ def check_details(details: Mapping[str, Any]) -> None:
             optional_text(record, key)
         for key in _FIGURES:
             value = record.get(key, 0)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise _fail(f"resources.{key}", "a whole number", value)
+            # ptxas's figures: registers, bytes; a negative or astronomic one is no figure.
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not 0 <= value < 1 << 40:
+                raise _fail(f"resources.{key}", "a whole number from 0 to 2^40", value)
     texts(details, "warnings")
     tables(details, "ships")
     kernel = table(details, "kernel", optional=True)

@@ -257,7 +257,7 @@ def save_cell(out: Path, result: CellResult) -> None:
 def load_cell(path: Path) -> CellResult:
     """One saved cell; a damaged file is a UserError that names it."""
     try:
-        return CellResult.from_dict(json.loads(path.read_bytes()))
+        return CellResult.from_dict(recorded.read_json(path, 64 << 20))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{path}: damaged cell record ({type(exc).__name__}: {exc}); "
                         "delete it to run that cell again") from None
@@ -285,11 +285,9 @@ def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, 
 def load_results(path: Path) -> tuple[RunInfo, list[CellResult]]:
     """A results.json; anything else (unreadable, not JSON, damaged) is a UserError naming it."""
     try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise UserError(f"{path}: not JSON ({exc})") from None
+        data = recorded.read_json(path)
+    except recorded.UnreadableRecord as exc:
+        raise UserError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
         raise UserError(f"{path}: not a cudamatrix results file")
     try:

@@ -45,12 +45,15 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from . import recorded
 
 RECORD = ".cudamatrix-run.json"
 # Where a Docker engine answers by default ($DOCKER_HOST, when set, is in the environment).
@@ -208,8 +211,15 @@ def _contents(path: str, lines: list[str]) -> None:
                 _contents(os.path.join(path, name), lines)
     else:
         try:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):  # a device or a FIFO: read forever, or block
+                lines.append(f"{path}\0special {info.st_mode:o} {info.st_rdev}")
+                return
+            digest = hashlib.sha256()
             with open(path, "rb") as handle:
-                lines.append(f"{path}\0{hashlib.sha256(handle.read()).hexdigest()}")
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            lines.append(f"{path}\0{digest.hexdigest()}")
         except OSError as exc:
             lines.append(f"{path}\0unreadable {exc.errno}")
 
@@ -308,13 +318,62 @@ def record_run(out: Path, command: dict[str, str], watched: Mapping[str, int], s
 
 
 def _read(out: Path) -> RunRecord | None:
+    """The last run's record, read by type as every record is; one that does not read (a
+    damaged file, another format, a field of another type, no inputs at all) is ignored:
+    the run runs, it is never trusted."""
     try:
-        data = json.loads((out / RECORD).read_bytes())
-        if data.pop("format") != RECORD_FORMAT:
+        data = recorded.read_json(out / RECORD, 256 << 20)
+        if not isinstance(data, dict) or data.pop("format", None) != RECORD_FORMAT:
             return None
-        return RunRecord(**data)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        record = RunRecord(
+            command=_strings(data["command"]), inputs=_strings(data["inputs"]),
+            depths=_whole_numbers(data["depths"]),
+            listings={str(k): _texts(v) for k, v in _table(data["listings"]).items()},
+            outputs=recorded.text(data, "outputs"), status=int(recorded.number(data, "status")),
+            said=recorded.text(data, "said"), finished=recorded.text(data, "finished"),
+            cells=int(recorded.number(data, "cells")))
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
+    if not record.inputs or record.status not in (0, 1) or record.cells < 0 \
+            or not set(record.depths) <= set(record.inputs):
+        return None
+    return record
+
+
+def _table(value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise TypeError("expected an object")
+    return value
+
+
+def _strings(value: object) -> dict[str, str]:
+    table = _table(value)
+    if not all(isinstance(v, str) for v in table.values()):
+        raise TypeError("expected strings")
+    return {str(k): str(v) for k, v in table.items()}
+
+
+def _whole_numbers(value: object) -> dict[str, int]:
+    table = _table(value)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()):
+        raise TypeError("expected whole numbers")
+    return {str(k): int(v) for k, v in table.items()}  # type: ignore[call-overload]
+
+
+def _texts(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return list(value)
+
+
+# What a record may print as the run's summary: its lines, no terminal control sequence.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def said_plainly(text: str) -> str:
+    """A record's summary as the terminal shows it: control characters (an escape
+    sequence a damaged record holds) made visible, never sent."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def standing_record(out: Path, command: Mapping[str, str]) -> tuple[RunRecord | None, str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Run, cudamatrix, write_case
+from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
 from cudamatrix.compile_cache import MANIFEST, CompileCache
 from cudamatrix.plan import cell_slug
 from cudamatrix.stages.limits import KEPT_OUTPUT_BYTES, run_tool
@@ -241,3 +241,25 @@ def test_a_scripts_stated_reason_stays_its_last_word() -> None:
     tool = run_tool([sys.executable, "-c", script], timeout=60)
     assert tool.code == 1
     assert decisive_line(tool.output) == "the reason it failed"
+
+
+def test_a_bad_history_or_count_is_refused_before_any_cell_runs(tmp_path: Path) -> None:
+    """Issue 43: `run --history BAD` ran every cell, then exited 2 with no reports; a
+    history nested 100,000 deep was a RecursionError after the cells; `--history-runs 0`
+    kept every run. Each is now refused at once, naming what, with nothing run."""
+    write_case(tmp_path / "cases", "k", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"schema": "cudamatrix-history", "runs": [{"finished": 5}]}))
+    base = ("run", "--corpus", str(tmp_path / "cases"), "--case", "k", "--toolkit", "13.0",
+            "--arch", "sm_80", "--no-gpu")
+    for extra, said in ((("--history", str(deep)), "nested deeper than"),
+                        (("--history", str(wrong)), "expected a string"),
+                        (("--history", "/dev/zero"), "not a regular file"),
+                        (("--history-runs", "0"), "must be 1 to 10000")):
+        out = tmp_path / f"out-{len(said)}"
+        done = cudamatrix(*base, *extra, out=out)
+        assert done.code == 2, (extra, done.output[-2000:])
+        assert said in done.output and "Traceback" not in done.output, done.output[-2000:]
+        assert not (out / "cells").exists() or not any((out / "cells").iterdir())
