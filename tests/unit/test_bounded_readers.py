@@ -63,18 +63,19 @@ def test_resource_figures_are_bounded(tmp_path: Path) -> None:
         document["cells"][0]["stages"][0]["details"]["resources"][0]["registers"] = figure
         path = tmp_path / "results.json"
         path.write_text(json.dumps(document))
-        with pytest.raises(UserError, match="resources.registers: expected a whole number"):
+        with pytest.raises(UserError, match=r"resources\.registers: expected a whole number"):
             load_results(path)
 
 
 def _run(day: str) -> PastRun:
-    return PastRun(f"{day}T03:17:00+00:00", "0" * 40, "nightly", {"c/v/13.0/sm_90": ("pass", "run")})
+    return PastRun(f"{day}T03:17:00+00:00", "0" * 40, "nightly",
+                   {"c/v/13.0/sm_90": ("pass", "run")})
 
 
 def test_history_from_the_future_is_refused_and_this_run_always_kept(tmp_path: Path) -> None:
     future = tmp_path / "history.json"
     future.write_text(json.dumps(history_document([_run("9999-01-01"), _run("2026-11-01")])))
-    with pytest.raises(UserError, match="a run finished 9999-01-01.*after this one"):
+    with pytest.raises(UserError, match=r"a run finished 9999-01-01.*after this one"):
         check_history([future], "2026-11-25T00:00:00+00:00")
     now = _run("2026-11-25")
     kept = gather([future], now, limit=2)
