@@ -54,7 +54,7 @@ def _expand(text: str, universe: list[str]) -> list[str]:
 
 def _unescaped(text: str) -> str:
     """A message as md_text wrote it, read back."""
-    return html.unescape(text.replace("\\|", "|"))
+    return html.unescape(re.sub(r"\\(.)", r"\1", text))
 
 
 def _places(text: str) -> list[tuple[str, str]]:
@@ -69,7 +69,7 @@ def _glance_lines(markdown: str) -> dict[str, str]:
     for line in section.splitlines():
         match = re.match(r"- \*\*(.+?)\*\* (.*)$", line)
         if match:
-            lines[match[1]] = match[2]
+            lines[_unescaped(match[1])] = match[2]
     return lines
 
 
@@ -84,6 +84,8 @@ def _check_sentence(case: str, sentence: str, cells: list[CellResult]) -> None:
         match = re.fullmatch(pattern, sentence)
         assert match, f"{case}: variants not each said once, in order: {sentence}"
         parts = dict(zip(variants, match.groups(), strict=True))
+    # What md_text escaped, read back as a person reads the rendered text.
+    parts = {variant: _unescaped(text) for variant, text in parts.items()}
     verbs = "|".join(map(re.escape, VERB_OF))
     for variant, said in parts.items():
         mine = {(row_label(r.cell), r.cell.arch): r for r in cells if r.cell.variant == variant}
@@ -107,7 +109,7 @@ def _check_sentence(case: str, sentence: str, cells: list[CellResult]) -> None:
                         assert key in mine, f"{case}/{variant}: {key} is no cell of it"
                         assert happened(mine[key]) == what, (case, variant, key, what)
                         if match["message"] is not None:  # each cell's own words
-                            assert said_message(mine[key]) == _unescaped(match["message"]), \
+                            assert said_message(mine[key]) == match["message"], \
                                 (case, variant, key, match["message"])
                         found.append(key)
             named.update(found)

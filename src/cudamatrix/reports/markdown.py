@@ -43,6 +43,9 @@ LEGEND = (
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+# What starts Markdown structure inside a line: links and images, emphasis, code, escapes,
+# table pipes; and at a line's start a heading, list or quote.
+_MARKUP = re.compile(r"[\\`*_\[\]!|#]|^[-+>=]|^\d+[.)]")
 
 
 NOTED_CELLS = 6  # cells named beside a note; more are counted
@@ -54,7 +57,7 @@ def notes_lines(cells: list[CellResult]) -> list[str]:
     covered: dict[str, list[str]] = defaultdict(list)
     for r in cells:
         if r.note:
-            covered[r.note].append(f"{row_label(r.cell)} {r.cell.arch}")
+            covered[r.note].append(md_text(f"{row_label(r.cell)} {r.cell.arch}"))
     lines = [""] if covered else []
     for note, where in covered.items():
         shown = ", ".join(where[:NOTED_CELLS]) + (f" and {len(where) - NOTED_CELLS} more"
@@ -73,14 +76,28 @@ def compact_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def md_text(text: str, limit: int | None = None) -> str:
-    """Text from a case or a tool, safe inside a Markdown table cell or heading: one line,
-    no table pipes, no HTML (GitHub renders raw tags), no control characters."""
-    flat = _CONTROL.sub(" ", text).strip()
+def md_text(text: object, limit: int | None = None) -> str:
+    """Any value from a case, a record or a machine, as plain Markdown text safe anywhere
+    (a table cell, a heading, a list item): one line, no control characters, no HTML
+    (GitHub renders raw tags), no table pipes, and no character that could start a link,
+    an image, emphasis or code (each backslash-escaped, so it reads as itself)."""
+    flat = _CONTROL.sub(" ", str(text)).strip()
     if limit is not None:
         flat = flat[:limit]
-    return (flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|"))
+    flat = _MARKUP.sub(lambda m: "\\" + m.group(), flat)
+    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: object, table: bool = False) -> str:
+    """A value in a code span, whatever it holds: one line, no control characters, fenced
+    by one backtick more than its longest run of them (CommonMark), so it can never close
+    the span early; in a table, its pipes escaped as GitHub's tables need."""
+    flat = _CONTROL.sub(" ", str(text)).strip()
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    if table:
+        flat = flat.replace("|", "\\|")
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def md_link(address: str) -> str:
@@ -122,30 +139,34 @@ def header(info: RunInfo) -> list[str]:
     """The run's facts, one list item each: date, host, GPU, toolkits, libraries."""
     device = info.device or {}
     lines = [
-        f"- **Date**: {info.finished} (tier `{info.tier}`, provider `{info.provider}`, "
-        f"cudamatrix {info.tool_version})",
-        f"- **Host**: {info.host}",
+        f"- **Date**: {md_text(info.finished)} (tier {md_code(info.tier)}, provider "
+        f"{md_code(info.provider)}, cudamatrix {md_text(info.tool_version)})",
+        f"- **Host**: {md_text(info.host)}",
     ]
     if info.provider_choice:
-        lines.append(f"- **Provider**: {info.provider} ({md_text(info.provider_choice)})")
+        lines.append(f"- **Provider**: {md_text(info.provider)} "
+                     f"({md_text(info.provider_choice)})")
     if device.get("name"):
-        lines.append(f"- **GPU**: {device['name']} ({device.get('arch', '?')}), driver "
-                     f"{device.get('driver', '?')} (CUDA {device.get('driver_cuda', '?')})"
-                     + (f", runner label `{info.runner_label}`" if info.runner_label else ""))
+        lines.append(f"- **GPU**: {md_text(device['name'])} ({md_text(device.get('arch', '?'))}"
+                     f"), driver {md_text(device.get('driver', '?'))} (CUDA "
+                     f"{md_text(device.get('driver_cuda', '?'))})"
+                     + (f", runner label {md_code(info.runner_label)}" if info.runner_label
+                        else ""))
     else:
-        lines.append(f"- **GPU**: none ({device.get('reason', 'no GPU')}): load and run "
-                     "stages skipped")
+        lines.append(f"- **GPU**: none ({md_text(device.get('reason', 'no GPU'))}): load and "
+                     "run stages skipped")
     for toolkit, facts in info.toolkits.items():
         tools = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("tool_versions", {}).items()))
         nvrtc = next((v for k, v in facts.get("packages", {}).items() if "nvrtc" in k), None)
         if nvrtc:
             tools += f", nvrtc {nvrtc}"
         where = f", built on {facts['built_on']}" if facts.get("built_on") else ""
-        lines.append(f"- **Toolkit {toolkit}** ({facts.get('provider', '?')}{where}): "
-                     f"{tools.strip(', ') or '-'}")
+        lines.append(f"- **Toolkit {md_text(toolkit)}** "
+                     f"({md_text(str(facts.get('provider', '?')) + where)}): "
+                     f"{md_text(tools.strip(', ') or '-')}")
     for library, facts in info.libraries.items():
         packages = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("packages", {}).items()))
-        lines.append(f"- **{library}**: {packages or '-'}")
+        lines.append(f"- **{md_text(library)}**: {md_text(packages or '-')}")
     return lines
 
 
@@ -154,7 +175,7 @@ BASELINE_LIST_LIMIT = 50
 
 def baseline_section(diff: BaselineDiff) -> list[str]:
     """The changes since the baseline, first thing after the summary."""
-    lines = ["", f"## Changes since the baseline (`{diff.source}`)", ""]
+    lines = ["", f"## Changes since the baseline ({md_code(diff.source)})", ""]
     if diff.empty:
         return [*lines, "No cell changed its outcome; none was added or removed; no "
                 "kernel's resources grew."]
@@ -166,7 +187,7 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
     if diff.resources:
         lines += ["", "**📈 Resources** (a kernel that starts to spill, or takes more than "
                   "10% more registers, or more shared memory)", ""]
-        lines += [f"- `{c.cell}`: {md_text(c.describe(), 200)}"
+        lines += [f"- {md_code(c.cell)}: {md_text(c.describe(), 200)}"
                   for c in diff.resources[:BASELINE_LIST_LIMIT]]
         if len(diff.resources) > BASELINE_LIST_LIMIT:
             lines.append(f"- … and {len(diff.resources) - BASELINE_LIST_LIMIT} more "
@@ -178,8 +199,8 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
         for change in changes[:BASELINE_LIST_LIMIT]:
             said = f": {md_text(change.message, 160)}" \
                 if change.message and change.after in FAILING else ""
-            lines.append(f"- `{change.cell}`: {change.before or '(absent)'} → "
-                         f"{change.after or '(absent)'}{said}")
+            lines.append(f"- {md_code(change.cell)}: {md_text(change.before or '(absent)')} → "
+                         f"{md_text(change.after or '(absent)')}{said}")
         if len(changes) > BASELINE_LIST_LIMIT:
             lines.append(f"- … and {len(changes) - BASELINE_LIST_LIMIT} more (results.json "
                          "has them all)")
@@ -205,7 +226,8 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
             rows[key][r.cell.arch] = usage_text(record)
     if not rows:
         return []
-    table = [[f"`{variant}`", label, md_text(kernel, 80), *(row.get(a, "") for a in archs)]
+    table = [[md_code(variant, table=True), md_text(label), md_text(kernel, 80),
+              *(md_text(row.get(a, "")) for a in archs)]
              for (variant, label, kernel), row in rows.items()]
     lines = ["", "#### Kernel resources (ptxas: registers, spill, stack, static shared memory)",
              "", compact_table(["variant", "toolkit", "kernel", *archs], table)]
@@ -231,13 +253,13 @@ def grid_table(grid: Grid) -> list[str]:
                 marks.append("·" if cell is None
                              else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else ""))
             said.append("".join(marks))
-        table.append([f"`{row.case}` {row.variant}" + (f" · {md_text(row.extra)}"
-                                                      if row.extra else ""), *said])
-    order = (" ".join(toolkits[0][1]) if shared
-             else "; ".join(f"{t}: {' '.join(a)}" for t, a in toolkits))
+        table.append([f"{md_code(row.case, table=True)} {md_text(row.variant)}"
+                      + (f" · {md_text(row.extra)}" if row.extra else ""), *said])
+    order = md_text(" ".join(toolkits[0][1]) if shared
+                    else "; ".join(f"{t}: {' '.join(a)}" for t, a in toolkits))
     return [f"One symbol per cell; in each toolkit's column the archs are, in order: {order} "
             "(· where that cell is not in the run).", "",
-            compact_table(["case · variant", *(t for t, _ in toolkits)], table), "",
+            compact_table(["case · variant", *(md_text(t) for t, _ in toolkits)], table), "",
             legend() + ". The unexpected cells' messages and repro commands are under Details."]
 
 
@@ -248,7 +270,10 @@ def glance_section(results: Sequence[CellResult], info: RunInfo) -> list[str]:
     if not answers:
         return []
     lines = ["", "## At a glance", ""]
-    lines += [f"- **{md_text(a.case)}** {md_text(a.sentence())}" for a in answers]
+    lines += [f"- **{md_text(a.case)}** " + " · ".join(
+        (f"{md_code(variant)}: " if variant else "")
+        + "; ".join(md_text(phrase.marked()) for phrase in phrases)
+        for variant, phrases in a.parts()) for a in answers]
     lines += ["", *grid_table(answer_grid(results, info))]
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
              in axis_rates(results) if total and good < total]
@@ -265,11 +290,14 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
     counts = summary(results)
     lines = ["# CUDA compatibility report", "",
              "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
-             + f"** ({len(results)} cells, {info.wall_seconds:.0f} s, tier `{info.tier}`)"]
+             + f"** ({len(results)} cells, {info.wall_seconds:.0f} s, tier {md_code(info.tier)})"]
     if info.bisect:
-        lines += ["", "## Bisect", "", f"Over {info.bisect['over']}: "
+        lines += ["", "## Bisect", "", f"Over {md_text(info.bisect['over'])}: "
                   f"{len(info.bisect['values'])} values, {len(info.bisect['probed'])} run."]
-        lines += ["", "```", *bisect_lines(info.bisect), "```"]
+        answer = [_CONTROL.sub(" ", line) for line in bisect_lines(info.bisect)]
+        fence = "`" * max(3, 1 + max((len(r) for line in answer
+                                      for r in re.findall(r"`+", line)), default=0))
+        lines += ["", fence, *answer, fence]
     lines += glance_section(results, info)
     # The run's facts fold away below the answer (GitHub renders <details>).
     lines += ["", "<details><summary>The run: date, host, GPU, toolkits and libraries"
@@ -279,7 +307,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
     possibly_fixed = [r for r in results if r.outcome == "xpass"]
     if possibly_fixed:
         lines += ["", "> **Possibly fixed upstream** (expected to fail, but worked):"]
-        lines += [f"> - `{r.cell.id}`: "
+        lines += [f"> - {md_code(r.cell.id)}: "
                   f"{', '.join(map(md_link, r.upstream)) or md_text(r.expected)}"
                   for r in possibly_fixed]
     by_case: dict[str, list[CellResult]] = defaultdict(list)
@@ -287,7 +315,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
         by_case[result.cell.case].append(result)
     for case, case_results in by_case.items():
         first = case_results[0]
-        lines += ["", f"## {case}: {md_text(first.title)}"]
+        lines += ["", f"## {md_text(case)}: {md_text(first.title)}"]
         if first.upstream:
             lines.append("Upstream: " + ", ".join(map(md_link, first.upstream)))
         variants: dict[str, list[CellResult]] = defaultdict(list)
@@ -298,9 +326,10 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             rows: dict[str, dict[str, str]] = defaultdict(dict)
             for r in cells:
                 rows[row_label(r.cell)][r.cell.arch] = cell_text(r)
-            table = [[label, *(row.get(a, "") for a in archs)] for label, row in rows.items()]
-            lines += ["", f"### `{variant}` ({cells[0].cell.frontend})", "",
-                      tabulate(table, headers=["toolkit", *archs], tablefmt="github",
+            table = [[md_text(label), *(md_text(row.get(a, "")) for a in archs)]
+                     for label, row in rows.items()]
+            lines += ["", f"### {md_code(variant)} ({md_text(cells[0].cell.frontend)})", "",
+                      tabulate(table, headers=["toolkit", *map(md_text, archs)], tablefmt="github",
                                disable_numparse=True)]
             lines += notes_lines(cells)
         lines += resources_lines(case_results)
@@ -319,8 +348,10 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             said = r.message or r.reason
             if r.outcome == "pass":  # listed for what the compiler warned about
                 said = "warning: " + r.warnings[0]
-            command = f"`{repro(r.cell, info)}`" if r.outcome in UNEXPECTED else ""
-            table.append([f"`{r.cell.id}`", r.outcome, r.stage, md_text(said, 200),
+            command = md_code(repro(r.cell, info), table=True) if r.outcome in UNEXPECTED \
+                else ""
+            table.append([md_code(r.cell.id, table=True), md_text(r.outcome), md_text(r.stage),
+                          md_text(said, 200),
                           md_text(diagnosis), story, command])
         lines.append(compact_table(["cell", "outcome", "stage", "message", "diagnosis",
                                     "upstream", "repro"], table))
