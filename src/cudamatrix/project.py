@@ -9,6 +9,8 @@ writes a starter.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -280,6 +282,13 @@ def github_caller(workflow: str | None = None) -> str:
     release (or `workflow`, ``OWNER/REPO/.github/workflows/cudamatrix.yml@REF``)."""
     template = (files("cudamatrix") / "data" / "ci" / "github-caller.yml").read_text()
     uses = workflow or f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}"
+    # Put into YAML as a plain `uses:` value: a newline would add keys of its own
+    # (`secrets: inherit`), a quote or a comment mark would change what it says.
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+/[A-Za-z0-9_./\-]+@[A-Za-z0-9_./\-]+",
+                        uses):
+        raise UserError(f"--workflow {uses!r:.80}: expected OWNER/REPO/PATH@REF "
+                        "(letters, digits, '.', '_', '-', '/'), such as "
+                        f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}")
     return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
 
 
@@ -302,10 +311,58 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
     wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
     if ci == "github":
         wanted = {**wanted, folder / CI_FILES["github"]: github_caller(workflow)}
-    existing = [p for p in wanted if p.exists()]
+    existing = [p for p in wanted if os.path.lexists(p)]
     if existing:
         raise UserError(f"{existing[0]}: already exists; cudamatrix init writes only new files")
+    for path in wanted:  # every refusal before the first file is written
+        _writable_inside(folder, path)
     for path, text in wanted.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return [p.relative_to(folder) if p.is_relative_to(folder) else p for p in wanted]
+        _make_folders(folder, path.parent)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(text)
+    return [p.relative_to(folder) for p in wanted]
+
+
+def _writable_inside(folder: Path, path: Path) -> None:
+    """`path` can be written where `folder` is, through no link: each part of the way that
+    exists is a real folder of the project (a `.github` that is a link would write the
+    workflow wherever it points), and the deepest one that exists is writable."""
+    deepest = folder
+    for part in path.relative_to(folder).parts[:-1]:
+        step = deepest / part
+        if os.path.islink(step):
+            raise UserError(f"{step}: a link; cudamatrix init writes only inside {folder}, "
+                            "never through one")
+        if not step.exists():
+            break
+        if not step.is_dir():
+            raise UserError(f"{step}: not a folder")
+        deepest = step
+    if not folder.is_dir():
+        raise UserError(f"{folder}: not a folder")
+    if not os.access(deepest, os.W_OK | os.X_OK) or not _really_writable(deepest):
+        raise UserError(f"{deepest}: not writable; nothing was written")
+
+
+def _really_writable(folder: Path) -> bool:
+    """Whether a file can be made in `folder` (as root, os.access says yes to a read-only
+    mount): made and removed at once."""
+    try:
+        probe = folder / f".cudamatrix-init-{os.getpid()}"
+        descriptor = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    os.close(descriptor)
+    probe.unlink()
+    return True
+
+
+def _make_folders(folder: Path, target: Path) -> None:
+    """The folders down to `target`, each made here (never followed through a link)."""
+    current = folder
+    for part in target.relative_to(folder).parts:
+        current = current / part
+        if os.path.islink(current):
+            raise UserError(f"{current}: a link; cudamatrix init writes only inside {folder}")
+        current.mkdir(exist_ok=True)
