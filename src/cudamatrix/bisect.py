@@ -285,9 +285,13 @@ class Bisection:
         try:
             cells = make_plan(replace(options, cell_ids=())).cells
         except UserError as exc:
-            if not str(exc).startswith("the selection is empty"):
-                raise  # an unknown case, arch or file is the user's at every value
-            return "no cell: the matrix rules it out at this value"
+            if str(exc).startswith("the selection is empty"):
+                return "no cell: the matrix rules it out at this value"
+            if self.axis.name == "project" and str(exc).startswith(("unknown case", "/")):
+                # A commit where the case is not there yet, is gone, or does not read: that
+                # commit is skipped and said, the bisection goes on.
+                return f"no cell at this commit: {exc}"
+            raise  # an unknown case, arch or file is the user's at every value
         if self.variant:
             cells = [c for c in cells if c.variant == self.variant]
         if len(cells) > 1:
@@ -357,6 +361,11 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
            ) -> tuple[RunInfo, list[CellResult]]:
     """Run the bisection; the run record (its `bisect` the answer) and every cell run."""
     begun, started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), time.monotonic()
+    matrix = load_matrix(base.matrix, base.matrix_overrides)
+    unknown = [t for t in base.toolkits if t not in matrix.toolkits]
+    if unknown:  # before any axis reads it as a version (`1a.0` was a ValueError traceback)
+        raise UserError(f"--toolkit {unknown[0]}: unknown toolkit (available in "
+                        f"{matrix.path}: {', '.join(matrix.toolkits)})")
     if over == "toolkit":
         axis = toolkit_axis(base, start, end)
     elif over.startswith("library:") and over != "library:":

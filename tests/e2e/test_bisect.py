@@ -195,3 +195,42 @@ def test_a_case_folder_named_twice_is_read_once(tmp_path: Path) -> None:
                      "--arch", "sm_80", cwd=tmp_path)
     assert run.code == 0, run.output
     assert run.output.split() == ["fp4/nvrtc/13.0/sm_80"]
+
+
+def test_a_commit_without_the_case_is_skipped_and_said(tmp_path: Path) -> None:
+    """Issue 43: a commit where the case folder is gone ended the bisection with 'unknown
+    case'; it is skipped, said, and the bisection goes on around it."""
+    project = tmp_path / "mylib"
+    commits = _repository(project, commits=3, breaking=99)  # every one builds
+    case = project / "cudamatrix-cases" / "warp-sum"
+    kept = {p.name: p.read_text() for p in case.iterdir()}
+    subprocess.run(["git", "-C", str(project), "rm", "-rq", str(case)], check=True)
+    (project / "cudamatrix-cases").mkdir(exist_ok=True)
+    (project / "cudamatrix-cases" / "README").write_text("moving the case\n")
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "case moved out"], check=True)
+    case.mkdir()
+    for name, text in kept.items():
+        # Back, moved to an sm_80-only intrinsic: the change the bisection must find.
+        (case / name).write_text(text.replace(
+            "unsigned s = v; for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, "
+            "s, o);", "unsigned s = __reduce_add_sync(0xffffffffu, v);"))
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "case back"], check=True)
+    last = subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    out = tmp_path / "out"
+    run = cudamatrix("bisect", "--over", "project", "--from", commits[0], "--to", last,
+                     "--case", "warp-sum", "--arch", "sm_75", "--toolkit", "13.0", "--no-gpu",
+                     out=out, cwd=project)
+    assert run.code == 0, run.output[-3000:]
+    answer = _answer(out)
+    (change,) = answer["changes"]
+    assert change["before"]["happened"] == "builds"
+    assert change["after"]["happened"] == "fails at compile"
+    assert any("case moved out" in value for value in change["skipped_between"]), change
+    skipped = answer["skipped"]
+    assert any("case moved out" in value and "no cell at this commit" in why
+               and "no cases" in why for value, why in skipped.items()), skipped
