@@ -224,3 +224,23 @@ def test_a_message_names_the_file_not_the_folders_it_sits_in() -> None:
                    message="/root/.cache/cudamatrix/libraries/cutlass/include/x.inl(228): error")]
     assert "x.inl(228): error" in case_answers(cells)[0].sentence()
     assert "/root" not in case_answers(cells)[0].sentence()
+
+
+@pytest.mark.parametrize(("stages", "outcome", "said"), [
+    # Written out, not computed: what each record of stages really did, as the sentence
+    # checks above read it back through happened().
+    ([("compile", "ok"), ("inspect", "ok"), ("load", "ok"), ("run", "ok")], "pass", "runs"),
+    ([("compile", "ok"), ("load", "ok")], "pass", "loads"),
+    ([("compile", "ok"), ("inspect", "ok"), ("load", "skipped")], "pass", "builds"),
+    ([("compile", "failed")], "xfail", "fails at compile"),
+    ([("compile", "ok"), ("inspect", "failed")], "fail", "fails at inspect"),
+    ([("compile", "ok"), ("load", "failed")], "xfail", "fails at load"),
+    ([("compile", "ok"), ("load", "ok"), ("run", "timeout")], "error", "fails at run"),
+    ([("compile", "unsupported")], "skip", "skipped"),
+])
+def test_what_happened_is_read_off_the_stages(stages: list[tuple[str, str]], outcome: str,
+                                               said: str) -> None:
+    data: dict[str, Any] = {"case": "c", "variant": "v", "toolkit": "13.0", "arch": "sm_90",
+                            "frontend": "nvcc", "outcome": outcome, "stage": stages[-1][0],
+                            "stages": [{"stage": s, "status": st} for s, st in stages]}
+    assert happened(CellResult.from_dict(data)) == said
