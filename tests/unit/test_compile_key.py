@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from cudamatrix.compile_cache import compile_key
 from cudamatrix.providers.environment import Environment
 from cudamatrix.stages.job import Job
@@ -123,3 +125,58 @@ def test_a_case_reaching_nothing_outside_its_folders_keeps_its_key(tmp_path: Pat
     included = key_files(job, key_folders(job))
     assert included.unresolved == () and included.absent == ()
     assert included.files == (str((case / "k.cu").resolve()), str((case / "own.h").resolve()))
+
+
+def test_every_input_of_the_key_changes_it_one_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: dropping the arch from the key was caught in 2 runs of 5 (scheduling
+    decided); dropping the include folders survived. Each input, changed alone, must give
+    another key; the same job again, the same key."""
+    from cudamatrix.providers.environment import LibraryEnvironment
+
+    case = tmp_path / "case"
+    (case / "inc").mkdir(parents=True)
+    (case / "k.cu").write_text('#include "k.h"\n__global__ void k() {}\n')
+    (case / "inc" / "k.h").write_text("#define N 1\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.h").write_text("#define O 1\n")
+    env = Environment(toolkit="13.0", provider="wheels", root="/tk", include_dirs=("/tk/inc",),
+                      packages={"nvidia-cuda-nvcc": "13.0.88"}, tool_versions={"nvcc": "13.0.88"})
+    library = LibraryEnvironment("cccl", "13.1.115", "/lib", include_dirs=("/lib/inc",),
+                                 packages={"nvidia-cuda-cccl (headers)": "13.1.115"})
+    base = Job(cell_id="c", arch="sm_90a", source=str(case / "k.cu"), frontend="nvcc",
+               workdir=str(tmp_path / "w"), timeout=60, env=env, library=library,
+               flags=("-Iinc", f"-I{outside}"), kernel="k", host_compiler="g++-12",
+               host_compiler_version="12.2.0", options={"o": 1})
+    key = compile_key(base, "wheels")
+    assert compile_key(base, "wheels") == key
+    changed = {
+        "arch": replace(base, arch="sm_90"),
+        "arch_flag": replace(base, arch_flag=False),
+        "flags": replace(base, flags=(*base.flags, "-DX")),
+        "frontend": replace(base, frontend="clang"),
+        "kernel": replace(base, kernel="k2"),
+        "options": replace(base, options={"o": 2}),
+        "host compiler": replace(base, host_compiler="g++-11"),
+        "host compiler version": replace(base, host_compiler_version="12.3.0"),
+        "toolkit version": replace(base, env=replace(env, toolkit="13.1")),
+        "toolkit packages": replace(base, env=replace(env, packages={
+            "nvidia-cuda-nvcc": "13.0.89"})),
+        "tool versions": replace(base, env=replace(env, tool_versions={"nvcc": "13.0.89"})),
+        "image": replace(base, env=replace(env, image="cudamatrix/toolkit:13.0-x")),
+        "library version": replace(base, library=replace(library, version="13.2.86")),
+        "library packages": replace(base, library=replace(library, packages={})),
+        "no library": replace(base, library=None),
+    }
+    for what, job in changed.items():
+        assert compile_key(job, "wheels") != key, f"{what} left the key as it was"
+    assert compile_key(base, "docker") != key, "the provider left the key as it was"
+    for what, path in (("the case's header", case / "inc" / "k.h"),
+                       ("a header of an -I folder outside the case", outside / "o.h"),
+                       ("the source", case / "k.cu")):
+        path.write_text(path.read_text() + "// edited\n")
+        assert compile_key(base, "wheels") != key, f"an edit of {what} left the key"
+        key = compile_key(base, "wheels")
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-DX")
+    assert compile_key(base, "wheels") != key, "NVCC_APPEND_FLAGS left the key as it was"
