@@ -44,6 +44,8 @@ TRIED: dict[str, int] = {}
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    # Numbers no record holds (10^400 was an OverflowError in resource_changes).
+    st.sampled_from([10**400, -(10**400), 2**63, -1]),
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
     st.sampled_from(["", "pass", "fail", "compile", "inspect", "sm_90a", "13.0", "..", "/",
                      "../../etc/passwd", "\x00", "<script>", "ok", "error", "timeout"]))
@@ -125,12 +127,17 @@ def _toml_safe(value: Any) -> Any:
 @st.composite
 def damaged(draw: st.DrawFn, text: bytes) -> bytes:
     """Byte-wise damage to a real file: truncated, a byte run overwritten, or spliced."""
-    kind = draw(st.sampled_from(["truncate", "overwrite", "splice", "raw"]))
+    kind = draw(st.sampled_from(["truncate", "overwrite", "splice", "raw", "deep"]))
     if kind == "raw" or not text:
         return draw(st.binary(max_size=2000))
     at = draw(st.integers(0, len(text)))
     if kind == "truncate":
         return text[:at]
+    if kind == "deep":  # nested past any reader's recursion (a RecursionError before)
+        depth = draw(st.sampled_from([70, 1_100, 100_000]))
+        opener = draw(st.sampled_from([b"[", b'{"a":']))
+        closer = b"]" if opener == b"[" else b"}"
+        return text[:at] + opener * depth + b"0" + closer * depth + text[at:]
     junk = draw(st.binary(min_size=1, max_size=64))
     if kind == "overwrite":
         return text[:at] + junk + text[at + len(junk):]

@@ -275,3 +275,46 @@ def test_cell_files_of_resume_and_merge() -> None:
             shutil.rmtree(scratch)
 
     run_target("cells", target)
+
+
+def _record_seed() -> dict[str, Any]:
+    """A real up-to-date record, made here of a small folder."""
+    from cudamatrix.up_to_date import InputLedger, record_run
+
+    scratch = _scratch()
+    (scratch / "case").mkdir()
+    (scratch / "case" / "k.cu").write_text("__global__ void k() {}\n")
+    (scratch / "out").mkdir()
+    ledger = InputLedger()
+    ledger.watch(scratch / "case")
+    record = record_run(scratch / "out", {"c": "1"}, ledger.inputs(), 0, "pass=1\n", "then", 1)
+    shutil.rmtree(scratch)
+    return record.to_dict()
+
+
+def test_history_and_the_up_to_date_record() -> None:
+    """Issue 43: --history files and the record kept in --out, mutated and nested deep: a
+    history is a UserError in one line or read; a record is read or ignored, never trusted
+    and never a traceback."""
+    from cudamatrix.history import PastRun, gather, history_document
+    from cudamatrix.up_to_date import RECORD, standing_record
+
+    history_seed = history_document([PastRun.of(*load_results(
+        REPO / "reports" / "realworld-h100" / "results.json"))])
+    record_seed = _record_seed()
+
+    @given(st.one_of(mutated([history_seed]).map(json_text), damaged(json_text(history_seed))),
+           st.one_of(mutated([record_seed]).map(json_text), damaged(json_text(record_seed))))
+    def target(history: bytes, record: bytes) -> None:
+        _count("history and record")
+        scratch = _scratch()
+        try:
+            (scratch / "history.json").write_bytes(history)
+            _expect_user_error_only(lambda: gather([scratch / "history.json"], None))
+            (scratch / "out").mkdir()
+            (scratch / "out" / RECORD).write_bytes(record)
+            standing_record(scratch / "out", {"c": "1"})  # None or a record, no traceback
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("history and record", target)
