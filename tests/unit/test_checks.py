@@ -102,3 +102,17 @@ def test_nothing_outside_the_whitelist_runs() -> None:
                  "np.frombuffer(b'', np.uint8)", "x in x"):
         with pytest.raises(RefusedExpression):
             parse_check(text, {"x"})
+
+
+REFUSED = sorted((Path(__file__).parents[1] / "data" / "hostile-refused").iterdir())
+
+
+@pytest.mark.parametrize("folder", REFUSED, ids=lambda p: p.name)
+def test_the_hostile_run_tables_are_refused_when_read(folder: Path) -> None:
+    """tests/data/hostile-refused: each case's [variant.run] is refused when the case is
+    read, in one line naming its file, and nothing it says runs."""
+    with pytest.raises(UserError) as caught:
+        load_case(folder)
+    said = str(caught.value)
+    assert said.startswith(f"{folder / 'case.toml'}: variant 'v'.run") and "\n" not in said
+    assert not Path("/tmp/pwned").exists()
