@@ -29,7 +29,8 @@ ARCHS = ("sm_70", "sm_75", "sm_80", "sm_90", "sm_90a")
 HEAVY = {"cute-sgemm-sm80": ("sm_80",)}
 # FlashInfer's headers through nvcc, 4-6 s a cell: the archs its users build for most.
 HEAVY.update({case: ("sm_80", "sm_90a") for case in ("flashinfer-rmsnorm",
-                                                       "flashinfer-sampling")})
+                                                       "flashinfer-sampling",
+                                                       "flashinfer-activation")})
 # And over the CCCL releases from 13.0 on (its `only`), for the Hopper arch it targets.
 HEAVY["flashinfer-rope"] = ("sm_90a",)
 
@@ -208,3 +209,18 @@ def test_bisect_names_the_first_cccl_that_builds_it(corpus: Path, tmp_path: Path
                       out=tmp_path / "bisect")
     assert done.code == 0, done.output[-3000:]
     assert "library:cccl 13.1.78: fails at compile -> builds" in done.output, done.output[-3000:]
+
+
+def test_flashinfer_kernels_named_as_their_source_names_them(run: Run) -> None:
+    """Issue 38: `act_and_mul_kernel<half, silu, 8>` and `RMSNormKernel<8, half>`, as the
+    explicit instantiations write them, were 'not a kernel of the built module' (which holds
+    <__half, &silu, 8u> and <8u, __half>); nvcc now resolves each name itself."""
+    cells = run.cells()
+    for toolkit in ("11.8", "12.4", "13.0"):
+        act = cells[f"flashinfer-activation/nvcc/{toolkit}/sm_80"]
+        assert act["outcome"] == "pass", (toolkit, act["message"])
+        assert act["kernel"]["signature"].startswith(
+            "void flashinfer::activation::act_and_mul_kernel<__half, &(silu(float const&)), 8u>")
+        norm = cells[f"flashinfer-rmsnorm/nvcc/{toolkit}/sm_80"]
+        assert norm["kernel"]["signature"].startswith(
+            "void flashinfer::norm::RMSNormKernel<8u, __half>"), norm["kernel"]
