@@ -166,7 +166,8 @@ def prepare_header_library(library: Library, version: str, cache: Path) -> Libra
         return is_header(name)
 
     with folder_lock(target):
-        if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
+        kept = json.loads(marker.read_text()) if marker.is_file() else {}
+        if {k: kept.get(k) for k in wanted} != wanted:  # "found" is what it found
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
             requirement = Requirement(pin)
