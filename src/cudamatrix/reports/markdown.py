@@ -43,9 +43,10 @@ LEGEND = (
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-# What starts Markdown structure inside a line: links and images, emphasis, code, escapes,
-# table pipes; and at a line's start a heading, list or quote.
-_MARKUP = re.compile(r"[\\`*_\[\]!|#]|^[-+>=]|^\d+[.)]")
+# What starts Markdown structure inside a line: links and images (their brackets), code,
+# escapes, table pipes; and at a line's start a heading, list or quote. Emphasis (`_`,
+# `*`) is left as it reads: it makes no tag, link or heading, and `sm_90` stays searchable.
+_MARKUP = re.compile(r"[\\`\[\]|]|^[-+>=#]|^\d+[.)]")
 
 
 NOTED_CELLS = 6  # cells named beside a note; more are counted
@@ -80,7 +81,7 @@ def md_text(text: object, limit: int | None = None) -> str:
     """Any value from a case, a record or a machine, as plain Markdown text safe anywhere
     (a table cell, a heading, a list item): one line, no control characters, no HTML
     (GitHub renders raw tags), no table pipes, and no character that could start a link,
-    an image, emphasis or code (each backslash-escaped, so it reads as itself)."""
+    an image or code (each backslash-escaped, so it reads as itself)."""
     flat = _CONTROL.sub(" ", str(text)).strip()
     if limit is not None:
         flat = flat[:limit]
