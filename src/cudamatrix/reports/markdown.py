@@ -44,9 +44,11 @@ LEGEND = (
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # What starts Markdown structure inside a line: links and images (their brackets), code,
-# escapes, table pipes; and at a line's start a heading, list or quote. Emphasis (`_`,
-# `*`) is left as it reads: it makes no tag, link or heading, and `sm_90` stays searchable.
-_MARKUP = re.compile(r"[\\`\[\]|]|^[-+>=#]|^\d+[.)]")
+# escapes, table pipes. A value is always placed after the tool's own text on its line
+# (a list item's "- ", a table's "| ", a heading's "## "), and made one line, so nothing
+# it holds can start a heading, a list or a quote. Emphasis (`_`, `*`) is left as it
+# reads: it makes no tag, link or heading, and `sm_90` stays searchable.
+_MARKUP = re.compile(r"[\\`\[\]|]")
 
 
 NOTED_CELLS = 6  # cells named beside a note; more are counted
