@@ -159,6 +159,9 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
                      help="run every cell even where nothing the last run into --out read "
                           "has changed (by default that run's results stand, answered at once)")
     run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
+    run.add_argument("--context-per-cell", action="store_true",
+                     help="each cell's load and run stages in a CUDA context of its own "
+                          "process, not in its GPU's server (one context per GPU)")
     run.add_argument("--no-compile-cache", action="store_true",
                      help="compile every cell afresh, neither reading nor filling the cache")
     run.add_argument("--compile-apart", action="store_true",

@@ -170,6 +170,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
         cell_memory_gib=args.cell_memory,
         run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
+        gpu_server=not getattr(args, "context_per_cell", False),
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
         compile_together=not args.compile_apart,

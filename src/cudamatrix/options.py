@@ -71,6 +71,9 @@ class RunOptions:
     cuda_compat: bool = False
     # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
     jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
+    # A cell's load and run stages in its GPU's server (one context per GPU, every GPU of
+    # the machine), or, with --context-per-cell, in a context of the cell's own process.
+    gpu_server: bool = True
     # A source (git:file:///repo@commit) built in place of every build case's own project:
     # `cudamatrix bisect --over project` builds the user's project one commit at a time.
     project_override: str = ""

@@ -372,7 +372,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
                           key=lambda v: tuple(int(p) for p in v.split("."))):
         envs.toolkit(toolkit)
-    executor = envs.executor(CellSite(options.out, options.corpus, device.present))
+    executor = envs.executor(CellSite(options.out, options.corpus, device.present,
+                                      options.gpu_server, progress.note))
     runner = CellRunner(plan, options, envs, device, executor, started)
     results = list(done.values())
     progress.start(len(plan.cells))

@@ -23,3 +23,26 @@ def test_ptx_jit_and_run_on_the_gpu(run_cli, tmp_path: Path) -> None:
     dynamic = cells[next(k for k in cells if k.startswith("smem-oversize/dynamic/")
                          and k.endswith("sm_90a"))]
     assert dynamic["outcome"] == "pass" and dynamic["reached"] == "run"
+
+
+@pytest.mark.skipif(not has_gpu(), reason=f"no GPU: {probe().reason}")
+def test_faults_cost_their_own_cell_through_the_gpu_server(run_cli, tmp_path: Path) -> None:
+    """Issue 40: the faulting corpus (tests/data/gpu-faults) through the GPU's server and
+    through a context per cell: the same outcome, stage and message for every cell (a
+    device assert's first thread aside, which the GPU picks), each good kernel after a
+    fault passing, each sticky fault replacing the server."""
+    corpus = Path(__file__).parents[1] / "data" / "gpu-faults"
+    args = ("run", "--corpus", str(corpus), "--case", "faults", "--provider", "host",
+            "--toolkit", "13.0", "--arch", "sm_90")
+    served = run_cli(*args, out=tmp_path / "served")
+    own = run_cli(*args, "--context-per-cell", out=tmp_path / "own")
+    for run in (served, own):
+        assert run.code == 0, run.output[-3000:]
+    for cell_id, cell in served.cells().items():
+        other = own.cells()[cell_id]
+        assert (cell["outcome"], cell["stage"]) == (other["outcome"], other["stage"]), cell_id
+        if "assert" not in cell_id:
+            assert cell["message"] == other["message"], cell_id
+        if cell["outcome"] == "xfail" and "never" not in cell_id:
+            load = next(s for s in cell["stages"] if s["stage"] == "load")
+            assert load["details"]["server_replaced"].startswith("the context is broken")

@@ -39,7 +39,9 @@ class Executor(Protocol):
 def _local(options: Mapping[str, Any]) -> Executor:
     from .local import LocalExecutor
 
-    return LocalExecutor()
+    say = options.get("say")
+    return LocalExecutor(gpu_server=bool(options.get("gpu_server")),
+                         **({"say": say} if say is not None else {}))
 
 
 def _containers(options: Mapping[str, Any]) -> Executor:

@@ -12,15 +12,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..providers.environment import Environment
-from ..stages.cell_files import JOB_FILE
+from ..stages.cell_files import CUBIN, JOB_FILE, PTX
 from ..stages.forkserver import OUTPUT_FILE
+from ..stages.frontends import frontend
+from ..stages.inspect import lowered_kernel
 from ..stages.job import Job
 from ..stages.limits import read_bounded
 from ..stages.result import StageResult
 from ..stages.worker import PARENT_ENV
+from .gpus import GpuPool, visible_gpus
 from .outcome import collect_stages, timed_out
 
 # How long past a cell's limit its worker is given before it is stopped from outside: a
@@ -80,9 +85,12 @@ class _Lines:
 
 class LocalExecutor:
     """Cell worker processes: each cell a process of its own, in a process group of its own
-    (so a timeout kills its compilers), forked from a warm server per environment."""
+    (so a timeout kills its compilers), forked from a warm server per environment; with
+    `gpu_server`, a cell's load and run stages go to its GPU's server (gpus.py), which holds
+    one context for the run, instead of a context of the cell's own."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpu_server: bool = False,
+                 say: Callable[[str], None] = lambda text: None) -> None:
         self._running: set[int] = set()
         self._servers: dict[tuple[str, str], ForkServer] = {}
         self._lock = threading.Lock()
@@ -93,6 +101,11 @@ class LocalExecutor:
             folder = tempfile.mkdtemp(prefix="cm-", dir="/tmp")
         self._folder = Path(folder)
         self.stopping = False
+        self.gpus: GpuPool | None = None
+        if gpu_server:
+            found = visible_gpus()
+            if found:
+                self.gpus = GpuPool(found, self._folder, worker_env(None), say)
 
     def _server(self, env: dict[str, str]) -> ForkServer:
         key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))
@@ -104,6 +117,20 @@ class LocalExecutor:
             return self._servers[key]
 
     def run(self, job: Job) -> list[StageResult]:
+        """The cell's stages: its own process's, then, where a GPU's server takes them, its
+        load and run stages from there."""
+        served = self.gpus is not None and job.gpu_stages and served_by_gpu_server(job)
+        stages = self._run_worker(replace(job, gpu_stages=False) if served else job)
+        if not served or not wants_gpu_stages(stages):
+            return stages
+        assert self.gpus is not None
+        inspected = next((s for s in stages if s.stage == "inspect"), None)
+        ptx, cubin = job.work / PTX, job.work / CUBIN
+        return [*stages, *self.gpus.run(lowered_kernel(job, inspected),
+                                        ptx if ptx.exists() else None,
+                                        cubin if cubin.exists() else None)]
+
+    def _run_worker(self, job: Job) -> list[StageResult]:
         if self.stopping:
             raise KeyboardInterrupt
         env = worker_env(job.env)
@@ -163,7 +190,26 @@ class LocalExecutor:
             self._servers.clear()
         for server in servers:
             server.stop()
+        if self.gpus is not None:
+            self.gpus.close()
         shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def served_by_gpu_server(job: Job) -> bool:
+    """Whether a GPU's server runs this cell's GPU stages: a module the tool built, loaded
+    and launched by the driver API. What runs code of its own in a process keeps that
+    process (and its own context): a frontend that tells its whole story (CuPy, a build
+    case's test command) and a built library's host entry."""
+    return frontend(job.frontend).stages is None and not job.host_entry and not job.group
+
+
+def wants_gpu_stages(stages: list[StageResult]) -> bool:
+    """The worker stopped where its own process would have gone on to the GPU: a compile
+    that worked, and no inspect that found the case's own error (an artifact or budget
+    failure still runs on the GPU: what the build does there is evidence)."""
+    return bool(stages) and stages[0].stage == "compile" and stages[0].status == "ok" \
+        and all(s.status != "error" for s in stages) \
+        and not any(s.stage in ("load", "run") for s in stages)
 
 
 

@@ -33,13 +33,20 @@ def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResu
     if code != 0 or not result_file.exists():
         return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
     stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
-    if output:  # device printf and library chatter belong to the last stage's story
-        last = stages[-1]
-        said = error_lines(output)
-        message = last.message
-        if last.status != "ok" and said and said[0] not in message:
-            message = f"{message} (process output: {said[0][:200]})"
-        stages[-1] = replace(last, message=message,
-                             log=f"{last.log}\n--- process output ---\n"
-                                 f"{output[-20_000:]}".strip())
+    return with_process_output(stages, output)
+
+
+def with_process_output(stages: list[StageResult], output: str) -> list[StageResult]:
+    """Device printf and library chatter belong to the last stage's story: its log, and its
+    message where it failed and said nothing of its own."""
+    if not output or not stages:
+        return stages
+    last = stages[-1]
+    said = error_lines(output)
+    message = last.message
+    if last.status != "ok" and said and said[0] not in message:
+        message = f"{message} (process output: {said[0][:200]})"
+    stages = list(stages)
+    stages[-1] = replace(last, message=message,
+                         log=f"{last.log}\n--- process output ---\n{output[-20_000:]}".strip())
     return stages

@@ -56,11 +56,15 @@ class ProviderSetting:
 @dataclass(frozen=True)
 class CellSite:
     """What an executor needs of the run: the folder cells write to, the case folders
-    they read, and whether they may use the GPU."""
+    they read, whether they may use the GPU, and whether a cell's GPU stages go to its
+    GPU's server (one context per GPU) or run in a context of the cell's own; where to
+    say what the run should hear (a GPU left out)."""
 
     out: Path
     corpus: tuple[Path, ...]
     gpu: bool
+    gpu_server: bool = True
+    say: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class _LocalCells:
     local = True
 
     def executor(self, site: CellSite) -> ExecutorChoice:
-        return ExecutorChoice("local")
+        return ExecutorChoice("local", {"gpu_server": site.gpu and site.gpu_server,
+                                        "say": site.say})
 
     def host_compiler(self, name: str) -> tuple[str, str] | str:
         found = installed_compiler(name)

@@ -91,6 +91,51 @@ class GpuSession:
     def close(self) -> None:
         for pointer in self.allocations:
             cu.cuMemFree(pointer)
+        self.allocations = []
+
+    def identity(self) -> dict[str, str]:
+        """The GPU this context is on, as the cells that ran on it record it."""
+        _, raw = cu.cuDeviceGetName(96, self.device)
+        _, uuid = cu.cuDeviceGetUuid(self.device)
+        text = bytes(uuid.bytes).hex()
+        return {"name": raw.split(b"\0")[0].decode(), "arch": self.arch.name,
+                "uuid": "GPU-" + "-".join((text[:8], text[8:12], text[12:16], text[16:20],
+                                           text[20:]))}
+
+    def warm_up(self) -> None:
+        """One launch of an empty kernel: the driver reserves what a context's first launch
+        needs (local memory, the printf buffer: about 90 MiB on an H100) once, so a cell is
+        never taken for leaving that behind."""
+        ptx = (b".version 6.0\n.target sm_50\n.address_size 64\n"
+               b".visible .entry cudamatrix_warm_up()\n{\n\tret;\n}\n\0")
+        module = _check("cuModuleLoadData", cu.cuModuleLoadData(ptx))
+        function = _check("cuModuleGetFunction",
+                          cu.cuModuleGetFunction(module, b"cudamatrix_warm_up"))
+        _check("cuLaunchKernel", cu.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0))
+        _check("cuCtxSynchronize", cu.cuCtxSynchronize())
+        cu.cuModuleUnload(module)
+
+    def free_bytes(self) -> int:
+        status, free, _ = cu.cuMemGetInfo()
+        return int(free) if status == cu.CUresult.CUDA_SUCCESS else -1
+
+    def unusable(self, free_at_start: int, slack: int) -> str:
+        """Why the next cell must not have this context (an empty string when it may): a
+        sticky fault left it broken, or device memory went missing beyond what the driver
+        reserves once for what a module uses (the printf buffer of a module with an
+        assert: 90 MiB on an H100), counted from the context's start, not per cell."""
+        (status,) = cu.cuCtxSynchronize()
+        if status != cu.CUresult.CUDA_SUCCESS:
+            return f"the context is broken ({status.name})"
+        status, probe = cu.cuMemAlloc(256)
+        if status != cu.CUresult.CUDA_SUCCESS:
+            return f"the context is broken ({status.name})"
+        cu.cuMemFree(probe)
+        free = self.free_bytes()
+        if free_at_start >= 0 and 0 <= free < free_at_start - slack:
+            return (f"{(free_at_start - free) >> 20} MiB of device memory went missing since "
+                    "the context started")
+        return ""
 
 
 def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], list[Any],
@@ -156,13 +201,29 @@ def _call_host_entry(job: Job, gpu: GpuSession, library: ctypes.CDLL
 
 
 def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
-                 library: Path | None = None) -> list[StageResult]:
+                 library: Path | None = None, session: GpuSession | None = None
+                 ) -> list[StageResult]:
+    """The cell's load and run stages: in a context of their own (a cell's own process),
+    or in `session`, a GPU server's (device_server.py), which gets it back with the
+    cell's module unloaded and every allocation freed."""
     gpu_holder: list[GpuSession] = []
     modules: list[Any] = []
     libraries: list[ctypes.CDLL] = []
+    try:
+        return _load_and_run(job, ptx, cubin, library, session, gpu_holder, modules,
+                             libraries)
+    finally:
+        if session is not None:
+            for module in modules:
+                cu.cuModuleUnload(module)
+            session.close()
 
+
+def _load_and_run(job: Job, ptx: Path | None, cubin: Path | None, library: Path | None,
+                  session: GpuSession | None, gpu_holder: list[GpuSession],
+                  modules: list[Any], libraries: list[ctypes.CDLL]) -> list[StageResult]:
     def load() -> DeviceSaid:
-        gpu = GpuSession()
+        gpu = session or GpuSession()
         gpu_holder.append(gpu)
         target = Arch.parse(job.arch)
         mode = job.load

@@ -1,0 +1,100 @@
+"""The GPUs of a machine and which cell goes where (executors/gpus.py), with the device list
+faked: every GPU gets a server; a cell's GPU stages go to a GPU where its arch's SASS runs
+natively when the machine has one, else to any; a GPU whose server will not start is said
+once and left out; many cells at once spread over every GPU."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.executors.gpus import Gpu, GpuPool, GpuServer
+from cudamatrix.stages.job import Job
+from cudamatrix.stages.result import StageResult
+
+
+class FakeServer(GpuServer):
+    def __init__(self, gpu: Gpu, broken: bool = False, seconds: float = 0.0) -> None:
+        self.gpu, self.broken, self.seconds = gpu, broken, seconds
+        self.ran: list[str] = []
+
+    def run(self, job: Job, ptx: Path | None, cubin: Path | None) -> list[StageResult]:
+        if self.broken:
+            raise RuntimeError("its server did not start: CUDA_ERROR_DEVICE_UNAVAILABLE")
+        time.sleep(self.seconds)
+        self.ran.append(job.cell_id)
+        return [StageResult("load", "ok", "", "", details={"gpu": self.gpu.to_dict()})]
+
+    def stop(self) -> None:
+        pass
+
+
+def _pool(*servers: FakeServer, said: list[str] | None = None) -> GpuPool:
+    pool = GpuPool([], Path("/nonexistent"), {}, (said if said is not None else []).append)
+    pool.servers = list(servers)
+    pool.free = list(servers)
+    return pool
+
+
+def _job(cell: str, arch: str) -> Job:
+    return Job(cell_id=cell, arch=arch, source="k.cu", frontend="nvrtc", workdir="/w",
+               timeout=10)
+
+
+H100 = Gpu(0, "GPU-h100", "NVIDIA H100", "sm_90")
+A100 = Gpu(1, "GPU-a100", "NVIDIA A100", "sm_80")
+
+
+def test_a_cell_goes_where_its_arch_runs_natively() -> None:
+    hopper, ampere = FakeServer(H100), FakeServer(A100)
+    pool = _pool(hopper, ampere)
+    pool.run(_job("a", "sm_90a"), None, None)
+    pool.run(_job("b", "sm_86"), None, None)  # runs natively on neither: any GPU
+    pool.run(_job("c", "sm_80"), None, None)  # sm_80 SASS runs on both: the first free
+    assert "a" in hopper.ran and "a" not in ampere.ran
+
+
+def test_a_native_gpu_that_is_busy_is_waited_for() -> None:
+    hopper, ampere = FakeServer(H100, seconds=0.3), FakeServer(A100)
+    pool = _pool(hopper, ampere)
+    first = threading.Thread(target=pool.run, args=(_job("a", "sm_90"), None, None))
+    first.start()
+    time.sleep(0.05)
+    pool.run(_job("b", "sm_90a"), None, None)  # the A100 is free, but cannot run sm_90a
+    first.join()
+    assert hopper.ran == ["a", "b"] and ampere.ran == []
+
+
+def test_a_gpu_whose_server_will_not_start_is_said_once_and_left_out() -> None:
+    said: list[str] = []
+    broken, good = FakeServer(Gpu(0, "GPU-x", "busy GPU", "sm_80"), broken=True), \
+        FakeServer(Gpu(1, "GPU-y", "good GPU", "sm_80"))
+    pool = _pool(broken, good, said=said)
+    for cell in "abc":
+        pool.run(_job(cell, "sm_80"), None, None)
+    assert good.ran == ["a", "b", "c"]
+    assert len(said) == 1 and "GPU 0 (busy GPU, GPU-x) left out" in said[0]
+    assert pool.servers == [good]
+
+
+def test_with_no_gpu_left_the_cell_is_told() -> None:
+    pool = _pool(FakeServer(H100, broken=True))
+    with pytest.raises(RuntimeError, match="no GPU of this machine could start a server"):
+        pool.run(_job("a", "sm_90"), None, None)
+
+
+def test_many_cells_at_once_spread_over_every_gpu() -> None:
+    gpus = [FakeServer(Gpu(i, f"GPU-{i}", "H100", "sm_90"), seconds=0.05) for i in range(8)]
+    pool = _pool(*gpus)
+    threads = [threading.Thread(target=pool.run, args=(_job(f"c{i}", "sm_90"), None, None))
+               for i in range(32)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(g.ran for g in gpus) and sum(len(g.ran) for g in gpus) == 32  # every GPU
+    assert time.monotonic() - started < 32 * 0.05  # at once, not one after another
