@@ -13,8 +13,8 @@ Faults still cost one cell. After each cell it asks the context whether it still
 unusable for good) and whether device memory went missing since it started beyond what
 the driver reserves once for itself; either, and it answers, then exits: the run starts a
 fresh one for the next cell. A cell cannot run code of its own here (a library's host
-entry keeps its own process), and its module is unloaded and every allocation freed. A kernel that never
-returns is stopped from outside at the cell's limit (the server's process group is
+entry keeps its own process), and its module is unloaded and every allocation freed. A
+kernel that never returns is stopped from outside at the cell's limit (the server's group is
 killed), with every thread's stack written to the cell's folder just before, as a cell's
 own process does. Device printf goes to the cell's own output file. The run owns the
 server: it dies with the run (PR_SET_PDEATHSIG), even on a SIGKILL of the run.
