@@ -44,7 +44,7 @@ from .providers.toolkits import CellSite
 from .removal import FolderRemoval
 from .results import ARTIFACTS_DIR, CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .revision import source_revision
-from .stages.cell_files import CUBIN, PTX
+from .stages.cell_files import CUBIN, PTX, READ_OUTSIDE
 from .stages.frontends import frontend
 from .stages.inspect import inspect_job
 from .stages.job import Job
@@ -106,6 +106,7 @@ class CellRunner:
                 folders = key_folders(job)
                 included = key_files(job, folders)
                 prepared.key = compile_key(job, self.envs.provider, folders, included)
+                prepared.covered = frozenset(included.files)
                 for folder in folders:
                     LEDGER.watch(folder)
                 for file in (*included.files, *included.absent):  # headers outside them
@@ -137,7 +138,7 @@ class CellRunner:
                 if stage.status == "skipped":
                     again.append(member)
                     continue
-                if not (member.key and self.cache.store(member.key, member.job.work, stage)):
+                if not (member.key and self.keep(member, stage)):
                     LEDGER.refuse(f"{member.cell.id}: its compile was not kept")
                 member.cached = stage
             todo = again
@@ -161,6 +162,19 @@ class CellRunner:
             for member in todo:
                 member.spent += (time.monotonic() - began) / len(todo)
 
+    def keep(self, prepared: Prepared, stage: StageResult) -> bool:
+        """Store a compile in the compile cache, unless the compiler says it read a file
+        its key did not hold (a computed `#include` outside the case's folders, which no
+        reading of the text can follow): that compile would be served to an edit of the
+        file, so it is not kept (the run then leaves no record, as for any compile not kept;
+        the stage's `read_outside` names what the compiler read)."""
+        assert prepared.key is not None and prepared.job is not None
+        missed = [f for f in stage.details.get(READ_OUTSIDE, ()) or ()
+                  if f not in prepared.covered]
+        if missed:
+            return False
+        return self.cache.store(prepared.key, prepared.job.work, stage)
+
     def stages_for(self, prepared: Prepared) -> list[StageResult]:
         """Run the cell's stages (from the compile cache, or the group's shared compile,
         where it can)."""
@@ -179,7 +193,7 @@ class CellRunner:
         else:
             stages = self.executor.run(job)
             kept = prepared.key is not None and cached is None \
-                and self.cache.store(prepared.key, workdir, stages[0])
+                and self.keep(prepared, stages[0])
             # A compile the cache kept is what a re-run would take from it as it is (the run
             # can still be recorded: up_to_date); a GPU stage it would ask again.
             if not kept or job.gpu_stages:
@@ -267,6 +281,8 @@ class Prepared:
     stages: list[StageResult] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     key: str | None = None
+    # The files the key holds by their bytes beyond its folders (compile_cache.key_files).
+    covered: frozenset[str] = frozenset()
     cached: StageResult | None = None
     cache_note: str = ""
     apart: str = ""  # why its group's compile could not stand for it

@@ -207,3 +207,30 @@ def test_a_header_outside_the_case_reached_by_a_relative_include(run_cli, tmp_pa
     forced = run_cli(*args, "--always-run", out=out)
     assert forced.code == 1
     assert {c["outcome"] for c in forced.cells().values()} == {"fail"}
+
+
+def test_a_file_only_the_compiler_knows_it_read_is_never_served_stale(
+        run_cli, tmp_path: Path, cache_copy: Path) -> None:
+    """Issue 43: `#define H "../common/h.h"` then `#include H`: no reading of the text can
+    follow it out of the case's folder, so the key cannot hold h.h. nvcc's own list of what
+    it read (-MD) names it: such a compile is not kept, and an edit of h.h is compiled."""
+    cases = tmp_path / "cases"
+    (cases / "common").mkdir(parents=True)
+    header = cases / "common" / "h.h"
+    header.write_text(f"// {uuid.uuid4()}\n#pragma once\n#define SCALE 3.0f\n")
+    (cases / "k").mkdir()
+    (cases / "k" / "k.cu").write_text('#define H "../common/h.h"\n#include H\n'
+                                      + KERNEL.split("\n", 1)[1])
+    (cases / "k" / "case.toml").write_text(
+        'title = "computed include outside"\n[[variant]]\nname = "v"\nsource = "k.cu"\n'
+        'frontend = "nvcc"\n')
+    args = ("run", "--corpus", str(cases), "--case", "k", "--toolkit", "13.0", "--arch",
+            "sm_90", "--no-gpu", "--cache", str(cache_copy))
+    cold = run_cli(*args, out=tmp_path / "cold")
+    assert cold.code == 0, cold.output[-2000:]
+    compiled = cold.cells()["k/v/13.0/sm_90"]["stages"][0]["details"]
+    assert str(header.resolve()) in compiled["read_outside"]
+    header.write_text(header.read_text().replace("3.0f", "3.0f + undefined_name"))
+    edited = run_cli(*args, out=tmp_path / "edited")
+    assert set(_hits(edited).values()) == {False}
+    assert edited.code == 1 and "undefined_name" in edited.cells()["k/v/13.0/sm_90"]["message"]

@@ -18,3 +18,8 @@ STAGE_FILE = "stage.txt"  # the stage the worker entered last (where a stopped c
 STACK_FILE = "stack.txt"  # every thread's Python stack, written just before the limit
 SCRIPT_STACK_FILE = "script-stack.txt"  # the same, by a case script of its own
 BUILD_SOURCE = "src"  # the build frontend's copy of the project
+
+# nvcc's list of the files a compile read (-MD -MF), in the cell's folder; and the compile
+# stage's detail naming those outside the folders its key stands for (compile_cache.py).
+DEPENDENCIES = "dependencies.d"
+READ_OUTSIDE = "read_outside"

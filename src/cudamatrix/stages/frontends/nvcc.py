@@ -3,6 +3,7 @@ case calls a host entry."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 from ...audit.elf import UnknownImage, UnreadableFile, prune_fatbins
 from ...providers.environment import Environment
 from ...versions import Arch
-from ..cell_files import CUBIN, LIBRARY, PTX
+from ..cell_files import CUBIN, DEPENDENCIES, LIBRARY, PTX, READ_OUTSIDE
 from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
 from ..inspect import entry_names
@@ -37,8 +38,10 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
     intermediates kept in `keep`), and how the log shows it (the keep folder left out)."""
     assert job.env is not None and job.env.nvcc is not None
     flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    # nvcc's own list of every file it read (-MD), for the compile cache to check its key
+    # against (compile_inputs.py).
     command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
-               "--keep-dir", str(keep)]
+               "--keep-dir", str(keep), "-MD", "-MF", str(job.work / DEPENDENCIES)]
     host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
     if host:
         command[1:1] = ["-ccbin", host]
@@ -68,6 +71,29 @@ def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
                 "-o", str(out), str(source)]
 
     return compiler_named(job, entries, timeout, command)
+
+
+def read_outside(job: Job, listing: Path | None = None) -> dict[str, object]:
+    """The files nvcc said it read (its -MD list) that neither the toolkit, the library, the
+    host compiler's system folders nor the case's folder stand for: what the compile key
+    must cover by their bytes (compile_cache.py checks, and keeps no compile it missed)."""
+    path = listing or job.work / DEPENDENCIES
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return {}
+    assert job.env is not None
+    stood_for = [job.env.root, *(job.library.include_dirs if job.library else ()),
+                 str(Path(job.source).parent), "/usr/", "/lib/", "/opt/"]
+    found = []
+    for word in text.replace("\\\n", " ").split()[1:]:
+        if word.endswith(":"):
+            continue
+        real = os.path.realpath(os.path.join(job.work, word))
+        if not any(real == f.rstrip("/") or real.startswith(f.rstrip("/") + "/")
+                   for f in map(os.path.realpath, stood_for)):
+            found.append(real)
+    return {READ_OUTSIDE: sorted(set(found))[:200]} if found else {}
 
 
 def gencode(arch: str) -> str:
@@ -130,6 +156,7 @@ def compile_nvcc(job: Job) -> Build:
             target.write_bytes(found.read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
     details.update(named_by_nvcc(job, ptx, job.timeout - (time.monotonic() - started)))
+    details.update(read_outside(job))
     return build_success(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
                      library if job.host_entry and library.exists() else None)
@@ -253,7 +280,8 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
         own_library = member.work / LIBRARY
         own_library.write_bytes(pruned)
         own_library.chmod(0o755)
-    facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout)}
+    facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout),
+             **read_outside(member, keep.parent / DEPENDENCIES)}
     return build_success(member, log, started, facts, own_ptx, own_cubin, own_library).result
 
 
