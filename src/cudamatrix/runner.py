@@ -259,7 +259,8 @@ class CellRunner:
         cell, variant = prepared.cell, prepared.variant
         case = self.plan.cases[cell.case]
         device = self.device.to_dict() if self.device.present else None
-        verdict, expectation, diagnosis = judge(cell, variant, stages, device)
+        verdict, expectation, diagnosis = judge(cell, variant, stages, device,
+                                                prepared.versions)
         return CellResult(
             prediction=self.predict_ptx_jit(stages),
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,

@@ -140,9 +140,11 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
 
 
 def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
-          device: Mapping[str, Any] | None) -> tuple[Verdict, Expectation, dict[str, Any] | None]:
+          device: Mapping[str, Any] | None, versions: Mapping[str, str] | None = None
+          ) -> tuple[Verdict, Expectation, dict[str, Any] | None]:
     """A cell's verdict, the expectation that decided it and, short of a pass, the
-    diagnosis: from what its stages did, on the GPU and driver it ran on (if any)."""
+    diagnosis: from what its stages did, on the GPU and driver it ran on (if any); a
+    diagnosis that a CCCL is too old names the one the cell compiled with (`versions`)."""
     axes = cell.axes()
     if device:
         axes["driver"] = device.get("driver")
@@ -156,4 +158,18 @@ def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
         bypass = frontend(cell.frontend).arch_bypass_option
         arch_reached = variant.arch_flag and not (bypass and variant.options.get(bypass))
         diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
+        if diagnosis["rule"] == "cccl-newer-than-toolkit":
+            diagnosis["explanation"] += _cccl_of(versions or {})
     return verdict, expectation, diagnosis
+
+
+def _cccl_of(versions: Mapping[str, str]) -> str:
+    """The CCCL the cell compiled with, as its packages say: a header library's release
+    ahead of the toolkit's (`nvidia-cuda-cccl (headers)`), else the toolkit's own."""
+    ahead = {n: v for n, v in versions.items() if "cccl" in n and n.endswith("(headers)")}
+    own = {n: v for n, v in versions.items() if "cccl" in n and n not in ahead}
+    found = ahead or own
+    if not found:
+        return ""
+    said = ", ".join(f"{n.removesuffix(' (headers)')} {v}" for n, v in sorted(found.items()))
+    return f" This cell compiled with {said}."

@@ -4,6 +4,8 @@ stage and reached stage the reports must say (written out, never computed here).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cudamatrix.case_tables import Expectation
@@ -79,3 +81,26 @@ def test_an_expected_warning_that_was_not_printed_fails() -> None:
     assert decide(Expectation("pass", warning="deprecated"), stages).outcome == "fail"
     printed = [StageResult("compile", OK, "", "", details={"warnings": ["x is deprecated"]})]
     assert decide(Expectation("pass", warning="deprecated"), printed).outcome == "pass"
+
+
+def test_a_cccl_too_old_is_named_by_the_release_the_cell_compiled_with() -> None:
+    """Issue 37: the diagnosis of a CCCL header or name the toolkit's CCCL lacks names that
+    CCCL's version (the toolkit's own, or the header library's ahead of it)."""
+    from cudamatrix.corpus import Variant
+    from cudamatrix.plan import Cell
+    from cudamatrix.verdict import judge
+
+    cell = Cell("c", "v", "12.4", "sm_80", "nvcc")
+    variant = Variant("v", source=Path("k.cu"), frontend="nvcc")
+    failed = [StageResult("compile", "failed",
+                          "x.cuh:19:10: fatal error: cuda/cmath: No such file or directory",
+                          "x.cuh:19:10: fatal error: cuda/cmath: No such file or directory")]
+    _, _, own = judge(cell, variant, failed, None,
+                      {"nvidia-cuda-cccl-cu12": "12.4.127.post1", "nvidia-cuda-nvcc-cu12": "x"})
+    assert own is not None and own["rule"] == "cccl-newer-than-toolkit"
+    assert own["explanation"].endswith("This cell compiled with nvidia-cuda-cccl-cu12 "
+                                       "12.4.127.post1.")
+    _, _, ahead = judge(cell, variant, failed, None, {"nvidia-cuda-cccl-cu12": "12.4.127",
+                                                      "nvidia-cuda-cccl (headers)": "13.0.85"})
+    assert ahead is not None and ahead["explanation"].endswith(
+        "This cell compiled with nvidia-cuda-cccl 13.0.85.")
