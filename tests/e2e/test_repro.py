@@ -5,11 +5,14 @@ the same outcome, stage and message."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import cudamatrix, write_case
 
@@ -71,7 +74,7 @@ def test_each_printed_repro_reruns_its_cell(tmp_path: Path) -> None:
         done = subprocess.run(f"{command} --out {out}", shell=True, cwd=folder, env=env,
                               capture_output=True, text=True, timeout=900, check=False)
         assert done.returncode == 1, (command, done.stdout[-2000:], done.stderr[-2000:])
-        again = __import__("json").loads((out / "results.json").read_text())["cells"]
+        again = json.loads((out / "results.json").read_text())["cells"]
         assert len(again) == 1, (command, [c["id"] for c in again])
         first = cells[again[0]["id"]]
         for key in ("outcome", "stage", "message"):
@@ -118,3 +121,34 @@ def test_a_cells_compile_runs_again_outside_the_tool(tmp_path: Path) -> None:
             assert "undefined_name" in said, (cell_id, said[-2000:])
     refused = cudamatrix("repro", "no/such/13.0/sm_80", "--out", str(out))
     assert refused.code == 2 and "no cell 'no/such/13.0/sm_80'" in refused.output
+
+
+@pytest.mark.docker
+def test_a_container_runs_repro_reruns_in_its_container(tmp_path: Path) -> None:
+    """A docker run's repro names the provider it ran with: pasted into a shell where
+    `--provider auto` would choose otherwise, it reruns the cell in its container."""
+    docker = pytest.importorskip("docker")
+    try:
+        docker.from_env().ping()
+    except Exception as exc:  # any failure means no engine here
+        pytest.skip(f"no Docker engine answers ({type(exc).__name__}); .ci/run starts one")
+    project = tmp_path / "project"
+    write_case(project / "cases", "broken", BROKEN_CASE, {"k.cu": BROKEN})
+    run = cudamatrix("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_80",
+                     "--no-gpu", "--provider", "docker", out=tmp_path / "out", cwd=project,
+                     timeout=1800)
+    assert run.code == 1, run.output[-3000:]
+    folder, commands = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text())
+    (command,) = commands
+    assert "--provider docker" in command, command
+    env = {k: v for k, v in os.environ.items() if k != "CUDAMATRIX_PROVIDER"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(f"{command} --out {tmp_path / 'again'}", shell=True, cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    again = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert again["run"]["provider"] == "docker"
+    (cell,) = again["cells"]
+    first = run.cells()[cell["id"]]
+    assert (cell["outcome"], cell["stage"], cell["message"]) == \
+        (first["outcome"], first["stage"], first["message"])
