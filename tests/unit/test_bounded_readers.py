@@ -121,3 +121,19 @@ def test_a_record_input_that_is_a_device_or_a_fifo_is_never_read(tmp_path: Path)
 
 def test_what_a_record_says_is_printed_without_escape_sequences() -> None:
     assert said_plainly("pass=1\x1b[2J\x07\n") == "pass=1\\x1b[2J\\x07\n"
+
+
+def test_toml_files_are_bounded_too(tmp_path: Path) -> None:
+    """case.toml and cudamatrix.toml: nesting past the parser's recursion, a device or a
+    FIFO, each one line naming the file."""
+    from cudamatrix.tomlfile import load_toml
+
+    deep = tmp_path / "case.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    fifo = tmp_path / "cudamatrix.toml"
+    os.mkfifo(fifo)
+    for path, said in ((deep, "nested too deep"), (Path("/dev/zero"), "not a regular file"),
+                       (fifo, "not a regular file")):
+        with pytest.raises(UserError, match=said) as caught:
+            load_toml(path)
+        assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
