@@ -58,3 +58,23 @@ def test_the_compilers_answer_is_read_off_the_probes_ptx() -> None:
     assert referenced(nvcc) == "_ZN2ns1kI6__halfLj8EEEvPT_"
     assert referenced(clang) == "_Z1kPf"
     assert referenced(".visible .entry _Z1kPf(\n") is None
+
+
+def test_a_module_no_compiler_of_the_run_built_matches_the_name_as_written() -> None:
+    """Issue 38: for a prebuilt cubin or a build's library the names are matched as the
+    demangler prints them, C++'s other spellings made one: CUDA's typedefs (`half` for
+    `__half`), `8` for `8u`, a function as a template argument with or without its
+    namespace, trailing arguments left to their defaults."""
+    from cudamatrix.stages.kernel_names import KernelNotFound, resolve
+
+    half = "_ZN3act11act_and_mulI6__halfXadL_ZNS_4siluERKfEELj8ELi4EEEvPT_PKS4_i"
+    single = "_ZN3act11act_and_mulIfXadL_ZNS_4siluERKfEELj8ELi4EEEvPT_PKS3_i"
+    entries = [half, single]
+    for written in ("act::act_and_mul<half, act::silu, 8>", "act::act_and_mul<half, silu, 8>",
+                    "act::act_and_mul<half, silu, 8u, 4>"):
+        assert resolve(written, entries).lowered == half, written
+    assert resolve("act::act_and_mul<float, silu, 8>", entries).lowered == single
+    with pytest.raises(KernelNotFound, match="is not a kernel of the built module"):
+        resolve("act::act_and_mul<double, silu, 8>", entries)
+    with pytest.raises(KernelNotFound, match="is not a kernel of the built module"):
+        resolve("act::act_and_mul<half, silu, 16>", entries)

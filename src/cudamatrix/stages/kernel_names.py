@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -172,8 +173,11 @@ def resolve(written: str, entries: Sequence[str]) -> KernelName:
     def base_name_matches(entry: str, signature: str) -> bool:
         return _squeezed(_base(_strip_templates(split[entry][0]))) == wanted
 
+    def normalized_name_matches(entry: str, signature: str) -> bool:
+        return _same_as_written(written, split[entry][0])
+
     rules = (signature_matches, templated_name_matches, qualified_name_matches,
-             base_name_matches)
+             base_name_matches, normalized_name_matches)
     for rule in rules:
         found = [(entry, signature) for entry, signature in named if rule(entry, signature)]
         if len(found) == 1:
@@ -186,6 +190,60 @@ def resolve(written: str, entries: Sequence[str]) -> KernelName:
                 "(its signature or its template arguments)")
     raise KernelNotFound(f"case error: kernel {written!r} is not a kernel of the built module "
                          f"(its kernels: {_listing(entries)})")
+
+
+# CUDA's own types as its headers typedef them: a case writes `half`, a module says `__half`.
+_TYPEDEFS = (("__half2", "half2"), ("__half", "half"), ("__nv_bfloat162", "nv_bfloat162"),
+             ("__nv_bfloat16", "nv_bfloat16"))
+
+
+def _normalized(name: str) -> str:
+    """A C++ name as a case may write it and as the demangler prints it, made one: no
+    spaces, a function as a template argument by its name (`&(silu(float const&))`,
+    `&act::silu`: `silu`, `act::silu`), integer literals without their `u`, CUDA's typedefs
+    by the name the case writes."""
+    text = _squeezed(name)
+    text = re.sub(r"&\(([\w:]+)\([^()]*\)\)", r"\1", text)
+    text = re.sub(r"&([\w:]+)", r"\1", text)
+    text = re.sub(r"(?<![\w.])(-?\d+)[uU][lL]{0,2}(?![\w.])", r"\1", text)
+    text = re.sub(r"(?<![\w.])(-?\d+)[lL]{1,2}(?![\w.])", r"\1", text)
+    for typedef, written in _TYPEDEFS:
+        text = re.sub(rf"\b{typedef}\b", written, text)
+    return text
+
+
+def _template_arguments(name: str) -> tuple[str, list[str]]:
+    """`ns::f<a, b<c, d>>` as its name and its top-level template arguments."""
+    start = name.find("<")
+    if start < 0 or not name.endswith(">"):
+        return name, []
+    arguments, depth, current = [], 0, ""
+    for char in name[start + 1:-1]:
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append(current)
+            current = ""
+        else:
+            current += char
+    return name[:start], [*arguments, current]
+
+
+def _same_as_written(written: str, demangled: str) -> bool:
+    """Whether a module's kernel (its demangled name, without parameters) is the one a case
+    wrote, where only the spelling differs: CUDA's typedefs, unsigned literals, a function
+    passed as a template argument, a namespace the case left out of a function argument,
+    trailing template arguments the case left to their defaults. For modules no compiler of
+    the run built (a prebuilt cubin, a build's library): for its own compiles the compiler
+    itself resolves the name (kernel_probe.py)."""
+    base, arguments = _template_arguments(_normalized(written))
+    entry_base, entry_arguments = _template_arguments(_normalized(demangled))
+    if base != entry_base or len(arguments) > len(entry_arguments) or not arguments:
+        return False
+    return all(mine == theirs or theirs.endswith("::" + mine)
+               for mine, theirs in zip(arguments, entry_arguments, strict=False))
 
 
 def cpp_name(symbol: str) -> str:
