@@ -1,0 +1,47 @@
+"""A run whose compile was not kept leaves no up-to-date record (issue 43: dropping that
+refusal for a group built together survived every test). The runner's own rule, driven
+with a group whose shared compile the cache does not keep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from cudamatrix.compile_cache import CompileCache
+from cudamatrix.plan import Cell
+from cudamatrix.runner import CellRunner, Prepared
+from cudamatrix.stages.job import Job
+from cudamatrix.stages.result import StageResult
+from cudamatrix.up_to_date import LEDGER
+
+
+def _member(tmp_path: Path, arch: str) -> Prepared:
+    cell = Cell("c", "v", "13.0", arch, "nvcc")
+    work = tmp_path / arch
+    work.mkdir()
+    job = Job(cell_id=cell.id, arch=arch, source=str(tmp_path / "k.cu"), frontend="nvcc",
+              workdir=str(work), timeout=60)
+    prepared = Prepared(cell, SimpleNamespace(name="v"))  # type: ignore[arg-type]
+    prepared.job, prepared.key = job, f"{arch}-key".ljust(64, "0")
+    return prepared
+
+
+def _runner(tmp_path: Path, stages: list[StageResult]) -> CellRunner:
+    runner = object.__new__(CellRunner)
+    runner.cache = CompileCache(tmp_path / "cache")
+    runner.deadline = None
+    runner.build_together = lambda todo: stages  # type: ignore[method-assign]
+    return runner
+
+
+def test_a_group_compile_the_cache_did_not_keep_refuses_the_record(tmp_path: Path) -> None:
+    group = [_member(tmp_path, "sm_80"), _member(tmp_path, "sm_90")]
+    # The memory limit ended one arch's step: an accident, never kept.
+    stages = [StageResult("compile", "ok", "", ""),
+              StageResult("compile", "error", "memory limit", "", details={"accident": "x"})]
+    LEDGER.start()
+    _runner(tmp_path, stages).compile_together(group)
+    assert [p.cached for p in group] == stages
+    assert any("c/v/13.0/sm_90: its compile was not kept" in r for r in LEDGER.refusals), \
+        LEDGER.refusals
+    assert not any("sm_80" in r for r in LEDGER.refusals)  # the kept one is no reason
