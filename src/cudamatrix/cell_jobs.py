@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from .corpus import Variant
@@ -18,6 +19,7 @@ from .job_preparation import JobContext, preparation
 from .options import RunOptions
 from .plan import BUNDLED, Cell
 from .providers import Environment, LibraryEnvironment
+from .providers.wheels import linked_components
 from .results import ARTIFACTS_DIR, CELLS_DIR
 from .stages.cell_files import COMPILE_RECORD
 from .stages.frontends import frontend
@@ -88,6 +90,15 @@ class CellJobs:
                     versions
             library = lib
             versions.update(lib.packages)
+        # A component whose library the case links (-lcublas): its libraries, fetched now.
+        if env is not None and env.provider == "wheels":
+            for component, flag in linked_components(variant.flags).items():
+                linked = self.envs.component_libraries(env, component, flag)
+                if isinstance(linked, str):
+                    return [StageResult("compile", "error",
+                                        f"{component} libraries for {flag}: {linked}")], versions
+                env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
+                versions.update(linked.packages)
         if prebuilt is None:
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)

@@ -37,6 +37,7 @@ from .providers.toolkits import (
 )
 from .providers.wheels import (
     prepare_build_tools,
+    prepare_component_libraries,
     prepare_library,
     prepare_library_source,
 )
@@ -270,6 +271,26 @@ class Environments:
                 except (EnvironmentUnavailable, OSError) as exc:
                     self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
                 self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+            return self.libraries[key]
+
+    def component_libraries(self, env: Environment, component: str, flag: str
+                            ) -> LibraryEnvironment | str:
+        """A component's libraries, for the cells whose flags link them (`flag`), once per
+        toolkit; said in the run's progress, as every environment is."""
+        key = (f"{component} (libraries)", env.toolkit, None)
+        with self._lock:
+            if key not in self.libraries:
+                started = time.monotonic()
+                try:
+                    got: LibraryEnvironment | str = prepare_component_libraries(
+                        env, component, self.cache)
+                except (EnvironmentUnavailable, OSError) as exc:
+                    got = self.failures[f"{component} libraries {env.toolkit}"] = str(exc)
+                said = ", ".join(f"{n} {v}" for n, v in got.packages.items()) \
+                    if isinstance(got, LibraryEnvironment) else f"unavailable: {got}"
+                self.progress.note(f"toolkit {env.toolkit}: {component} libraries for {flag}: "
+                                   f"{said} ({time.monotonic() - started:.1f}s)")
+                self.libraries[key] = got
             return self.libraries[key]
 
     def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:

@@ -67,3 +67,42 @@ def test_every_component_header_of_the_release(run_cli, tmp_path: Path) -> None:
     assert toolkits["13.0"]["packages"]["nvidia-nvjitlink (headers)"] == "13.0.88"
     for toolkit in toolkits.values():
         assert not any(name.startswith("cuda-toolkit") for name in toolkit["packages"])
+
+
+CUBLAS_ENTRY = """#include <cublas_v2.h>
+__global__ void touch(float* x) { x[threadIdx.x] += 1.0f; }
+extern "C" int check() {
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
+  return cublasDestroy(handle) == CUBLAS_STATUS_SUCCESS ? 0 : 2;
+}
+"""
+CUBLAS_CASE = """title = "a library that links cuBLAS"
+[[variant]]
+name = "nvcc"
+source = "k.cu"
+frontend = "nvcc"
+flags = ["-lcublas"]
+kernel = "check"
+  [variant.run]
+  host = true
+"""
+
+
+def test_a_component_library_a_case_links_is_fetched_for_it(run_cli, tmp_path: Path) -> None:
+    """Issue 37: the components' libraries are not part of a toolkit's install (their
+    headers are); a case whose flags link one (-lcublas) gets that release's build of it,
+    said in the run's progress and the cell's versions. Before, the link step could not
+    find -lcublas on any toolkit from wheels."""
+    cases = tmp_path / "cases"
+    write_case(cases, "linked", CUBLAS_CASE, {"k.cu": CUBLAS_ENTRY})
+    run = run_cli("run", "--corpus", str(cases), "--case", "linked", "--toolkit", "12.4",
+                  "--toolkit", "13.0", "--arch", "sm_80", "--no-gpu", out=tmp_path / "out")
+    cells = run.cells()
+    for toolkit, package in (("12.4", "nvidia-cublas-cu12"), ("13.0", "nvidia-cublas")):
+        cell = cells[f"linked/nvcc/{toolkit}/sm_80"]
+        assert cell["outcome"] == "pass", (toolkit, cell["message"])
+        assert f"{package} (libraries)" in cell["versions"], cell["versions"]
+        assert "-lcublas" in cell["stages"][0]["log"]
+    assert "cublas libraries for -lcublas: nvidia-cublas-cu12 (libraries) 12.4.5.8" \
+        in run.output, run.output[-2000:]

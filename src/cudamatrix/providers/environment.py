@@ -111,6 +111,8 @@ class LibraryEnvironment:
     include_dirs: tuple[str, ...] = ()
     python_path: tuple[str, ...] = ()
     packages: dict[str, str] = field(default_factory=dict)
+    # Folders of shared libraries a link step and a load need (a component's libraries).
+    library_dirs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +122,7 @@ class LibraryEnvironment:
         data = dict(data)
         data["include_dirs"] = tuple(data.get("include_dirs", ()))
         data["python_path"] = tuple(data.get("python_path", ()))
+        data["library_dirs"] = tuple(data.get("library_dirs", ()))
         return cls(**data)
 
 

@@ -12,6 +12,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -230,6 +231,60 @@ def prepare_library_source(matrix: Matrix, name: str, version: str, source: Sour
                                   packages={**installed_packages(root), **described})
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages={**installed_packages(root), **described})
+
+
+# The CUDA component whose wheel holds a library a case links (-lcublas): its short name,
+# as the cuda-toolkit metapackage's components are named (nvidia-<name>[-cuNN]).
+LINKED_COMPONENTS = {"cublas": "cublas", "cublasLt": "cublas", "curand": "curand",
+                     "cufft": "cufft", "cufftw": "cufft", "cusparse": "cusparse",
+                     "cusolver": "cusolver", "nvJitLink": "nvjitlink", "nvjpeg": "nvjpeg",
+                     "nvToolsExt": "nvtx", "cupti": "cuda-cupti", "nvfatbin": "nvfatbin",
+                     **{f"npp{part}": "npp" for part in ("c", "ial", "icc", "idei", "if", "ig",
+                                                         "im", "ist", "isu", "itc", "s")}}
+
+
+def linked_components(flags: Sequence[str]) -> dict[str, str]:
+    """The components a case's flags link (`-lcublas`, `-l cublasLt`), each by the flag."""
+    found: dict[str, str] = {}
+    for index, flag in enumerate(flags):
+        name = flag[2:] if flag.startswith("-l") and len(flag) > 2 else (
+            flags[index + 1] if flag == "-l" and index + 1 < len(flags) else "")
+        if name in LINKED_COMPONENTS:
+            found.setdefault(LINKED_COMPONENTS[name], f"-l{name}")
+    return found
+
+
+def prepare_component_libraries(env: Environment, component: str, cache: Path
+                                ) -> LibraryEnvironment:
+    """A component's libraries for a toolkit from wheels, installed only when a case links
+    them (its headers are in the toolkit already): the same build of the release as its
+    headers (release_headers.py's record), and a folder of links with the unversioned
+    names a link step asks for (`libcublas.so` for `libcublas.so.12`)."""
+    root = Path(env.root)
+    try:
+        taken = json.loads((root / HEADERS_MARKER).read_text())["components"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise EnvironmentUnavailable(f"toolkit {env.toolkit}: no record of its release's "
+                                     "components (prepare it again)") from None
+    name = next((n for n in taken if re.sub(r"^nvidia-|-cu\d+$", "", n) == component), None)
+    if name is None:
+        raise EnvironmentUnavailable(f"toolkit {env.toolkit}: its release has no {component} "
+                                     f"component (components: {', '.join(sorted(taken))})")
+    target = cache / "toolkits" / f"wheels-{env.toolkit}-lib-{component}"
+    install(target, [f"{name}=={taken[name]}"])
+    folders = sorted({str(p.parent) for p in target.glob("nvidia/**/lib*.so*")})
+    links = target / "links"
+    with folder_lock(links):
+        links.mkdir(exist_ok=True)
+        for folder in map(Path, folders):
+            for versioned in folder.glob("lib*.so.*"):
+                plain = links / (versioned.name.split(".so.")[0] + ".so")
+                if not os.path.lexists(plain):
+                    plain.symlink_to(versioned)
+    return LibraryEnvironment(component, taken[name], str(target),
+                              python_path=(), include_dirs=(),
+                              packages={f"{name} (libraries)": taken[name]},
+                              library_dirs=(str(links), *folders))
 
 
 def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
