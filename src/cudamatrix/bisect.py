@@ -41,6 +41,7 @@ from .reports.glance import happened
 from .results import CellResult, RunInfo
 from .runner import execute
 from .sources import SourceSpec, fetch, index_versions
+from .versions import TOOLKIT_OWN
 
 Key = tuple[str, str]
 
@@ -158,7 +159,7 @@ def library_axis(base: RunOptions, name: str, start: str | None, end: str | None
     if library is None:
         raise UserError(f"--over library:{name}: unknown library (known: "
                         f"{', '.join(sorted(matrix.libraries))})")
-    listed = list(library.versions)
+    listed = [v for v in library.versions if v != TOOLKIT_OWN]  # releases, in order
     if from_index:
         toolkit = base.toolkits[0] if len(base.toolkits) == 1 else None
         major = int(toolkit.split(".")[0]) if toolkit and toolkit[0].isdigit() else 12

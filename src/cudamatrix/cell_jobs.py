@@ -25,6 +25,7 @@ from .stages.cell_files import COMPILE_RECORD
 from .stages.frontends import frontend
 from .stages.job import Job
 from .stages.result import StageResult
+from .versions import TOOLKIT_OWN
 
 
 class CellJobs:
@@ -82,7 +83,12 @@ class CellJobs:
             return [StageResult("compile", "unavailable", reason)], versions
         library: LibraryEnvironment | None = None
         # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
-        if cell.library and cell.library_version and prebuilt is None:
+        own = cell.library_version == TOOLKIT_OWN and self.envs.matrix.libraries.get(
+            cell.library or "") is not None and self.envs.matrix.libraries[
+            cell.library or ""].headers
+        if own:  # the toolkit's own copy of a header library: nothing put ahead of it
+            versions[f"{cell.library} (the toolkit's own)"] = TOOLKIT_OWN
+        if cell.library and cell.library_version and prebuilt is None and not own:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
             lib = self.envs.library(cell.library, cell.library_version, major, env)
             if isinstance(lib, str):

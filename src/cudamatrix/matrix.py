@@ -17,6 +17,7 @@ from .sources import SourceSpec
 from .tomlfile import load_toml
 from .versions import (
     HOST_COMPILER,
+    TOOLKIT_OWN,
     Arch,
     axis_matches,
     check_specifier,
@@ -275,7 +276,8 @@ class _Reader:
                 *self.strings(f"libraries.{name}.versions", entry.get("versions", [])),
                 *map(str, sources)]))
             for v in versions:
-                self.version(f"libraries.{name}.versions", v)
+                if not (headers and v == TOOLKIT_OWN):  # a header library may name the
+                    self.version(f"libraries.{name}.versions", v)  # toolkit's own as one
             requires = self.strings(f"libraries.{name}.requires", entry.get("requires", []))
             constraints = []
             rows = entry.get("constraint", [])

@@ -20,6 +20,9 @@ from packaging.version import InvalidVersion, Version
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
 _CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
 
+# A header library's value that stands for the toolkit's own copy (its own CCCL): the
+# cell compiles with nothing put ahead of the toolkit's include folders.
+TOOLKIT_OWN = "toolkit"
 # Axes whose values are PEP 440 versions (everything but arch).
 VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl", "cutlass_python",
                 "cutlass_torch")
@@ -112,11 +115,17 @@ def version_matches(spec: str, version: str) -> bool:
     text = spec.strip()
     if text and text[0].isdigit():
         text = "==" + text
+    if spec.strip() == TOOLKIT_OWN or version == TOOLKIT_OWN:  # a value, not a version
+        return spec.strip() == version
     try:
         specifier = SpecifierSet(text)
     except InvalidSpecifier as exc:
         raise ValueError(f"bad version specifier {spec!r}") from exc
-    return specifier.contains(Version(version), prereleases=True)
+    try:
+        parsed = Version(version)
+    except InvalidVersion:  # a value that is no version (`toolkit`) meets no specifier
+        return False
+    return specifier.contains(parsed, prereleases=True)
 
 
 def check_specifier(key: str, spec: str | Sequence[str]) -> None:
@@ -131,7 +140,7 @@ def check_specifier(key: str, spec: str | Sequence[str]) -> None:
                 raise ValueError(f"{one!r} is not a host compiler program (g++-12, clang++-19)")
         elif key in ARCH_AXES:
             arch_matches(one, Arch.parse("sm_80"))
-        else:
+        elif one.strip() != TOOLKIT_OWN:  # a header library's own value, or a specifier
             version_matches(one, "1.0")
 
 

@@ -104,3 +104,19 @@ def test_a_project_declares_its_own(tmp_path: Path) -> None:
     not_headers = {"libraries": {"mylib": {"package": "mylib", "versions": ["1.0"]}}}
     with pytest.raises(UserError, match="no frontend brings this library"):
         load_matrix(DEFAULT_MATRIX, not_headers)
+
+
+def test_the_toolkits_own_is_a_value_of_the_axis(tmp_path: Path) -> None:
+    """`cccl-toolkit`: the toolkit's own CCCL, beside the releases; `when = { cccl =
+    "toolkit" }` selects it alone, and no version specifier does."""
+    matrix = load_matrix(DEFAULT_MATRIX)
+    case = load_case(_case(tmp_path, only='arch = "sm_90a"', when='cccl = "toolkit"'))
+    cells = expand(matrix, matrix.tiers["nightly"], [case], toolkits=["13.0"], archs=["sm_90a"])
+    own = next(c for c in cells if c.library_version == "toolkit")
+    assert own.id.endswith("/cccl-toolkit")
+    variant = case.variants[0]
+    assert variant.expectation_for(own.axes()).outcome == "fail"
+    assert all(variant.expectation_for(c.axes()).outcome == "pass" for c in cells if c != own)
+    later = load_case(_case(tmp_path, only='cccl = ">=13.0"', when='cccl = "<13.1"'))
+    assert "toolkit" not in {c.library_version for c in expand(
+        matrix, matrix.tiers["nightly"], [later], toolkits=["13.0"], archs=["sm_90a"])}
