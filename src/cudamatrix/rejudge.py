@@ -29,7 +29,8 @@ def rejudge(results: Sequence[CellResult], cases: Mapping[str, Case]) -> list[Ce
                             f"{result.cell.case!r} variant {result.cell.variant!r} in the "
                             "corpus (name it with --corpus or --known-bugs)")
         verdict, expectation, diagnosis = judge(result.cell, variant, result.stages,
-                                                result.device, result.versions)
+                                                result.device, result.versions,
+                                                result.prediction)
         judged.append(replace(result, outcome=verdict.outcome, stage=verdict.stage,
                               reached=verdict.reached, message=verdict.message,
                               reason=verdict.reason, expected=expectation.describe(),

@@ -259,10 +259,11 @@ class CellRunner:
         cell, variant = prepared.cell, prepared.variant
         case = self.plan.cases[cell.case]
         device = self.device.to_dict() if self.device.present else None
+        prediction = self.predict_ptx_jit(stages)
         verdict, expectation, diagnosis = judge(cell, variant, stages, device,
-                                                prepared.versions)
+                                                prepared.versions, prediction)
         return CellResult(
-            prediction=self.predict_ptx_jit(stages),
+            prediction=prediction,
             cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
             message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
             note=expectation.note,

@@ -140,17 +140,29 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> V
 
 
 def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
-          device: Mapping[str, Any] | None, versions: Mapping[str, str] | None = None
+          device: Mapping[str, Any] | None, versions: Mapping[str, str] | None = None,
+          prediction: Mapping[str, Any] | None = None
           ) -> tuple[Verdict, Expectation, dict[str, Any] | None]:
     """A cell's verdict, the expectation that decided it and, short of a pass, the
     diagnosis: from what its stages did, on the GPU and driver it ran on (if any); a
-    diagnosis that a CCCL is too old names the one the cell compiled with (`versions`)."""
+    diagnosis that a CCCL is too old names the one the cell compiled with (`versions`).
+    PTX newer than the driver can JIT is CUDA's documented rule, not the case's failure:
+    where the run predicted the refusal (`prediction`) and the driver confirmed it, the
+    cell is expected to fail there, saying so (driver_rule)."""
     axes = cell.axes()
     if device:
         axes["driver"] = device.get("driver")
         axes["gpu_arch"] = device.get("arch")
     expectation = variant.expectation_for(axes)
     verdict = decide(expectation, stages)
+    ruled = driver_rule(cell, verdict, prediction, device)
+    if ruled is not None and expectation.outcome == "pass":
+        expectation = ruled
+        verdict = decide(expectation, stages)
+    elif ruled is not None:  # the case expects a failure later, which this driver hides
+        verdict = Verdict("skip", "load", verdict.reached, verdict.message,
+                          f"expected {expectation.describe()}, which cannot be checked on "
+                          f"this driver: {ruled.note}")
     diagnosis = None
     if verdict.outcome != "pass":
         failing = next((s for s in stages if s.status != "ok"), stages[-1])
@@ -161,6 +173,23 @@ def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
         if diagnosis["rule"] == "cccl-newer-than-toolkit":
             diagnosis["explanation"] += _cccl_of(versions or {})
     return verdict, expectation, diagnosis
+
+
+def driver_rule(cell: Cell, verdict: Verdict, prediction: Mapping[str, Any] | None,
+                device: Mapping[str, Any] | None) -> Expectation | None:
+    """The expectation CUDA's own rule gives a cell whose PTX the driver refused as the run
+    predicted (a driver JITs PTX up to the ISA of the CUDA release it supports): a failure
+    at load, saying the driver a user needs. None where the case decides."""
+    if verdict.outcome != "fail" or verdict.stage != "load" or not prediction \
+            or prediction.get("predicted") != "refused" or not prediction.get("agrees"):
+        return None
+    driver = (device or {}).get("driver") or "this driver"
+    note = (f"CUDA's rule, predicted and confirmed: driver {driver} (CUDA "
+            f"{prediction.get('driver_cuda')}) JIT-compiles PTX up to ISA "
+            f"{prediction.get('driver_ptx_isa')}; toolkit {cell.toolkit}'s PTX is ISA "
+            f"{prediction.get('ptx_version')}: a driver for CUDA {cell.toolkit} or newer loads "
+            "it, or ship SASS for the GPU")
+    return Expectation("fail", stage="load", match="UNSUPPORTED_PTX_VERSION", note=note)
 
 
 def _cccl_of(versions: Mapping[str, str]) -> str:

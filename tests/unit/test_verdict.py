@@ -104,3 +104,30 @@ def test_a_cccl_too_old_is_named_by_the_release_the_cell_compiled_with() -> None
                                                       "nvidia-cuda-cccl (headers)": "13.0.85"})
     assert ahead is not None and ahead["explanation"].endswith(
         "This cell compiled with nvidia-cuda-cccl 13.0.85.")
+
+
+def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> None:
+    """Issue 40: the published H100 report had 8 `fail` cells that are one fact, CUDA
+    13.5's PTX refused by the 580 driver's JIT, which the run had predicted. Judged again
+    from the same recorded stages: each is expected by CUDA's rule (xfail where the case
+    expects a pass; skip, said, where it expects a later failure this driver hides), and the
+    report says the rule once, with the driver a user needs."""
+    from cudamatrix.corpus import load_corpus
+    from cudamatrix.defaults import KNOWN_BUGS
+    from cudamatrix.rejudge import rejudge
+    from cudamatrix.reports.markdown import markdown_report
+    from cudamatrix.results import load_results
+
+    info, results = load_results(Path(__file__).parents[2] / "reports" / "results.json")
+    before = [r for r in results if r.outcome == "fail" and r.cell.toolkit == "13.5"]
+    assert len(before) == 7
+    judged = rejudge(results, {c.id: c for c in load_corpus([KNOWN_BUGS])})
+    again = {r.cell.id: r for r in judged}
+    for result in before:
+        now = again[result.cell.id]
+        assert now.outcome in ("xfail", "skip"), (result.cell.id, now.outcome, now.reason)
+        assert "CUDA's rule, predicted and confirmed" in now.note + now.reason
+    assert sum(again[r.cell.id].outcome == "xfail" for r in before) == 5
+    text = markdown_report(info, judged)
+    assert text.count("Driver: 7 cells of toolkit 13.5 could not load") == 1
+    assert "a driver for CUDA 13.5 or newer loads it" in text

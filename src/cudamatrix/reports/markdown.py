@@ -285,7 +285,27 @@ def glance_section(results: Sequence[CellResult], info: RunInfo) -> list[str]:
     culprit = likely_culprit(results)
     if culprit:
         lines += ["", f"Likely culprit: {culprit}."]
+    ruled = driver_ruled(results)
+    if ruled:
+        rule, cells = ruled
+        toolkits = ", ".join(sorted({c.cell.toolkit for c in cells}))
+        lines += ["", f"Driver: {len(cells)} cells of toolkit {md_text(toolkits)} could not "
+                  f"load, as CUDA's rule says (predicted and confirmed): {md_text(rule)}."]
     return lines
+
+
+# What verdict.driver_rule writes: a load refused as CUDA's rule says, predicted and confirmed.
+DRIVER_RULE = "CUDA's rule, predicted and confirmed: "
+
+
+def driver_ruled(results: Sequence[CellResult]) -> tuple[str, list[CellResult]] | None:
+    """The cells whose PTX the driver refused as CUDA's rule predicts, and the rule, said
+    once for all of them (each cell's own row says it too)."""
+    cells = [r for r in results if DRIVER_RULE in r.note or DRIVER_RULE in r.reason]
+    if not cells:
+        return None
+    said = cells[0].note if DRIVER_RULE in cells[0].note else cells[0].reason
+    return said[said.index(DRIVER_RULE) + len(DRIVER_RULE):], cells
 
 
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
