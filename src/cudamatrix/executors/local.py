@@ -126,9 +126,13 @@ class LocalExecutor:
         assert self.gpus is not None
         inspected = next((s for s in stages if s.stage == "inspect"), None)
         ptx, cubin = job.work / PTX, job.work / CUBIN
-        return [*stages, *self.gpus.run(lowered_kernel(job, inspected),
-                                        ptx if ptx.exists() else None,
-                                        cubin if cubin.exists() else None)]
+        try:
+            served_stages = self.gpus.run(lowered_kernel(job, inspected),
+                                          ptx if ptx.exists() else None,
+                                          cubin if cubin.exists() else None)
+        except RuntimeError as exc:  # no GPU of the machine could start its server
+            served_stages = [StageResult("load", "error", str(exc))]
+        return [*stages, *served_stages]
 
     def _run_worker(self, job: Job) -> list[StageResult]:
         if self.stopping:
