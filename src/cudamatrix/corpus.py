@@ -41,7 +41,9 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
-                "resources", "libraries")
+                "resources", "libraries", "time")
+# [variant.time]: how a kernel that ran is timed (stages/timing.py).
+TIME_KEYS = ("l2", "noise", "max_seconds", "max_us")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
 LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
@@ -85,6 +87,9 @@ class Variant:
     # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
     # toolkit's include folders, each an axis of its cells (at most one, for now).
     libraries: tuple[str, ...] = ()
+    # [variant.time]: the kernel timed after its run stage passed (l2, noise, max_seconds,
+    # max_us); empty: not timed.
+    time: Mapping[str, Any] = field(default_factory=dict)
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -222,7 +227,29 @@ class _Reader(TableReader):
             build=build,
             resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
             libraries=libraries,
+            time=self.time_table(f"{where}.time", raw.get("time"), run),
         )
+
+    def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:
+        """[variant.time], checked: a kernel is timed only where it runs."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table such as { l2 = \"cold\", noise = 0.005 }")
+        check_keys(where, raw, TIME_KEYS, self.fail)
+        if not run:
+            raise self.fail(where, "a kernel is timed where it runs: give [variant.run] too")
+        if raw.get("l2", "cold") not in ("cold", "hot"):
+            raise self.fail(f"{where}.l2", f"cold (flushed before each sample) or hot, got "
+                            f"{raw.get('l2')!r:.40}")
+        for key, low, high in (("noise", 0.0001, 0.5), ("max_seconds", 0.01, 30.0),
+                               ("max_us", 0.001, 1e9)):
+            value = raw.get(key)
+            if key in raw and (isinstance(value, bool) or not isinstance(value, int | float)
+                               or not low <= value <= high):
+                raise self.fail(f"{where}.{key}", f"expected a number from {low} to {high}, "
+                                f"got {value!r:.40}")
+        return dict(raw)
 
     def run_table(self, where: str, run: Mapping[str, Any]) -> None:
         """[variant.run] as the GPU stages will read it, refused here, before any cell runs:

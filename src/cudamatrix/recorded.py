@@ -156,6 +156,13 @@ def check_details(details: Mapping[str, Any]) -> None:
     if kernel is not None:
         for key in ("name", "lowered", "signature"):
             text(kernel, key)
+    timed = table(details, "timing", optional=True)
+    if timed is not None:  # the report formats these figures (stages/timing.py)
+        for key in ("median_us", "min_us", "noise"):
+            value = timed.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value):
+                raise _fail(f"timing.{key}", "a finite number", value)
     for key in ("via", "ptx_version", "accident"):
         value = details.get(key)
         if value is not None and not isinstance(value, str | bool):

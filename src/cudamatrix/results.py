@@ -80,6 +80,15 @@ class CellResult:
         return None
 
     @property
+    def timing(self) -> dict[str, Any] | None:
+        """How long the case's kernel took on the GPU ([variant.time], stages/timing.py):
+        median and minimum microseconds, noise, samples, L2 state, clocks."""
+        for stage in self.stages:
+            if stage.stage == "run" and isinstance(stage.details.get("timing"), dict):
+                return dict(stage.details["timing"])
+        return None
+
+    @property
     def ships(self) -> list[dict[str, Any]]:
         """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
         return self._compiled("ships")

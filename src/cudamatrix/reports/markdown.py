@@ -239,6 +239,33 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
     return lines
 
 
+def timing_text(timing: dict[str, Any]) -> str:
+    """One timed cell: its median, its noise, and a mark where its SM clock was held down
+    (NVML's reasons other than idle) or the noise target was not met."""
+    marks = ("" if timing.get("converged") else " (noisy)") \
+        + (" (clock held)" if timing.get("clock_event_reasons") else "")
+    return f"{timing['median_us']:.2f} us ±{timing['noise']:.1%}{marks}"
+
+
+def timing_lines(cells: Sequence[CellResult]) -> list[str]:
+    """The case's timed kernels by toolkit x arch: what a toolkit change did to their
+    speed, with the noise that says how far the figures can be trusted."""
+    timed = [r for r in cells if r.timing]
+    if not timed:
+        return []
+    archs = sorted({r.cell.arch for r in timed}, key=Arch.parse)
+    rows: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+    for r in timed:
+        timing = r.timing or {}
+        key = (r.cell.variant, str(timing.get("l2", "")), row_label(r.cell))
+        rows[key][r.cell.arch] = timing_text(timing)
+    table = [[md_code(variant, table=True), md_text(l2), md_text(label),
+              *(md_text(row.get(a, "")) for a in archs)]
+             for (variant, l2, label), row in rows.items()]
+    return ["", "#### Kernel time (GPU events around each launch, median of the samples)", "",
+            compact_table(["variant", "L2", "toolkit", *archs], table)]
+
+
 def grid_table(grid: Grid) -> list[str]:
     """The grid as a Markdown table: a column per toolkit holding one symbol per arch (in
     the order the line above it names), so that even the nightly tier's thousands of cells
@@ -356,6 +383,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
                                disable_numparse=True)]
             lines += notes_lines(cells)
         lines += resources_lines(case_results)
+        lines += timing_lines(case_results)
     details = [r for r in results if r.outcome != "pass" or r.warnings]
     if details:
         lines += ["", "## Details", ""]

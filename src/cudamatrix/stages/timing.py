@@ -1,0 +1,85 @@
+"""How long a case's kernel takes on the GPU, once its run stage has passed.
+
+What a kernel maintainer wants from a toolkit change is "did my kernel get slower", so
+each sample is the GPU's own measure of one launch (CUDA events around it on one
+stream), not the host's clock, and the figure reported is the median of enough samples
+for its noise to be known. Cold L2 (the default) writes a buffer twice the L2's size
+before each sample, so a kernel is never timed on the inputs the previous launch left in
+the cache; `l2 = "hot"` times back-to-back launches instead.
+
+The stop rule is NVBench's idea (sample until the relative standard deviation is under a
+target, or a time budget is spent), written here because cuda-bench times a Python
+callable through its own benchmark runner and process, where this stage already holds
+the cell's module, arguments and context: what NVBench would add is its harness, not
+its measurement. The clock and throttle state come with the figure so a reader can tell
+a throttled GPU from a slower toolkit.
+
+Pure statistics (`summary`, `enough`) live apart from the driver calls so that they are
+tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+# What [variant.time] leaves out: NVBench's noise target, a budget that keeps a run of
+# hundreds of timed cells within minutes, and enough samples for a median to mean much.
+DEFAULT_NOISE = 0.005
+DEFAULT_MAX_SECONDS = 0.5
+MIN_SAMPLES = 10
+MAX_SAMPLES = 100_000
+
+
+def noise(samples: Sequence[float]) -> float:
+    """The samples' relative standard deviation (0 for fewer than two)."""
+    if len(samples) < 2:
+        return 0.0
+    mean = statistics.fmean(samples)
+    return statistics.stdev(samples) / mean if mean > 0 else 0.0
+
+
+def enough(samples: Sequence[float], elapsed_s: float, settings: Mapping[str, Any]) -> bool:
+    """Whether to stop sampling: the noise under its target after MIN_SAMPLES, or the
+    time budget spent, or MAX_SAMPLES taken."""
+    if len(samples) >= MAX_SAMPLES:
+        return True
+    if elapsed_s >= float(settings.get("max_seconds", DEFAULT_MAX_SECONDS)):
+        return len(samples) >= 1
+    return len(samples) >= MIN_SAMPLES \
+        and noise(samples) <= float(settings.get("noise", DEFAULT_NOISE))
+
+
+def summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """What results.json records of a timing: the median (the figure compared between
+    toolkits), the minimum, the noise, the count, and whether the noise target was met."""
+    target = float(settings.get("noise", DEFAULT_NOISE))
+    spread = noise(samples_us)
+    return {"median_us": round(statistics.median(samples_us), 4),
+            "min_us": round(min(samples_us), 4),
+            "noise": round(spread, 5), "samples": len(samples_us),
+            "converged": len(samples_us) >= MIN_SAMPLES and spread <= target,
+            "l2": str(settings.get("l2", "cold"))}
+
+
+def over_limit(timing: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """The run's failure message where the case set max_us and the median is over it."""
+    limit = settings.get("max_us")
+    if limit is None or timing["median_us"] <= float(limit):
+        return ""
+    return (f"too slow: median {timing['median_us']:.3f} us over max_us {limit} "
+            f"({timing['samples']} samples, noise {timing['noise']:.2%})")
+
+
+def sample(launch: Callable[[], None], measure: Callable[[Callable[[], None]], float],
+           settings: Mapping[str, Any]) -> list[float]:
+    """Samples of one launch each, in microseconds, after one warm-up launch: `measure`
+    times what it is given on the GPU (and flushes the L2 first, untimed, for a cold one)."""
+    launch()
+    samples: list[float] = []
+    start = time.monotonic()
+    while not enough(samples, time.monotonic() - start, settings):
+        samples.append(measure(launch))
+    return samples

@@ -1,0 +1,115 @@
+"""Kernel time (issue 41): [variant.time] read with the case, the sampling rule that
+decides when a figure's noise is known, the max_us verdict, and the report's table.
+The GPU half (CUDA events, the L2 flush, NVML's clocks) is proven on the device
+(tests/e2e/test_gpu_server.py, reports/kernel-time-h100)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.corpus import load_case
+from cudamatrix.errors import UserError
+from cudamatrix.reports.markdown import timing_lines
+from cudamatrix.results import CellResult
+from cudamatrix.stages import timing
+
+CASE = """title = "timed"
+[[variant]]
+name = "v"
+source = "k.cu"
+frontend = "nvrtc"
+kernel = "k"
+{run}
+{time}
+"""
+RUN = """  [variant.run]
+  args = [{ name = "y", dtype = "float32", shape = [4], output = true }]
+  check = { y = "0 * y" }"""
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(tmp_path: Path, time: str, run: str = RUN) -> dict[str, object]:
+    folder = tmp_path / "k"
+    folder.mkdir(exist_ok=True)
+    (folder / "k.cu").write_text('extern "C" __global__ void k(float* y) {}\n')
+    (folder / "case.toml").write_text(CASE.format(run=run, time=time))
+    return dict(load_case(folder).variants[0].time)
+
+
+def test_a_time_table_is_read_with_the_case(tmp_path: Path) -> None:
+    said = _load(tmp_path, '  [variant.time]\n  l2 = "hot"\n  noise = 0.01\n  max_us = 50')
+    assert said == {"l2": "hot", "noise": 0.01, "max_us": 50}
+    assert _load(tmp_path, "") == {}
+
+
+@pytest.mark.parametrize(("time", "run", "said"), [
+    ('  [variant.time]\n  l2 = "warm"', RUN, "cold (flushed before each sample) or hot"),
+    ("  [variant.time]\n  noise = 2", RUN, "noise: expected a number from 0.0001 to 0.5"),
+    ("  [variant.time]\n  max_seconds = true", RUN, "max_seconds: expected a number"),
+    ("  [variant.time]\n  max_seconds = 3600", RUN, "max_seconds: expected a number"),
+    ("  [variant.time]\n  samples = 5", RUN, "samples"),
+    ("  [variant.time]\n  noise = 0.01", "", "give [variant.run] too"),
+])
+def test_a_wrong_time_table_is_refused_naming_the_key(tmp_path: Path, time: str, run: str,
+                                                     said: str) -> None:
+    with pytest.raises(UserError, match=r"case\.toml") as caught:
+        _load(tmp_path, time, run)
+    assert said in str(caught.value)
+
+
+def test_sampling_stops_once_the_noise_is_under_its_target() -> None:
+    steady = iter([10.0, 10.01, 9.99] * 1000)
+    launches: list[int] = []
+    samples = timing.sample(lambda: launches.append(1), lambda run: (run(), next(steady))[1],
+                            {"noise": 0.005, "max_seconds": 5})
+    assert len(samples) == timing.MIN_SAMPLES  # steady: the fewest samples that count
+    assert len(launches) == timing.MIN_SAMPLES + 1  # and one warm-up launch, untimed
+    noisy = random.Random(1)
+    samples = timing.sample(lambda: None, lambda run: noisy.uniform(5, 15),
+                            {"noise": 0.001, "max_seconds": 0.05})
+    # Never steady enough: the time budget ends it.
+    assert len(samples) > timing.MIN_SAMPLES
+    said = timing.summary(samples, {"noise": 0.001})
+    assert said["converged"] is False and said["noise"] > 0.1
+    assert said["min_us"] <= said["median_us"] and said["l2"] == "cold"
+
+
+def test_max_us_fails_only_a_median_over_it() -> None:
+    figure = timing.summary([10.0] * 20, {})
+    assert timing.over_limit(figure, {"max_us": 12}) == ""
+    assert timing.over_limit(figure, {}) == ""
+    said = timing.over_limit(figure, {"max_us": 8})
+    assert said.startswith("too slow: median 10.000 us over max_us 8")
+
+
+def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
+    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    ran = [c for c in document["cells"]
+           if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"])][:2]
+    cells = []
+    for number, cell in enumerate(ran):
+        for stage in cell["stages"]:
+            if stage["stage"] == "run":
+                stage["details"]["timing"] = {**timing.summary([20.0 + number] * 12, {}),
+                                              "clock_event_reasons": number}
+        cells.append(CellResult.from_dict(cell))
+    text = "\n".join(timing_lines(cells))
+    assert "#### Kernel time (GPU events around each launch, median of the samples)" in text
+    assert "| cold | 11.8 |" in text
+    assert "20.00 us ±0.0%" in text and "21.00 us ±0.0% (clock held)" in text
+    assert timing_lines([CellResult.from_dict(c) for c in document["cells"][:3]]) == []
+
+
+@pytest.mark.parametrize("timed", [{"median_us": "fast", "min_us": 1, "noise": 0},
+                                   {"min_us": 1, "noise": 0}, "12 us"])
+def test_a_recorded_timing_that_is_no_figure_is_refused(timed: object) -> None:
+    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    cell = next(c for c in document["cells"]
+                if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"]))
+    next(s for s in cell["stages"] if s["stage"] == "run")["details"]["timing"] = timed
+    with pytest.raises(ValueError, match="timing"):
+        CellResult.from_dict(cell)
