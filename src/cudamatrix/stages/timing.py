@@ -10,13 +10,13 @@ the cache; `l2 = "hot"` times back-to-back launches instead.
 The stop rule is NVBench's (sample until the relative standard deviation is under a
 target, or a time budget is spent), measured here with CUDA events rather than through
 cuda-bench, NVBench's Python package, because it cannot serve the GPU server: tried on
-the H100 (reports/kernel-time-h100/nvbench_probe.py), cuda.bench 0.3.0 timed the cell's
-own module and arguments in the server's context (4 MiB saxpy, cold: median 8.90 us;
-this stage: 9.02 us, nvbench-probe.log), but a second benchmark in the same process is refused ("Can not
-register more benchmarks after benchmark was run"), and a server times cell after cell
-in one process; a process per timed cell would bring back the context per cell that
-the server removed. The clock and throttle state come with the figure so a reader can
-tell a throttled GPU from a slower toolkit.
+the H100 (reports/kernel-time-h100/nvbench_probe.py, nvbench-probe.log), cuda.bench
+0.3.0 timed the cell's own module and arguments in the server's context (4 MiB saxpy,
+cold: median 8.90 us; this stage: 9.02 us), but a second benchmark in the same process
+is refused ("Can not register more benchmarks after benchmark was run"), and a server
+times cell after cell in one process; a process per timed cell would bring back the
+context per cell that the server removed. The clock and throttle state come with the
+figure so a reader can tell a throttled GPU from a slower toolkit.
 
 Pure statistics (`summary`, `enough`) live apart from the driver calls so that they are
 tested without a GPU.
