@@ -15,6 +15,7 @@ from typing import Any
 from .errors import UserError
 from .resource_changes import ResourceChange, resource_changes
 from .results import CellResult, load_results
+from .time_changes import TimeChange, recorded_timing, time_change
 
 FAILING = frozenset({"fail", "error"})
 WORKING = frozenset({"pass", "xfail", "xpass"})
@@ -39,11 +40,17 @@ class BaselineDiff:
     # Kernels that start to spill, or take more registers or shared memory: a finding of
     # their own, whatever the outcome did.
     resources: list[ResourceChange] = field(default_factory=list)
+    # Timed kernels whose median moved beyond both runs' noise (time_changes.py).
+    times: list[TimeChange] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.new_failures or self.fixed or self.flipped or self.added
-                    or self.removed or self.resources)
+                    or self.removed or self.resources or self.times)
+
+    @property
+    def slower(self) -> list[TimeChange]:
+        return [c for c in self.times if c.slower]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,4 +107,7 @@ def compare(source: str, before: dict[str, dict[str, Any]],
             recorded = before[cell_id].get("resources")
             diff.resources.extend(resource_changes(
                 cell_id, recorded if isinstance(recorded, list) else [], result.resources))
+            moved = time_change(cell_id, recorded_timing(before[cell_id]), result.timing)
+            if moved is not None:
+                diff.times.append(moved)
     return diff

@@ -350,11 +350,14 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
         console.print(f"since {args.baseline}: {len(diff.new_failures)} new failures, "
                       f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "
                       f"{len(diff.added)} added, {len(diff.removed)} removed, "
-                      f"{len(diff.resources)} resource changes")
+                      f"{len(diff.resources)} resource changes, "
+                      f"{len(diff.slower)} slower, {len(diff.times) - len(diff.slower)} faster")
         for change in diff.new_failures[:20]:
             console.print(f"  new failure: {change.cell}: {change.message[:160]}", markup=False)
         for grown in diff.resources[:20]:
             console.print(f"  resources: {grown.cell}: {grown.describe()}", markup=False)
+        for moved in diff.times[:20]:
+            console.print(f"  time: {moved.cell}: {moved.describe()}", markup=False)
     console.print("reports: " + ", ".join(str(p) for p in written))
     if diff is not None:
         return 1 if diff.new_failures and not args.allow_new_failures else 0

@@ -1,7 +1,7 @@
 """Kernel time (issue 41): [variant.time] read with the case, the sampling rule that
 decides when a figure's noise is known, the max_us verdict, and the report's table.
 The GPU half (CUDA events, the L2 flush, NVML's clocks) is proven on the device
-(tests/e2e/test_gpu_server.py, reports/kernel-time-h100)."""
+(tests/e2e/test_gpu.py, reports/kernel-time-h100)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.baseline import compare
 from cudamatrix.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.reports.markdown import timing_lines
+from cudamatrix.reports.github import annotation_lines
+from cudamatrix.reports.markdown import baseline_section, timing_lines
 from cudamatrix.results import CellResult
 from cudamatrix.stages import timing
 
@@ -113,3 +115,35 @@ def test_a_recorded_timing_that_is_no_figure_is_refused(timed: object) -> None:
     next(s for s in cell["stages"] if s["stage"] == "run")["details"]["timing"] = timed
     with pytest.raises(ValueError, match="timing"):
         CellResult.from_dict(cell)
+
+
+def _timed_cell(median_us: float, noise: float, l2: str = "cold") -> CellResult:
+    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    cell = next(c for c in document["cells"]
+                if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"]))
+    run = next(s for s in cell["stages"] if s["stage"] == "run")
+    run["details"]["timing"] = {"median_us": median_us, "min_us": median_us * 0.98,
+                                "noise": noise, "samples": 100, "converged": True, "l2": l2}
+    return CellResult.from_dict(cell)
+
+
+@pytest.mark.parametrize(("after_us", "after_noise", "l2", "said"), [
+    (48.0, 0.004, "cold", "slower: median 40.00 us -> 48.00 us (1.20x; noise 0.6%)"),
+    (32.0, 0.004, "cold", "faster: median 40.00 us -> 32.00 us (0.80x; noise 0.6%)"),
+    (40.3, 0.004, "cold", None),   # timed twice: within the noise
+    (41.6, 0.004, "cold", None),   # 4%, over 3 x 0.6%, but 5% is the least a finding is
+    (48.0, 0.07, "cold", None),    # 20%, but within 3 x the runs' combined noise (21%)
+    (48.0, 0.004, "hot", None),    # a hot L2 against a cold one: not the same measure
+])
+def test_a_time_change_against_the_baseline_is_a_finding_beyond_the_noise(
+        after_us: float, after_noise: float, l2: str, said: str | None) -> None:
+    before = _timed_cell(40.0, 0.004)
+    after = _timed_cell(after_us, after_noise, l2)
+    diff = compare("baseline.json", {before.cell.id: before.to_dict()}, [after])
+    assert [c.describe() for c in diff.times] == ([said] if said else [])
+    assert [c.cell for c in diff.slower] == ([after.cell.id] if said and "slower" in said
+                                             else [])
+    text = "\n".join(baseline_section(diff))
+    assert ("⏱ Time: 1" in text) == bool(said)
+    annotations = "\n".join(annotation_lines([after], diff))
+    assert (f"{after.cell.id}%3A time::slower" in annotations) == bool(said and "slower" in said)

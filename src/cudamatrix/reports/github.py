@@ -63,8 +63,11 @@ def annotation_lines(results: Sequence[CellResult], diff: BaselineDiff | None) -
     # A kernel that starts to spill or grows is a warning, whatever its cell's outcome.
     warnings += [(f"{c.cell}: resources", c.describe())
                  for c in (diff.resources if diff is not None else [])]
-    return _budgeted("error", errors, what) + _budgeted("warning", warnings,
-                                                        "unexpected passes or resource changes")
+    # A kernel that got slower beyond its noise, too (time_changes.py).
+    warnings += [(f"{c.cell}: time", c.describe())
+                 for c in (diff.slower if diff is not None else [])]
+    return _budgeted("error", errors, what) + _budgeted(
+        "warning", warnings, "unexpected passes, resource or time changes")
 
 
 def step_summary(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:

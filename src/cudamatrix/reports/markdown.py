@@ -181,12 +181,20 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
     lines = ["", f"## Changes since the baseline ({md_code(diff.source)})", ""]
     if diff.empty:
         return [*lines, "No cell changed its outcome; none was added or removed; no "
-                "kernel's resources grew."]
+                "kernel's resources grew; no timed kernel's time moved beyond its noise."]
     groups = (("🆕❌ New failures", diff.new_failures), ("🩹 Fixed", diff.fixed),
               ("🔀 Flipped", diff.flipped), ("➕ Added", diff.added),
               ("➖ Removed", diff.removed))
     lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups)
-                 + f" · 📈 Resources: {len(diff.resources)}")
+                 + f" · 📈 Resources: {len(diff.resources)} · ⏱ Time: {len(diff.times)}")
+    if diff.times:
+        lines += ["", "**⏱ Time** (a timed kernel's median moved by more than 5% and more than "
+                  "three times the two runs' combined noise)", ""]
+        lines += [f"- {md_code(c.cell)}: {md_text(c.describe(), 200)}"
+                  for c in diff.times[:BASELINE_LIST_LIMIT]]
+        if len(diff.times) > BASELINE_LIST_LIMIT:
+            lines.append(f"- … and {len(diff.times) - BASELINE_LIST_LIMIT} more "
+                         "(results.json has them all)")
     if diff.resources:
         lines += ["", "**📈 Resources** (a kernel that starts to spill, or takes more than "
                   "10% more registers, or more shared memory)", ""]
