@@ -21,7 +21,9 @@ def timed(folder: Path) -> dict[str, tuple[str, dict[str, object]]]:
 
 
 runs = [timed(Path(a)) for a in sys.argv[1:]]
-for first, second in ((runs[0], runs[1]), (runs[2], runs[3])):
+# The runs in pairs (a run, then the same run again); a last run without its pair alone.
+pairs = [(runs[i], runs[i + 1] if i + 1 < len(runs) else {}) for i in range(0, len(runs), 2)]
+for first, second in pairs:
     for cell, (outcome, figure) in first.items():
         again = second.get(cell, ("", {}))[1]
         if "median_us" not in figure:

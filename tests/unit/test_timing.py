@@ -100,7 +100,8 @@ def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
                                               "clock_event_reasons": number}
         cells.append(CellResult.from_dict(cell))
     text = "\n".join(timing_lines(cells))
-    assert "#### Kernel time (GPU events around each launch, median of the samples)" in text
+    assert "#### Kernel time (GPU events around each launch, median of the samples; " \
+        "against the variant's fastest toolkit on that arch)" in text
     assert "| cold | 11.8 |" in text
     assert "20.00 us ±0.0%" in text and "21.00 us ±0.0% (clock held)" in text
     assert timing_lines([CellResult.from_dict(c) for c in document["cells"][:3]]) == []
@@ -147,3 +148,13 @@ def test_a_time_change_against_the_baseline_is_a_finding_beyond_the_noise(
     assert ("⏱ Time: 1" in text) == bool(said)
     annotations = "\n".join(annotation_lines([after], diff))
     assert (f"{after.cell.id}%3A time::slower" in annotations) == bool(said and "slower" in said)
+
+
+def test_each_toolkits_time_is_said_against_the_variants_fastest() -> None:
+    """The H100's CUTLASS nchw_to_nhwc under a 24-register cap (reports/kernel-time-h100/
+    realworld): NVRTC 11.8's build the fastest, 12.4's 1.04x it; a fastest cell says none."""
+    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+                           / "results.json").read_text())
+    text = "\n".join(timing_lines([CellResult.from_dict(c) for c in document["cells"]]))
+    assert "| `capped` | cold | 12.4 | 29.98 us ±1.2% · 1.04x (noisy) |" in text
+    assert "| `capped` | cold | 11.8 | 28.70 us ±1.4% (noisy) |" in text

@@ -247,30 +247,39 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
     return lines
 
 
-def timing_text(timing: dict[str, Any]) -> str:
-    """One timed cell: its median, its noise, and a mark where its SM clock was held down
-    (NVML's reasons other than idle) or the noise target was not met."""
+def timing_text(timing: dict[str, Any], fastest: float) -> str:
+    """One timed cell: its median, its noise, how many times the variant's fastest toolkit
+    on that arch it took, and a mark where its SM clock was held down (NVML's reasons
+    other than idle) or the noise target was not met."""
+    median = float(timing["median_us"])
+    relative = f" · {median / fastest:.2f}x" if fastest > 0 and median != fastest else ""
     marks = ("" if timing.get("converged") else " (noisy)") \
         + (" (clock held)" if timing.get("clock_event_reasons") else "")
-    return f"{timing['median_us']:.2f} us ±{timing['noise']:.1%}{marks}"
+    return f"{median:.2f} us ±{timing['noise']:.1%}{relative}{marks}"
 
 
 def timing_lines(cells: Sequence[CellResult]) -> list[str]:
     """The case's timed kernels by toolkit x arch: what a toolkit change did to their
-    speed, with the noise that says how far the figures can be trusted."""
-    timed = [r for r in cells if r.timing]
+    speed against the variant's fastest toolkit on the same arch, with the noise that says
+    how far the figures can be trusted."""
+    timed = [(r, r.timing or {}) for r in cells if r.timing]
     if not timed:
         return []
-    archs = sorted({r.cell.arch for r in timed}, key=Arch.parse)
+    archs = sorted({r.cell.arch for r, _ in timed}, key=Arch.parse)
+    fastest: dict[tuple[str, str, str], float] = {}
+    for r, timing in timed:
+        key = (r.cell.variant, str(timing.get("l2", "")), r.cell.arch)
+        fastest[key] = min(fastest.get(key, float("inf")), float(timing["median_us"]))
     rows: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
-    for r in timed:
-        timing = r.timing or {}
-        key = (r.cell.variant, str(timing.get("l2", "")), row_label(r.cell))
-        rows[key][r.cell.arch] = timing_text(timing)
+    for r, timing in timed:
+        l2 = str(timing.get("l2", ""))
+        rows[(r.cell.variant, l2, row_label(r.cell))][r.cell.arch] = timing_text(
+            timing, fastest[(r.cell.variant, l2, r.cell.arch)])
     table = [[md_code(variant, table=True), md_text(l2), md_text(label),
               *(md_text(row.get(a, "")) for a in archs)]
              for (variant, l2, label), row in rows.items()]
-    return ["", "#### Kernel time (GPU events around each launch, median of the samples)", "",
+    return ["", "#### Kernel time (GPU events around each launch, median of the samples; "
+            "against the variant's fastest toolkit on that arch)", "",
             compact_table(["variant", "L2", "toolkit", *archs], table)]
 
 
