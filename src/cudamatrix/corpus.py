@@ -43,7 +43,7 @@ VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "o
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
                 "resources", "libraries", "time")
 # [variant.time]: how a kernel that ran is timed (stages/timing.py).
-TIME_KEYS = ("l2", "noise", "max_seconds", "max_us")
+TIME_KEYS = ("l2", "noise", "max_seconds", "max_us", "max_slowdown")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
 LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
@@ -249,6 +249,20 @@ class _Reader(TableReader):
                                or not low <= value <= high):
                 raise self.fail(f"{where}.{key}", f"expected a number from {low} to {high}, "
                                 f"got {value!r:.40}")
+        slowdown = raw.get("max_slowdown")
+        if slowdown is not None:
+            if not isinstance(slowdown, dict) or set(slowdown) != {"toolkit", "ratio"}:
+                raise self.fail(f"{where}.max_slowdown", "expected { toolkit = \"12.4\", "
+                                "ratio = 1.05 }")
+            ratio = slowdown["ratio"]
+            if not isinstance(slowdown["toolkit"], str) \
+                    or not re.fullmatch(r"\d+\.\d+", slowdown["toolkit"]):
+                raise self.fail(f"{where}.max_slowdown.toolkit", "expected a toolkit such as "
+                                f"\"12.4\", got {slowdown['toolkit']!r:.40}")
+            if isinstance(ratio, bool) or not isinstance(ratio, int | float) \
+                    or not 1.0 <= ratio <= 100.0:
+                raise self.fail(f"{where}.max_slowdown.ratio", "expected a number from 1.0 "
+                                f"to 100.0, got {ratio!r:.40}")
         return dict(raw)
 
     def run_table(self, where: str, run: Mapping[str, Any]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from .corpus import Case
 from .errors import UserError
 from .results import CellResult
+from .slowdowns import judge_slowdowns
 from .verdict import judge
 
 
@@ -36,4 +37,4 @@ def rejudge(results: Sequence[CellResult], cases: Mapping[str, Case]) -> list[Ce
                               reason=verdict.reason, expected=expectation.describe(),
                               note=expectation.note, diagnosis=diagnosis, title=case.title,
                               upstream=case.upstream))
-    return judged
+    return judge_slowdowns(judged, cases)

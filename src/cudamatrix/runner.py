@@ -44,6 +44,7 @@ from .providers.toolkits import CellSite
 from .removal import FolderRemoval
 from .results import ARTIFACTS_DIR, CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
 from .revision import source_revision
+from .slowdowns import judge_slowdowns
 from .stages.cell_files import CUBIN, PTX, READ_OUTSIDE
 from .stages.frontends import frontend
 from .stages.inspect import inspect_job
@@ -408,6 +409,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
+    # A timed kernel against the same cell on another toolkit: known once every cell ran.
+    results = judge_slowdowns(results, plan.cases)
     toolkits, libraries = _environment_facts(options, envs)
     info = RunInfo(
         started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,

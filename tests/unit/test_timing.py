@@ -17,6 +17,7 @@ from cudamatrix.errors import UserError
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
 from cudamatrix.results import CellResult
+from cudamatrix.slowdowns import judge_slowdowns
 from cudamatrix.stages import timing
 
 CASE = """title = "timed"
@@ -158,3 +159,61 @@ def test_each_toolkits_time_is_said_against_the_variants_fastest() -> None:
     text = "\n".join(timing_lines([CellResult.from_dict(c) for c in document["cells"]]))
     assert "| `capped` | cold | 12.4 | 29.98 us ±1.2% · 1.04x (noisy) |" in text
     assert "| `capped` | cold | 11.8 | 28.70 us ±1.4% (noisy) |" in text
+
+
+SLOWDOWN_CASE = """title = "nchw_to_nhwc, timed"
+[[variant]]
+name = "{name}"
+source = "k.cu"
+frontend = "nvrtc"
+kernel = "k"
+  [variant.run]
+  args = [{{ name = "y", dtype = "float32", shape = [4], output = true }}]
+  check = {{ y = "0 * y" }}
+  [variant.time]
+  max_slowdown = {{ toolkit = "11.8", ratio = {ratio} }}
+{expect}"""
+
+
+def _realworld_with(tmp_path: Path, ratio: float, expect: str = "") -> list[CellResult]:
+    """reports/kernel-time-h100/realworld's H100 run, judged again with the capped
+    variant's max_slowdown against its NVRTC 11.8 build."""
+    folder = tmp_path / "nchw-timed"
+    folder.mkdir(exist_ok=True)
+    (folder / "k.cu").write_text('extern "C" __global__ void k(float* y) {}\n')
+    (folder / "case.toml").write_text(SLOWDOWN_CASE.format(name="capped", ratio=ratio,
+                                                           expect=expect)
+                                      + '[[variant]]\nname = "float"\nsource = "k.cu"\n'
+                                      'frontend = "nvrtc"\n')
+    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+                           / "results.json").read_text())
+    results = [CellResult.from_dict(c) for c in document["cells"]]
+    return judge_slowdowns(results, {"nchw-timed": load_case(folder)})
+
+
+def test_max_slowdown_fails_a_toolkit_slower_than_the_named_ones_by_more_than_its_ratio(
+        tmp_path: Path) -> None:
+    judged = {r.cell.id: r for r in _realworld_with(tmp_path, 1.03)}
+    slow = judged["nchw-timed/capped/12.4/sm_90"]
+    assert (slow.outcome, slow.stage) == ("fail", "run")
+    assert slow.message == ("nchw-timed: 29.98 us on 12.4 is 1.04x 11.8's 28.70 us: slower "
+                            "than max_slowdown 1.03x (noise 1.4%)")
+    assert judged["nchw-timed/capped/11.8/sm_90"].outcome == "pass"  # the reference
+    assert judged["nchw-timed/float/12.4/sm_90"].outcome == "pass"  # no budget
+    assert all(r.outcome == "pass" for r in _realworld_with(tmp_path, 1.05))
+    expected = _realworld_with(tmp_path, 1.03, '  [[variant.expect]]\n  note = "spills more"\n'
+                               '  when = { toolkit = ">=12" }\n  outcome = "fail"\n'
+                               '  stage = "run"\n  match = "slower than max_slowdown"\n')
+    assert {r.cell.toolkit: r.outcome for r in expected if r.cell.variant == "capped"} == {
+        "11.8": "pass", "12.4": "xfail", "12.8": "xfail", "13.0": "xfail"}
+
+
+@pytest.mark.parametrize(("slowdown", "said"), [
+    ('{ toolkit = "12.4" }', "expected { toolkit"),
+    ('{ toolkit = "twelve", ratio = 1.05 }', "max_slowdown.toolkit: expected a toolkit"),
+    ('{ toolkit = "12.4", ratio = 0.5 }', "max_slowdown.ratio: expected a number"),
+])
+def test_a_wrong_max_slowdown_is_refused(tmp_path: Path, slowdown: str, said: str) -> None:
+    with pytest.raises(UserError, match=r"case\.toml") as caught:
+        _load(tmp_path, f"  [variant.time]\n  max_slowdown = {slowdown}")
+    assert said in str(caught.value)
