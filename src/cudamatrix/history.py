@@ -10,7 +10,7 @@ last `limit` runs, so the file stays bounded however long the project runs. Loca
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,17 @@ class PastRun:
     revision: str
     tier: str
     outcomes: dict[str, tuple[str, str]]  # cell id -> (outcome, stage)
+    # cell id -> its kernel's median microseconds, for the cells that were timed: a
+    # kernel's time across runs, beside its outcome.
+    times: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"finished": self.finished, "revision": self.revision, "tier": self.tier,
-                "outcomes": {cell: list(pair) for cell, pair in self.outcomes.items()}}
+        said: dict[str, Any] = {
+            "finished": self.finished, "revision": self.revision, "tier": self.tier,
+            "outcomes": {cell: list(pair) for cell, pair in self.outcomes.items()}}
+        if self.times:
+            said["median_us"] = dict(self.times)
+        return said
 
     @classmethod
     def from_dict(cls, data: object) -> PastRun:
@@ -49,13 +56,21 @@ class PastRun:
                     and all(isinstance(p, str) for p in pair)):
                 raise ValueError(f"outcomes.{cell}: expected [outcome, stage], got {pair!r:.60}")
             outcomes[str(cell)] = (pair[0], pair[1])
+        times = {}
+        for cell, value in (recorded.table(data, "median_us") or {}).items():
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0 < value < 1e12:
+                raise ValueError(f"median_us.{cell}: expected microseconds, got {value!r:.60}")
+            times[str(cell)] = float(value)
         return cls(recorded.text(data, "finished"), recorded.text(data, "revision", ""),
-                    recorded.text(data, "tier", ""), outcomes)
+                    recorded.text(data, "tier", ""), outcomes, times)
 
     @classmethod
     def of(cls, info: RunInfo, results: Iterable[CellResult]) -> PastRun:
+        results = list(results)
         return cls(info.finished, info.revision, info.tier,
-                   {r.cell.id: (r.outcome, r.stage) for r in results})
+                   {r.cell.id: (r.outcome, r.stage) for r in results},
+                   {r.cell.id: float(r.timing["median_us"]) for r in results if r.timing})
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ import pytest
 from cudamatrix.baseline import compare
 from cudamatrix.corpus import load_case
 from cudamatrix.errors import UserError
+from cudamatrix.history import PastRun
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
-from cudamatrix.results import CellResult
+from cudamatrix.results import CellResult, RunInfo
 from cudamatrix.slowdowns import judge_slowdowns
 from cudamatrix.stages import timing
 
@@ -217,3 +218,17 @@ def test_a_wrong_max_slowdown_is_refused(tmp_path: Path, slowdown: str, said: st
     with pytest.raises(UserError, match=r"case\.toml") as caught:
         _load(tmp_path, f"  [variant.time]\n  max_slowdown = {slowdown}")
     assert said in str(caught.value)
+
+
+def test_history_keeps_each_timed_cells_median() -> None:
+    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+                           / "results.json").read_text())
+    info = RunInfo.from_dict(document["run"])
+    past = PastRun.of(info, [CellResult.from_dict(c) for c in document["cells"]])
+    said = json.loads(json.dumps(past.to_dict()))
+    assert said["median_us"]["nchw-timed/capped/12.4/sm_90"] == pytest.approx(29.98, abs=0.01)
+    assert len(said["median_us"]) == 8
+    assert PastRun.from_dict(said).times == past.times
+    said["median_us"]["nchw-timed/capped/12.4/sm_90"] = -1
+    with pytest.raises(ValueError, match=r"median_us\.nchw-timed/capped/12\.4/sm_90"):
+        PastRun.from_dict(said)
