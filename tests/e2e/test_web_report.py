@@ -157,3 +157,30 @@ def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path)
     assert "void cutlass::nchw_to_nhwc_kernel<cutlass::half_t>(cutlass::half_t*" in text, text
     assert "_ZN7cutlass19nchw_to_nhwc_kernelINS_6half_tEEEvPT_PKS2_iiii" in text, text
     assert "registers" in text
+
+
+def test_a_timed_cells_panel_says_its_kernel_time(page_and_cells, tmp_path: Path) -> None:
+    """The H100's timed CUTLASS nchw_to_nhwc (reports/kernel-time-h100/realworld), against
+    a baseline where that cell ran 20% faster: the panel gives the median, minimum, noise,
+    samples, L2 and SM clock; the page's baseline section lists the cell under Time."""
+    results = REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
+    cell_id = "nchw-timed/capped/12.4/sm_90"
+    document = json.loads(results.read_text())
+    for cell in document["cells"]:
+        for stage in cell["stages"]:
+            if cell["id"] == cell_id and stage["stage"] == "run":
+                stage["details"]["timing"]["median_us"] /= 1.2
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(document))
+    run = cudamatrix("report", str(results), "--baseline", str(baseline), out=tmp_path / "out")
+    assert (tmp_path / "out" / "report.html").exists(), run.output
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto((tmp_path / "out" / "report.html").as_uri())
+    assert f"{cell_id}: slower: median 24.99 us -> 29.98 us (1.20x" in \
+        page.locator("section#baseline").inner_text()
+    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    text = page.locator("dialog#panel #panel-resources").inner_text()
+    page.close()
+    assert "Kernel time" in text, text
+    assert "median 29.98 us, min 29.60 us, noise 1.19% over 830 samples (over its noise " \
+        "target), L2 cold; SM clock 1980 of 1980 MHz" in text, text

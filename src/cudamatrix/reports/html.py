@@ -51,7 +51,7 @@ def _cell_data(result: CellResult, info: RunInfo) -> dict[str, Any]:
         "note": result.note,
         "diagnosis": result.diagnosis, "upstream": list(result.upstream),
         "resources": result.resources, "warnings": result.warnings, "ships": result.ships,
-        "kernel": result.kernel,
+        "kernel": result.kernel, "timing": result.timing,
         "prediction": result.prediction,
         "seconds": round(result.seconds, 2), "versions": result.versions,
         "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
