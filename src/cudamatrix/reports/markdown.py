@@ -14,8 +14,9 @@ from typing import Any
 from tabulate import tabulate
 
 from ..baseline import FAILING, BaselineDiff
-from ..resource_changes import kernel_label, usage_text
+from ..resource_changes import ResourceChange, kernel_label, usage_text
 from ..results import CellResult, RunInfo, summary
+from ..time_changes import TimeChange
 from ..versions import Arch
 from .answers import UNEXPECTED_MARK, Grid, answer_grid, case_answers, legend
 from .glance import (
@@ -176,6 +177,19 @@ def header(info: RunInfo) -> list[str]:
 BASELINE_LIST_LIMIT = 50
 
 
+def findings_lines(title: str, findings: Sequence[TimeChange | ResourceChange]) -> list[str]:
+    """A list of baseline findings that describe themselves, under its title, cut at
+    BASELINE_LIST_LIMIT; nothing where there is none."""
+    if not findings:
+        return []
+    lines = ["", title, "", *(f"- {md_code(c.cell)}: {md_text(c.describe(), 200)}"
+                              for c in findings[:BASELINE_LIST_LIMIT])]
+    if len(findings) > BASELINE_LIST_LIMIT:
+        lines.append(f"- … and {len(findings) - BASELINE_LIST_LIMIT} more "
+                     "(results.json has them all)")
+    return lines
+
+
 def baseline_section(diff: BaselineDiff) -> list[str]:
     """The changes since the baseline, first thing after the summary."""
     lines = ["", f"## Changes since the baseline ({md_code(diff.source)})", ""]
@@ -187,22 +201,10 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
               ("➖ Removed", diff.removed))
     lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups)
                  + f" · 📈 Resources: {len(diff.resources)} · ⏱ Time: {len(diff.times)}")
-    if diff.times:
-        lines += ["", "**⏱ Time** (a timed kernel's median moved by more than 5% and more than "
-                  "three times the two runs' combined noise)", ""]
-        lines += [f"- {md_code(c.cell)}: {md_text(c.describe(), 200)}"
-                  for c in diff.times[:BASELINE_LIST_LIMIT]]
-        if len(diff.times) > BASELINE_LIST_LIMIT:
-            lines.append(f"- … and {len(diff.times) - BASELINE_LIST_LIMIT} more "
-                         "(results.json has them all)")
-    if diff.resources:
-        lines += ["", "**📈 Resources** (a kernel that starts to spill, or takes more than "
-                  "10% more registers, or more shared memory)", ""]
-        lines += [f"- {md_code(c.cell)}: {md_text(c.describe(), 200)}"
-                  for c in diff.resources[:BASELINE_LIST_LIMIT]]
-        if len(diff.resources) > BASELINE_LIST_LIMIT:
-            lines.append(f"- … and {len(diff.resources) - BASELINE_LIST_LIMIT} more "
-                         "(results.json has them all)")
+    lines += findings_lines("**⏱ Time** (a timed kernel's median moved by more than 5% and "
+                            "more than three times the two runs' combined noise)", diff.times)
+    lines += findings_lines("**📈 Resources** (a kernel that starts to spill, or takes more "
+                            "than 10% more registers, or more shared memory)", diff.resources)
     for title, changes in groups:
         if not changes:
             continue
