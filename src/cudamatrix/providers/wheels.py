@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -275,16 +275,26 @@ def prepare_component_libraries(env: Environment, component: str, cache: Path
     folders = sorted({str(p.parent) for p in target.glob("nvidia/**/lib*.so*")})
     links = target / "links"
     with folder_lock(links):
-        links.mkdir(exist_ok=True)
-        for folder in map(Path, folders):
-            for versioned in folder.glob("lib*.so.*"):
-                plain = links / (versioned.name.split(".so.")[0] + ".so")
-                if not os.path.lexists(plain):
-                    plain.symlink_to(versioned)
+        unversioned_links(links, map(Path, folders))
     return LibraryEnvironment(component, taken[name], str(target),
                               python_path=(), include_dirs=(),
                               packages={f"{name} (libraries)": taken[name]},
                               library_dirs=(str(links), *folders))
+
+
+def unversioned_links(links: Path, folders: Iterable[Path]) -> None:
+    """In `links`, each library of `folders` by the name a link step asks for
+    (`libcublas.so` for `libcublas.so.12`), pointing at it by a relative path, so the
+    cache stays whole when it is moved or copied (CI restores it elsewhere, a test seeds a
+    private cache from it); a link left dangling by an earlier absolute one is made again."""
+    links.mkdir(exist_ok=True)
+    for folder in folders:
+        for versioned in folder.glob("lib*.so.*"):
+            plain = links / (versioned.name.split(".so.")[0] + ".so")
+            if os.path.lexists(plain) and not plain.exists():
+                plain.unlink()
+            if not os.path.lexists(plain):
+                plain.symlink_to(os.path.relpath(versioned, links))
 
 
 def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
