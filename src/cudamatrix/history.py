@@ -57,11 +57,12 @@ class PastRun:
                 raise ValueError(f"outcomes.{cell}: expected [outcome, stage], got {pair!r:.60}")
             outcomes[str(cell)] = (pair[0], pair[1])
         times = {}
-        for cell, value in (recorded.table(data, "median_us") or {}).items():
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not 0 < value < 1e12:
-                raise ValueError(f"median_us.{cell}: expected microseconds, got {value!r:.60}")
-            times[str(cell)] = float(value)
+        medians = recorded.table(data, "median_us") or {}
+        for cell in medians:
+            times[str(cell)] = recorded.number(medians, cell, None, where="median_us.")
+            if not 0 < times[str(cell)] < 1e12:
+                raise ValueError(f"median_us.{cell}: expected microseconds, got "
+                                 f"{medians[cell]!r:.60}")
         return cls(recorded.text(data, "finished"), recorded.text(data, "revision", ""),
                     recorded.text(data, "tier", ""), outcomes, times)
 

@@ -94,11 +94,14 @@ def optional_text(data: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def number(data: Mapping[str, Any], key: str, default: float = 0.0) -> float:
+def number(data: Mapping[str, Any], key: str, default: float | None = 0.0,
+           where: str = "") -> float:
+    """A finite number (`default` where absent; None: it must be there), named in a
+    refusal as `where` + `key` (`timing.median_us`)."""
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not math.isfinite(value):
-        raise _fail(key, "a finite number", value)
+        raise _fail(where + key, "a finite number", value)
     return float(value)
 
 
@@ -159,10 +162,7 @@ def check_details(details: Mapping[str, Any]) -> None:
     timed = table(details, "timing", optional=True)
     if timed is not None:  # the report formats these figures (stages/timing.py)
         for key in ("median_us", "min_us", "noise"):
-            value = timed.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(value):
-                raise _fail(f"timing.{key}", "a finite number", value)
+            number(timed, key, None, where="timing.")
     for key in ("via", "ptx_version", "accident"):
         value = details.get(key)
         if value is not None and not isinstance(value, str | bool):
