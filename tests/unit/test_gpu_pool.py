@@ -5,6 +5,8 @@ once and left out; many cells at once spread over every GPU."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -98,3 +100,48 @@ def test_many_cells_at_once_spread_over_every_gpu() -> None:
         thread.join()
     assert all(g.ran for g in gpus) and sum(len(g.ran) for g in gpus) == 32  # every GPU
     assert time.monotonic() - started < 32 * 0.05  # at once, not one after another
+
+
+class SilentServer(GpuServer):
+    """A real server process on the real socket that takes the request and then either dies
+    without an answer or never answers: what a crashed or hung GPU server does."""
+
+    def __init__(self, gpu: Gpu, folder: Path, behaviour: str) -> None:
+        super().__init__(gpu, folder, {})
+        self.behaviour = behaviour
+
+    def ensure(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        after = "os._exit(3)" if self.behaviour == "dies" else "time.sleep(60)"
+        script = ("import os, socket, sys, time\n"
+                  "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                  f"s.bind({self.socket_path!r}); s.listen(1)\n"
+                  "print('{\"ready\": true}', flush=True)\n"
+                  "c, _ = s.accept(); c.recv(1 << 16)\n" + after + "\n")
+        self.process = subprocess.Popen([sys.executable, "-c", script],
+                                         stdout=subprocess.PIPE, text=True,
+                                         start_new_session=True)
+        assert self.process.stdout is not None
+        self.process.stdout.readline()
+
+
+@pytest.mark.parametrize("behaviour", ["dies", "hangs"])
+def test_a_cell_whose_server_died_or_hung_names_the_gpu_it_was_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: str) -> None:
+    """Which of the runner's GPUs a kernel hung or crashed on is the first thing its owner
+    asks; the cell's first stage names it, as an answered cell's does."""
+    import cudamatrix.executors.gpus as gpus
+    monkeypatch.setattr(gpus, "SERVER_GRACE_S", 0.0)
+    work = tmp_path / "cell"
+    work.mkdir()
+    server = SilentServer(A100, tmp_path, behaviour)
+    job = Job(cell_id="c", arch="sm_80", source="k.cu", frontend="nvrtc",
+              workdir=str(work), timeout=1)
+    try:
+        stages = server.run(job, None, None)
+    finally:
+        server.stop()
+    assert stages[0].status == ("crashed" if behaviour == "dies" else "timeout"), stages
+    assert stages[0].details["gpu"] == A100.to_dict()
+    assert stages[0].details["server_replaced"]

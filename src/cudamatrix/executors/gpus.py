@@ -142,14 +142,15 @@ class GpuServer:
                 answer += chunk
         except TimeoutError:
             self.stop()
-            return [timed_out(job, read_bounded(job.work / GPU_OUTPUT_FILE).strip())]
+            return [self._named(timed_out(job, read_bounded(job.work / GPU_OUTPUT_FILE).strip()),
+                                "it ran past the cell's limit")]
         finally:
             connection.close()
         output = read_bounded(job.work / GPU_OUTPUT_FILE).strip()
         if not answer.endswith(b"\n"):
             how = self.how_it_ended()
-            return [StageResult(stage_entered(job.work, "load"), "crashed",
-                                f"the GPU's server {how}", output[-20_000:])]
+            return [self._named(StageResult(stage_entered(job.work, "load"), "crashed",
+                                            f"the GPU's server {how}", output[-20_000:]), how)]
         said = json.loads(answer)
         if said["ended"]:  # it exits after answering: a fresh one for the next cell
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -157,11 +158,16 @@ class GpuServer:
                 self.process.wait(timeout=30)
             self.stop()
         stages = [StageResult.from_dict(s) for s in said["stages"]]
-        details = {"gpu": self.gpu.to_dict()}
-        if said["ended"]:
-            details["server_replaced"] = said["ended"]
-        stages[0] = replace(stages[0], details={**stages[0].details, **details})
+        stages[0] = self._named(stages[0], said["ended"])
         return _with_output(stages, output)
+
+    def _named(self, stage: StageResult, replaced: str = "") -> StageResult:
+        """The stage with the GPU it ran on, and why its server was replaced if it was: a
+        kernel that hung or crashed a server is first asked about by which GPU it was on."""
+        details: dict[str, Any] = {"gpu": self.gpu.to_dict()}
+        if replaced:
+            details["server_replaced"] = replaced
+        return replace(stage, details={**stage.details, **details})
 
 
 def _with_output(stages: list[StageResult], output: str) -> list[StageResult]:
