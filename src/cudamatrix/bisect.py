@@ -12,12 +12,19 @@ A value that cannot be built (no wheel, no nvcc, a cell the matrix rules out) is
 and said, as ``git bisect skip`` does; a change next to skipped values is given as the
 stretch it lies in.
 
+With ``--slower RATIO`` the question is the kernel's time instead: a timed cell
+(``[variant.time]``) is run at the first value for its reference time, and each value is
+told apart by whether its median is more than RATIO times that (a cell that fails there,
+or runs untimed, is a change of its own): where a toolkit upgrade first made a kernel
+slower, beyond a ratio the user names (say 1.03 for 3%, above the timing's own noise).
+
 Every cell it runs is an ordinary cell, through the compile cache, and the whole is an
 ordinary report with the answer in its header.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import subprocess
@@ -280,6 +287,36 @@ class Bisection:
     variant: str | None
     progress: Progress
     probes: dict[int, Probe] = field(default_factory=dict)
+    # --slower: the ratio, and the first value's probe, whose median is the reference.
+    slower: float | None = None
+    reference: Probe | None = None
+
+    def key_of(self, probe: Probe) -> Key | None:
+        """What tells two values apart: what happened, and with --slower whether the
+        kernel's median is over RATIO times the first value's."""
+        key = probe.key
+        if key is None or self.slower is None or probe.result is None:
+            return key
+        timing = probe.result.timing
+        if self.reference is None:
+            if timing is None:
+                raise UserError(
+                    f"bisect --slower: {probe.result.cell.id} has no kernel time at "
+                    f"{probe.value} ({happened(probe.result)}); --slower needs a cell whose "
+                    "variant has a [variant.time] table and whose run passes at the first "
+                    "value")
+            self.reference = probe
+        if timing is None:
+            return key
+        return (key[0], "slower" if self.ratio(probe) > self.slower else "as fast")
+
+    def ratio(self, probe: Probe) -> float:
+        """The probe's median over the reference's."""
+        assert self.reference is not None and self.reference.result is not None
+        assert probe.result is not None
+        first = self.reference.result.timing or {}
+        now = probe.result.timing or {}
+        return float(now["median_us"]) / float(first["median_us"])
 
     def cell_at(self, options: RunOptions) -> Cell | str:
         """The one cell the selection names at this value, or why there is none."""
@@ -323,8 +360,13 @@ class Bisection:
         said = f"skipped: {probe.skipped}" if probe.skipped else \
             f"{probe.key[0]}" + (f": {probe.result.message[:160]}"  # type: ignore[index,union-attr]
                                  if probe.key and probe.key[1] else "")
+        key = self.key_of(probe)
+        timing = probe.result.timing if probe.result is not None else None
+        if timing and self.reference is not None and not probe.skipped:
+            said += (f", {float(timing['median_us']):.2f} us ({self.ratio(probe):.3f}x "
+                     f"{self.reference.value}'s)")
         self.progress.note(f"bisect {self.axis.name} {value}: {said}")
-        return probe.key
+        return key
 
     def run(self) -> list[dict[str, Any]]:
         self.progress.note(f"bisect over {self.axis.name}: {len(self.axis.values)} values, "
@@ -348,19 +390,27 @@ class Bisection:
         def side(probe: Probe) -> dict[str, Any]:
             result = probe.result
             assert result is not None and probe.cell is not None
-            return {"value": probe.value, "cell": result.cell.id,
-                    "happened": happened(result), "outcome": result.outcome,
-                    "message": result.message,
-                    "repro": self.axis.repro(probe.cell, probe.index)}
+            said: dict[str, Any] = {
+                "value": probe.value, "cell": result.cell.id, "happened": happened(result),
+                "outcome": result.outcome, "message": result.message,
+                "repro": self.axis.repro(probe.cell, probe.index)}
+            timing = result.timing
+            if self.slower is not None and timing is not None:
+                said["time"] = {"median_us": timing["median_us"],
+                                "noise": timing.get("noise"),
+                                "ratio": round(self.ratio(probe), 4)}
+            return said
 
         return {"at": after.value, "before": side(before), "after": side(after),
                 "skipped_between": untested}
 
 
 def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
-           variant: str | None, progress: Progress, from_index: bool = True
-           ) -> tuple[RunInfo, list[CellResult]]:
+           variant: str | None, progress: Progress, from_index: bool = True,
+           slower: float | None = None) -> tuple[RunInfo, list[CellResult]]:
     """Run the bisection; the run record (its `bisect` the answer) and every cell run."""
+    if slower is not None and not (math.isfinite(slower) and 1.0 < slower <= 1000.0):
+        raise UserError(f"--slower {slower}: give a ratio above 1 (1.05 is 5% slower)")
     begun, started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), time.monotonic()
     matrix = load_matrix(base.matrix, base.matrix_overrides)
     unknown = [t for t in base.toolkits if t not in matrix.toolkits]
@@ -377,7 +427,7 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
         raise UserError(f"--over {over}: give toolkit, library:NAME or project")
     if not base.cases:
         raise UserError("bisect: name the case (--case ID)")
-    bisection = Bisection(axis, base, variant, progress)
+    bisection = Bisection(axis, base, variant, progress, slower=slower)
     changes = bisection.run()
     probes = [bisection.probes[i] for i in sorted(bisection.probes)]
     results = [p.result for p in probes if p.result is not None]
@@ -385,6 +435,10 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
     answer = {"over": axis.name, "values": axis.values, "changes": changes,
               "probed": [p.value for p in probes],
               "skipped": {p.value: p.skipped for p in probes if p.skipped}}
+    reference = bisection.reference
+    if slower is not None and reference is not None and reference.result is not None:
+        answer["slower"] = {"ratio": slower, "value": reference.value,
+                            "median_us": (reference.result.timing or {})["median_us"]}
     info = replace(last, started=begun, finished=time.strftime("%Y-%m-%dT%H:%M:%S+00:00",
                                                                 time.gmtime()),
                    wall_seconds=round(time.monotonic() - started, 1), bisect=answer)

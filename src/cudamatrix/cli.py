@@ -210,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the first value (a toolkit, a version, a revision)")
     bisect.add_argument("--to", dest="end", metavar="VALUE", help="the last value")
     bisect.add_argument("--variant", help="the case's variant, where it has several")
+    bisect.add_argument("--slower", type=_seconds, metavar="RATIO",
+                        help="find where a timed cell ([variant.time]) first runs more than "
+                             "RATIO times slower than at the first value (1.05: 5%%)")
     bisect.add_argument("--versions", choices=("index", "matrix"), default="index",
                         help="library:NAME: its releases from the package index (default) "
                              "or only those the matrix lists")

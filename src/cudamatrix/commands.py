@@ -310,7 +310,7 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     progress = PlainProgress()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     info, results = bisect(options, args.over, args.start, args.end, args.variant, progress,
-                           from_index=args.versions == "index")
+                           from_index=args.versions == "index", slower=args.slower)
     publish_reports(args, console, options.out, info, results)
     answer = info.bisect or {}
     console.print(f"bisect over {answer['over']}: {len(results)} cells run of "

@@ -232,3 +232,58 @@ def test_history_keeps_each_timed_cells_median() -> None:
     said["median_us"]["nchw-timed/capped/12.4/sm_90"] = -1
     with pytest.raises(ValueError, match=r"median_us\.nchw-timed/capped/12\.4/sm_90"):
         PastRun.from_dict(said)
+
+
+def _failed_cell() -> CellResult:
+    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    cell = next(c for c in document["cells"] if c["outcome"] in ("fail", "xfail")
+                and c["stage"] == "compile")
+    return CellResult.from_dict(cell)
+
+
+def _bisect_by_time(medians: list[float | None], ratio: float
+                    ) -> tuple[list[dict[str, object]], list[str]]:
+    """The bisect's --slower search over made-up toolkits whose cells ran with these
+    medians (None: the cell failed to compile there), through the real search."""
+    from cudamatrix.bisect import Axis, Bisection, Probe, search
+    from cudamatrix.progress import Progress
+    from cudamatrix.reports.markdown import bisect_lines
+
+    values = [f"12.{i}" for i in range(len(medians))]
+    axis = Axis("toolkit", values, lambda options, i: options, lambda cell, i: f"repro {i}")
+    bisection = Bisection(axis, None, None, Progress(), slower=ratio)  # type: ignore[arg-type]
+
+    def probe(index: int) -> tuple[str, str] | None:
+        median = medians[index]
+        result = _failed_cell() if median is None else _timed_cell(median, 0.004)
+        found = Probe(index, values[index], cell=result.cell, result=result)
+        bisection.probes[index] = found
+        return bisection.key_of(found)
+
+    changes = [bisection.change(lo, hi) for lo, hi in search(len(values), probe)]
+    assert bisection.reference is not None and bisection.reference.result is not None
+    answer = {"over": "toolkit", "values": values, "changes": changes, "skipped": {},
+              "slower": {"ratio": ratio, "value": bisection.reference.value,
+                         "median_us": bisection.reference.result.timing["median_us"]}}  # type: ignore[index]
+    return changes, bisect_lines(answer)
+
+
+def test_bisect_slower_finds_where_a_kernel_first_got_slower_than_the_ratio() -> None:
+    changes, lines = _bisect_by_time([28.7, 28.8, 28.6, 29.9, 30.0, 29.9, 29.95], 1.03)
+    assert [c["at"] for c in changes] == ["12.3"]
+    assert lines[0] == "kernel time against 12.0's 28.70 us, slower meaning over 1.03x"
+    assert lines[1].startswith("toolkit 12.3: runs") and "1.042x" in lines[1]
+    assert "12.2" in lines[2] and "28.60 us" in lines[2] and "noise 0.4%" in lines[2]
+    # Under the ratio everywhere: no change, though every median differs a little.
+    assert _bisect_by_time([28.7, 28.8, 28.6, 29.1, 29.0], 1.03)[0] == []
+
+
+def test_bisect_slower_says_a_failure_as_a_change_of_its_own() -> None:
+    changes, _ = _bisect_by_time([28.7, 28.7, None, None], 1.03)
+    assert [c["at"] for c in changes] == ["12.2"]
+    assert "time" not in changes[0]["after"]
+
+
+def test_bisect_slower_needs_a_timed_cell_at_the_first_value() -> None:
+    with pytest.raises(UserError, match="has no kernel time at 12.0"):
+        _bisect_by_time([None, 28.7, 30.0], 1.03)

@@ -118,21 +118,38 @@ def cell_text(result: CellResult) -> str:
     return f"{text} @{result.stage}"
 
 
+def _bisect_side(side: dict[str, Any]) -> str:
+    """What happened at one end of a change; with --slower, how fast too."""
+    time = side.get("time")
+    if not time:
+        return str(side["happened"])
+    return f"{side['happened']}, {time['ratio']:.3f}x"
+
+
 def bisect_lines(answer: dict[str, Any]) -> list[str]:
     """`cudamatrix bisect`'s answer: each change with its two neighbouring cells."""
     lines = []
     if not answer["changes"]:
         lines.append(f"no change over {answer['over']} between {answer['values'][0]} and "
                      f"{answer['values'][-1]}: both ends did the same")
+    slower = answer.get("slower")
+    if slower:
+        lines.append(f"kernel time against {slower['value']}'s {slower['median_us']:.2f} us, "
+                     f"slower meaning over {slower['ratio']}x")
     for change in answer["changes"]:
         before, after = change["before"], change["after"]
         between = change["skipped_between"]
-        lines.append(f"{answer['over']} {change['at']}: {before['happened']} -> "
-                     f"{after['happened']}" + (f" (somewhere after {before['value']}; not "
-                                               f"runnable: {', '.join(between)})"
-                                               if between else ""))
+        lines.append(f"{answer['over']} {change['at']}: {_bisect_side(before)} -> "
+                     f"{_bisect_side(after)}" + (f" (somewhere after {before['value']}; not "
+                                                 f"runnable: {', '.join(between)})"
+                                                 if between else ""))
         for side in (before, after):
             said = f": {side['message'][:200]}" if side["happened"].startswith("fails") else ""
+            time = side.get("time")
+            if time:
+                noise = time.get("noise")
+                said += (f": {time['median_us']:.2f} us, {time['ratio']:.3f}x"
+                         + (f" (noise {100 * noise:.1f}%)" if noise is not None else ""))
             lines.append(f"  {side['value']} {side['cell']}: {side['happened']}{said}")
             lines.append(f"    repro: {side['repro']}")
     lines += [f"  skipped {value}: {why}" for value, why in answer.get("skipped", {}).items()]
