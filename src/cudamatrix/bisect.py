@@ -356,7 +356,10 @@ class Bisection:
             if info.environment_errors:
                 probe.skipped = "; ".join(info.environment_errors.values())
             elif probe.result is None or probe.result.outcome == "skip":
-                probe.skipped = probe.result.reason if probe.result else "no result"
+                # What made it a skip (the toolkit lacks a header, no nvcc), not the verdict's
+                # generic "this environment cannot run the cell".
+                probe.skipped = (probe.result.message or probe.result.reason) \
+                    if probe.result else "no result"
         said = f"skipped: {probe.skipped}" if probe.skipped else \
             f"{probe.key[0]}" + (f": {probe.result.message[:160]}"  # type: ignore[index,union-attr]
                                  if probe.key and probe.key[1] else "")
@@ -380,7 +383,8 @@ class Bisection:
         if len(ran) < 2:
             raise UserError(f"bisect over {self.axis.name}: fewer than two values could be "
                             "run (" + "; ".join(f"{p.value}: {p.skipped}"
-                                                for p in self.probes.values()) + ")")
+                                                for p in self.probes.values()
+                                                if p.skipped) + ")")
         return [self.change(lo, hi) for lo, hi in changes]
 
     def change(self, lo: int, hi: int) -> dict[str, Any]:

@@ -129,13 +129,13 @@ def _bisect_side(side: dict[str, Any]) -> str:
 def bisect_lines(answer: dict[str, Any]) -> list[str]:
     """`cudamatrix bisect`'s answer: each change with its two neighbouring cells."""
     lines = []
-    if not answer["changes"]:
-        lines.append(f"no change over {answer['over']} between {answer['values'][0]} and "
-                     f"{answer['values'][-1]}: both ends did the same")
     slower = answer.get("slower")
     if slower:
         lines.append(f"kernel time against {slower['value']}'s {slower['median_us']:.2f} us, "
                      f"slower meaning over {slower['ratio']}x")
+    if not answer["changes"]:
+        lines.append(f"no change over {answer['over']} between {answer['values'][0]} and "
+                     f"{answer['values'][-1]}: both ends did the same")
     for change in answer["changes"]:
         before, after = change["before"], change["after"]
         between = change["skipped_between"]
