@@ -89,6 +89,16 @@ class CellResult:
         return None
 
     @property
+    def gpu_name(self) -> str:
+        """The GPU the cell's kernel ran on, by name (its kind): the load stage's GPU where a
+        GPU server recorded one, else the run's device; empty where none ran it."""
+        for stage in self.stages:
+            gpu = stage.details.get("gpu") if stage.stage == "load" else None
+            if isinstance(gpu, dict) and isinstance(gpu.get("name"), str):
+                return str(gpu["name"])
+        return str((self.device or {}).get("name") or "")
+
+    @property
     def ships(self) -> list[dict[str, Any]]:
         """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
         return self._compiled("ships")

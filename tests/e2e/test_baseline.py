@@ -85,9 +85,12 @@ def test_bad_baseline_is_a_clear_error(run_cli, tmp_path: Path) -> None:
 
 
 def test_annotations_and_summary_keep_within_github_limits() -> None:
-    info, results = load_results(REPO / "reports" / "results.json")
+    # The H100's library corpus through the GPU server: its 12 case errors (unknown
+    # kernel names, by design) are more than fit.
+    info, results = load_results(REPO / "reports" / "gpu-server-h100" / "lib-server-16"
+                                 / "results.json")
     failing = [r for r in results if r.outcome in ("fail", "error")]
-    assert len(failing) > ANNOTATIONS_PER_TYPE  # the H100 run has more than fit
+    assert len(failing) > ANNOTATIONS_PER_TYPE
     lines = annotation_lines(results, None)
     errors = [ln for ln in lines if ln.startswith("::error ")]
     assert len(errors) == ANNOTATIONS_PER_TYPE

@@ -51,16 +51,16 @@ def test_outcome_and_axis_filters(page_and_cells) -> None:
     page, cells, _ = page_and_cells
     outcomes = Counter(c["outcome"] for c in cells)
     for box in page.locator("input[name=outcome]").all():
-        if box.get_attribute("value") != "fail":
+        if box.get_attribute("value") != "skip":
             box.uncheck()
-    assert _visible_cells(page) == outcomes["fail"] > 0
-    # Cases without a failing cell disappear entirely.
-    failing_cases = {c["case"] for c in cells if c["outcome"] == "fail"}
+    assert _visible_cells(page) == outcomes["skip"] > 0
+    # Cases without a skipped cell disappear entirely.
+    skipping_cases = {c["case"] for c in cells if c["outcome"] == "skip"}
     visible_cases = page.locator("section.case:not(.hidden-block)")
-    assert visible_cases.count() == len(failing_cases)
+    assert visible_cases.count() == len(skipping_cases)
     page.select_option("select[name=toolkit]", "13.5")
-    assert _visible_cells(page) == sum(1 for c in cells if c["outcome"] == "fail"
-                                       and c["toolkit"] == "13.5")
+    assert _visible_cells(page) == sum(1 for c in cells if c["outcome"] == "skip"
+                                       and c["toolkit"] == "13.5") > 0
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report-filtered.png"), full_page=True)
     page.select_option("select[name=toolkit]", "")
@@ -74,7 +74,7 @@ def test_outcome_and_axis_filters(page_and_cells) -> None:
 
 def test_cell_opens_message_diagnosis_resources_and_log(page_and_cells) -> None:
     page, cells, _ = page_and_cells
-    target = next(c for c in cells if c["outcome"] == "fail"
+    target = next(c for c in cells if c["diagnosis"]
                   and c["diagnosis"]["rule"] == "ptx-newer-than-driver")
     page.locator(f'td.cell[data-id="{target["id"]}"]').click()
     panel = page.locator("dialog#panel")
@@ -103,8 +103,15 @@ def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> N
     """Issue 25, point 2: the first screen holds a sentence per case and the grid, a symbol
     per cell with the unexpected ones marked, each cell's message and repro on hover (its
     title) and on tap (the panel); at desktop and phone widths, with no sideways scrolling of
-    the page itself (the grid scrolls in its own box)."""
-    page, cells, _ = page_and_cells
+    the page itself (the grid scrolls in its own box). On the 2026-11-22 H100 report's
+    toolkit 13.5 cells, as published then, with cells that were not what their case
+    expected."""
+    published = REPO / "tests" / "data" / "published-2026-11-22-toolkit-13.5.json"
+    made = cudamatrix("report", str(published), out=tmp_path / "page")
+    assert (tmp_path / "page" / "report.html").exists(), made.output
+    cells = json.loads(published.read_text())["cells"]
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto((tmp_path / "page" / "report.html").as_uri())
     glance = page.locator("section#glance")
     cases = {c["case"] for c in cells}
     assert glance.locator("ul.answers > li").count() == len(cases)
@@ -134,7 +141,8 @@ def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> N
     phone.locator("dialog#panel button").tap()
     phone.screenshot(path=str(ARTIFACTS / "first-screen-phone.png"))
     phone.close()
-    run = cudamatrix("report", str(REPO / "reports" / "results.json"), out=tmp_path)
+    page.close()
+    run = cudamatrix("report", str(published), out=tmp_path)
     assert run.code in (0, 1)
     markdown = (tmp_path / "COMPATIBILITY.md").read_text()
     assert markdown.index("## At a glance") == markdown.index("\n## ") + 1
@@ -184,3 +192,45 @@ def test_a_timed_cells_panel_says_its_kernel_time(page_and_cells, tmp_path: Path
     assert "Kernel time" in text, text
     assert "median 29.98 us, min 29.60 us, noise 1.19% over 830 samples (over its noise " \
         "target), L2 cold; SM clock 1980 of 1980 MHz" in text, text
+
+
+def test_a_timed_cells_panel_draws_its_samples_and_its_time_across_runs(
+        page_and_cells, tmp_path: Path) -> None:
+    """The H100's timed nchw_to_nhwc with the samples this version records: the panel draws
+    them, a point each, titled; and with an earlier run kept in history.json (the same cell
+    20% faster), the cell's median in each run as a line across the runs."""
+    results = REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
+    cell_id = "nchw-timed/capped/12.4/sm_90"
+    samples = [29.9 + (i % 7) / 100 for i in range(40)]
+
+    def document(finished: str, scale: float) -> Path:
+        record = json.loads(results.read_text())
+        record["run"]["finished"] = record["run"]["started"] = finished
+        for cell in record["cells"]:
+            for stage in cell["stages"]:
+                if cell["id"] == cell_id and stage["stage"] == "run":
+                    stage["details"]["timing"]["median_us"] /= scale
+                    stage["details"]["timing"]["samples_us"] = samples
+        path = tmp_path / f"{finished[:10]}.json"
+        path.write_text(json.dumps(record))
+        return path
+
+    earlier = cudamatrix("report", str(document("2026-11-20T10:00:00+00:00", 1.2)),
+                         out=tmp_path / "earlier")
+    assert (tmp_path / "earlier" / "history.json").exists(), earlier.output
+    run = cudamatrix("report", str(document("2026-11-21T10:00:00+00:00", 1.0)), "--history",
+                     str(tmp_path / "earlier" / "history.json"), out=tmp_path / "now")
+    assert (tmp_path / "now" / "report.html").exists(), run.output
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto((tmp_path / "now" / "report.html").as_uri())
+    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    drawn = page.locator("#panel-resources svg.samples circle")
+    assert drawn.count() == len(samples)
+    assert drawn.first.locator("title").text_content() == "sample 1: 29.90 us"
+    assert "40 values, 29.90 to 29.96 us" in page.locator("#panel-resources").inner_text()
+    across = page.locator("#panel-history svg.times circle")
+    titles = [across.nth(i).locator("title").text_content() for i in range(across.count())]
+    page.close()
+    assert len(titles) == 2, titles
+    assert titles[0].startswith("2026-11-20") and "median 24.99 us" in titles[0], titles
+    assert titles[1].startswith("2026-11-21") and "median 29.98 us" in titles[1], titles

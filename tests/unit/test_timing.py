@@ -102,8 +102,8 @@ def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
                                               "clock_event_reasons": number}
         cells.append(CellResult.from_dict(cell))
     text = "\n".join(timing_lines(cells))
-    assert "#### Kernel time (GPU events around each launch, median of the samples; " \
-        "against the variant's fastest toolkit on that arch)" in text
+    assert "#### Kernel time on NVIDIA H100 80GB HBM3 (GPU events around each launch, " \
+        "median of the samples; against the variant's fastest toolkit on that arch)" in text
     assert "| cold | 11.8 |" in text
     assert "20.00 us ±0.0%" in text and "21.00 us ±0.0% (clock held)" in text
     assert timing_lines([CellResult.from_dict(c) for c in document["cells"][:3]]) == []
@@ -285,5 +285,33 @@ def test_bisect_slower_says_a_failure_as_a_change_of_its_own() -> None:
 
 
 def test_bisect_slower_needs_a_timed_cell_at_the_first_value() -> None:
-    with pytest.raises(UserError, match="has no kernel time at 12.0"):
+    with pytest.raises(UserError, match=r"has no kernel time at 12\.0"):
         _bisect_by_time([None, 28.7, 30.0], 1.03)
+
+
+def test_times_on_two_kinds_of_gpu_are_compared_each_on_its_own() -> None:
+    """A merged run of an H100 runner and an A100 runner: each GPU kind its own rows and its
+    own fastest toolkit; an A100's slower figure is never said against the H100's."""
+    h100 = _timed_cell(40.0, 0.004)
+    record = h100.to_dict()
+    for stage in record["stages"]:
+        if stage["stage"] == "load":
+            stage["details"]["gpu"] = {"index": 0, "uuid": "GPU-a", "name": "NVIDIA A100",
+                                       "arch": "sm_80"}
+        if stage["stage"] == "run":
+            stage["details"]["timing"]["median_us"] = 60.0
+    a100 = CellResult.from_dict(record)
+    assert (h100.gpu_name, a100.gpu_name) == ("NVIDIA H100 80GB HBM3", "NVIDIA A100")
+    text = "\n".join(timing_lines([h100, a100]))
+    assert "against the variant's fastest toolkit on that arch and GPU" in text
+    assert "| GPU | variant |" in text
+    assert "| NVIDIA A100 |" in text and "60.00 us ±0.4%" in text
+    assert "1.50x" not in text  # 60 us is the A100's fastest, not 1.5x the H100's 40 us
+
+
+def test_the_record_keeps_the_samples_in_order_and_few_of_many() -> None:
+    few = [20.0 + i / 10 for i in range(50)]
+    assert timing.summary(few, {})["samples_us"] == [round(v, 3) for v in few]
+    many = [float(i) for i in range(100_000)]
+    kept = timing.summary(many, {})["samples_us"]
+    assert len(kept) <= timing.KEPT_SAMPLES and kept[0] == 0.0 and kept == sorted(kept)

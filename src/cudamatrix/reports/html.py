@@ -129,6 +129,11 @@ def _history_data(history: Sequence[PastRun], cells: dict[str, dict[str, Any]]
     for cell_id, data in cells.items():
         data["history"] = "".join(HISTORY_CODES.get(outcome, "?")
                                   for _, _, outcome in cell_history(history, cell_id))
+        # A timed cell's median in each kept run (null where it was not timed): the panel
+        # draws its time across the runs.
+        times = [run.times.get(cell_id) for run in history]
+        if sum(t is not None for t in times) >= 2:
+            data["times"] = times
     return {"runs": [{"finished": r.finished, "revision": r.revision} for r in history],
             "codes": {code: outcome or "absent" for outcome, code in HISTORY_CODES.items()}}
 

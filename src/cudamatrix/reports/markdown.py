@@ -285,21 +285,28 @@ def timing_lines(cells: Sequence[CellResult]) -> list[str]:
     if not timed:
         return []
     archs = sorted({r.cell.arch for r, _ in timed}, key=Arch.parse)
-    fastest: dict[tuple[str, str, str], float] = {}
+    # Times compare only on one kind of GPU: a merged run's H100 and A100 runners each get
+    # their rows and their own fastest toolkit.
+    kinds = sorted({r.gpu_name for r, _ in timed})
+    fastest: dict[tuple[str, str, str, str], float] = {}
     for r, timing in timed:
-        key = (r.cell.variant, str(timing.get("l2", "")), r.cell.arch)
+        key = (r.gpu_name, r.cell.variant, str(timing.get("l2", "")), r.cell.arch)
         fastest[key] = min(fastest.get(key, float("inf")), float(timing["median_us"]))
-    rows: dict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+    rows: dict[tuple[str, str, str, str], dict[str, str]] = defaultdict(dict)
     for r, timing in timed:
         l2 = str(timing.get("l2", ""))
-        rows[(r.cell.variant, l2, row_label(r.cell))][r.cell.arch] = timing_text(
-            timing, fastest[(r.cell.variant, l2, r.cell.arch)])
-    table = [[md_code(variant, table=True), md_text(l2), md_text(label),
-              *(md_text(row.get(a, "")) for a in archs)]
-             for (variant, l2, label), row in rows.items()]
-    return ["", "#### Kernel time (GPU events around each launch, median of the samples; "
-            "against the variant's fastest toolkit on that arch)", "",
-            compact_table(["variant", "L2", "toolkit", *archs], table)]
+        rows[(r.gpu_name, r.cell.variant, l2, row_label(r.cell))][r.cell.arch] = timing_text(
+            timing, fastest[(r.gpu_name, r.cell.variant, l2, r.cell.arch)])
+    several = len(kinds) > 1
+    table = [[*([md_text(gpu or "?")] if several else []), md_code(variant, table=True),
+              md_text(l2), md_text(label), *(md_text(row.get(a, "")) for a in archs)]
+             for (gpu, variant, l2, label), row in sorted(rows.items())]
+    where = "" if several or not kinds[0] else f" on {md_text(kinds[0])}"
+    return ["", f"#### Kernel time{where} (GPU events around each launch, median of the "
+            "samples; against the variant's fastest toolkit on that arch"
+            + (" and GPU" if several else "") + ")", "",
+            compact_table([*(["GPU"] if several else []), "variant", "L2", "toolkit", *archs],
+                          table)]
 
 
 def grid_table(grid: Grid) -> list[str]:

@@ -35,6 +35,8 @@ DEFAULT_NOISE = 0.005
 DEFAULT_MAX_SECONDS = 0.5
 MIN_SAMPLES = 10
 MAX_SAMPLES = 100_000
+# How many samples the record keeps for the page (evenly spaced beyond that).
+KEPT_SAMPLES = 256
 
 
 def noise(samples: Sequence[float]) -> float:
@@ -56,16 +58,26 @@ def enough(samples: Sequence[float], elapsed_s: float, settings: Mapping[str, An
         and noise(samples) <= float(settings.get("noise", DEFAULT_NOISE))
 
 
+def kept_samples(samples_us: Sequence[float]) -> list[float]:
+    """The samples the record keeps for the page to draw, in the order they were taken (a
+    drift or a throttled stretch shows as one): all of them up to KEPT_SAMPLES, else that
+    many evenly spaced, so a 100,000-sample cell stays a few kilobytes."""
+    step = max(1, -(-len(samples_us) // KEPT_SAMPLES))
+    return [round(v, 3) for v in samples_us[::step]]
+
+
 def summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> dict[str, Any]:
     """What results.json records of a timing: the median (the figure compared between
-    toolkits), the minimum, the noise, the count, and whether the noise target was met."""
+    toolkits), the minimum, the noise, the count, whether the noise target was met, and
+    the samples themselves (kept_samples) for the cell's panel."""
     target = float(settings.get("noise", DEFAULT_NOISE))
     spread = noise(samples_us)
     return {"median_us": round(statistics.median(samples_us), 4),
             "min_us": round(min(samples_us), 4),
             "noise": round(spread, 5), "samples": len(samples_us),
             "converged": len(samples_us) >= MIN_SAMPLES and spread <= target,
-            "l2": str(settings.get("l2", "cold"))}
+            "l2": str(settings.get("l2", "cold")),
+            "samples_us": kept_samples(samples_us)}
 
 
 def over_limit(timing: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
