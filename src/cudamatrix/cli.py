@@ -261,6 +261,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "shard reported becomes an error naming its job")
     merge.add_argument("--matrix", type=Path, default=None,
                        help="the matrix the plan was made from (with --plan)")
+    merge.add_argument("--corpus", type=Path, action="append", default=[],
+                       help="cases to judge max_slowdown with across the shards (with "
+                            "cudamatrix.toml's and --known-bugs; none: not judged)")
+    merge.add_argument("--known-bugs", action="store_true",
+                       help="the known-bug corpus's cases too")
     audit = commands.add_parser(
         "audit", help="judge built wheels and libraries for the GPUs and drivers they load on")
     audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")

@@ -103,15 +103,22 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
 
 
 def _report_cases(args: argparse.Namespace) -> dict[str, Case]:
-    """The cases a run would load here: the project's, --corpus and the known bugs."""
+    """The cases --rejudge judges against: those a run would load here."""
+    cases = _cases_here(args)
+    if not cases:
+        raise UserError("--rejudge: no cases to judge against (--corpus DIR, --known-bugs)")
+    return cases
+
+
+def _cases_here(args: argparse.Namespace) -> dict[str, Case]:
+    """The cases a run would load here: the project's, --corpus and the known bugs; none
+    where none is named (a merge needs cases only to judge max_slowdown across shards)."""
     from .corpus import load_corpus
 
     project = find_project(Path.cwd())
     folders = (*project.cases, *args.corpus, *((KNOWN_BUGS,) if args.known_bugs
                                                 or project.known_bugs else ()))
-    if not folders:
-        raise UserError("--rejudge: no cases to judge against (--corpus DIR, --known-bugs)")
-    return {case.id: case for case in load_corpus(folders)}
+    return {case.id: case for case in load_corpus(folders)} if folders else {}
 
 
 def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.ArgumentParser
@@ -459,6 +466,11 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
             expected = planned_shards(args.plan, args.matrix, parser) if args.plan else ()
             info, results = merge_results(args.shards, expected)
+            # max_slowdown against a toolkit another shard ran: only the merge has both.
+            cases = _cases_here(args)
+            if cases:
+                from .slowdowns import judge_slowdowns
+                results = judge_slowdowns(results, cases)
             sys.exit(publish_reports(args, console, args.out, info, results))
     except UserError as exc:
         console.print(f"error: {exc}", markup=False, soft_wrap=True)

@@ -315,3 +315,31 @@ def test_the_record_keeps_the_samples_in_order_and_few_of_many() -> None:
     many = [float(i) for i in range(100_000)]
     kept = timing.summary(many, {})["samples_us"]
     assert len(kept) <= timing.KEPT_SAMPLES and kept[0] == 0.0 and kept == sorted(kept)
+
+
+def test_max_slowdown_across_toolkit_shards_is_judged_when_they_are_merged(
+        tmp_path: Path) -> None:
+    """A CI plan that puts 11.8 and 12.4 in different jobs: neither shard can judge
+    max_slowdown alone (each says it had no 11.8 cell to compare with); the merge, which
+    has both, judges it with the project's cases."""
+    import subprocess
+    import sys
+
+    _realworld_with(tmp_path, 1.03)  # writes tmp_path/nchw-timed, the case
+    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+                           / "results.json").read_text())
+    for name, toolkits in (("a", {"11.8"}), ("b", {"12.4", "12.8", "13.0"})):
+        shard = dict(document, cells=[c for c in document["cells"] if c["toolkit"] in toolkits])
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(shard))
+    merged = tmp_path / "merged"
+    done = subprocess.run([sys.executable, "-m", "cudamatrix", "merge", str(tmp_path / "a"),
+                           str(tmp_path / "b"), "--corpus", str(tmp_path), "--out",
+                           str(merged)], capture_output=True, text=True, check=False,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # the slowdown is a failure
+    cells = {c["id"]: c for c in json.loads((merged / "results.json").read_text())["cells"]}
+    slow = cells["nchw-timed/capped/12.4/sm_90"]
+    assert (slow["outcome"], slow["stage"]) == ("fail", "run")
+    assert "slower than max_slowdown 1.03x" in slow["message"]
+    assert cells["nchw-timed/capped/11.8/sm_90"]["outcome"] == "pass"
