@@ -114,6 +114,14 @@ class SilentServer(GpuServer):
         if self.process is not None and self.process.poll() is None:
             return
         after = "os._exit(3)" if self.behaviour == "dies" else "time.sleep(60)"
+        if self.behaviour == "refuses":  # says it is ready, then is gone before a cell asks
+            script = "print('{\"ready\": true}', flush=True)\n"
+            self.process = subprocess.Popen([sys.executable, "-c", script],
+                                             stdout=subprocess.PIPE, text=True,
+                                             start_new_session=True)
+            assert self.process.stdout is not None
+            self.process.stdout.readline()
+            return
         script = ("import os, socket, sys, time\n"
                   "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
                   f"s.bind({self.socket_path!r}); s.listen(1)\n"
@@ -126,11 +134,13 @@ class SilentServer(GpuServer):
         self.process.stdout.readline()
 
 
-@pytest.mark.parametrize("behaviour", ["dies", "hangs"])
+@pytest.mark.parametrize("behaviour", ["dies", "hangs", "refuses"])
 def test_a_cell_whose_server_died_or_hung_names_the_gpu_it_was_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: str) -> None:
     """Which of the runner's GPUs a kernel hung or crashed on is the first thing its owner
-    asks; the cell's first stage names it, as an answered cell's does."""
+    asks; the cell's first stage names it, as an answered cell's does. A server gone before
+    the cell reached it is that cell's crash, not a failure to write the run's record (it
+    was an OSError the run took for a full disk, and stopped)."""
     import cudamatrix.executors.gpus as gpus
     monkeypatch.setattr(gpus, "SERVER_GRACE_S", 0.0)
     work = tmp_path / "cell"
@@ -142,6 +152,6 @@ def test_a_cell_whose_server_died_or_hung_names_the_gpu_it_was_on(
         stages = server.run(job, None, None)
     finally:
         server.stop()
-    assert stages[0].status == ("crashed" if behaviour == "dies" else "timeout"), stages
+    assert stages[0].status == ("timeout" if behaviour == "hangs" else "crashed"), stages
     assert stages[0].details["gpu"] == A100.to_dict()
     assert stages[0].details["server_replaced"]

@@ -144,6 +144,12 @@ class GpuServer:
             self.stop()
             return [self._named(timed_out(job, read_bounded(job.work / GPU_OUTPUT_FILE).strip()),
                                 "it ran past the cell's limit")]
+        except OSError as exc:  # its socket gone or refusing: the server died, not the disk
+            self.stop()
+            why = f"the GPU's server could not be reached ({exc.strerror or exc})"
+            return [self._named(StageResult(stage_entered(job.work, "load"), "crashed", why,
+                                            read_bounded(job.work / GPU_OUTPUT_FILE).strip()),
+                                why)]
         finally:
             connection.close()
         output = read_bounded(job.work / GPU_OUTPUT_FILE).strip()
