@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..versions import Arch, sass_runs_on
 from .elf import EM_CUDA, UnreadableFile, _elf_sections, elf_machine, fatbins
 
 _IMAGE = re.compile(r"^(?P<stem>.+)\.(?P<module>\d+)\.(?P<arch>sm_\d+[af]?)\.(?P<kind>cubin|ptx)$")
@@ -169,3 +170,26 @@ def read_modules(elf: Path, name: str, cuobjdump: str,
                                                                                     i.arch))),
                                   measured))
     return modules
+
+
+def ptx_fits(target: Arch, gpu: Arch) -> bool:
+    """Whether PTX for `target` can be JIT-compiled for `gpu` (driver aside): not above it,
+    an `a` target only on its exact arch, an `f` one on its family's later members."""
+    if target.suffix == "a":
+        return target.capability == gpu.capability
+    if target.suffix == "f":
+        return target.capability // 10 == gpu.capability // 10 \
+            and target.capability <= gpu.capability
+    return target.capability <= gpu.capability
+
+
+def runs_on(module: Module, gpu: Arch) -> str | None:
+    """Why no image of `module` can serve `gpu`, whatever the driver (None: one can): the
+    per-arch question a build answers before any driver is named."""
+    if any(sass_runs_on(Arch.parse(i.arch), gpu) for i in module.sass()):
+        return None
+    if any(ptx_fits(Arch.parse(i.arch), gpu) for i in module.ptx()):
+        return None
+    sass = ", ".join(i.arch for i in module.sass()) or "none"
+    ptx = ", ".join(i.arch.replace("sm_", "compute_") for i in module.ptx()) or "none"
+    return f"SASS {sass}, PTX {ptx}: none runs on {gpu.name}"

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from ..matrix import Matrix
 from ..versions import Arch, sass_runs_on
-from .facts import Image, Module
+from .facts import Image, Module, ptx_fits
 
 
 @dataclass(frozen=True)
@@ -62,20 +62,11 @@ def _sass(matrix: Matrix, image: Image, gpu: Arch, driver: Driver) -> str | None
     return None
 
 
-def _ptx_fits(target: Arch, gpu: Arch) -> bool:
-    if target.suffix == "a":
-        return target.capability == gpu.capability
-    if target.suffix == "f":
-        return target.capability // 10 == gpu.capability // 10 \
-            and target.capability <= gpu.capability
-    return target.capability <= gpu.capability
-
-
 def _ptx(matrix: Matrix, image: Image, gpu: Arch, driver: Driver) -> str | None:
     """Why this PTX cannot be JIT-compiled here (None: it can)."""
     target = Arch.parse(image.arch)
     virtual = target.compute
-    if not _ptx_fits(target, gpu):
+    if not ptx_fits(target, gpu):
         return f"PTX {virtual} targets a newer GPU than {gpu.name}" if target.suffix != "a" \
             else f"PTX {virtual} is arch-specific and JIT-compiles only for sm_{target.capability}"
     accepted = matrix.toolkits.get(driver.cuda)
@@ -105,18 +96,6 @@ def predict(matrix: Matrix, module: Module, gpu: Arch, driver: Driver) -> Predic
         refusals.append("no PTX to JIT")
     return Prediction(False, None, None,
                       f"does not load on {gpu.name} with {driver}: " + "; ".join(refusals))
-
-
-def runs_on(module: Module, gpu: Arch) -> str | None:
-    """Why no image of `module` can serve `gpu`, whatever the driver (None: one can): the
-    per-arch question a build answers before any driver is named."""
-    if any(sass_runs_on(Arch.parse(i.arch), gpu) for i in module.sass()):
-        return None
-    if any(_ptx_fits(Arch.parse(i.arch), gpu) for i in module.ptx()):
-        return None
-    sass = ", ".join(i.arch for i in module.sass()) or "none"
-    ptx = ", ".join(i.arch.replace("sm_", "compute_") for i in module.ptx()) or "none"
-    return f"SASS {sass}, PTX {ptx}: none runs on {gpu.name}"
 
 
 def driver_floor(matrix: Matrix, module: Module, gpu: Arch) -> str | None:

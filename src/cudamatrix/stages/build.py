@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.elf import UnreadableFile, fatbins
-from ..audit.facts import Module, read_modules
+from ..audit.facts import Module, read_modules, runs_on
 from ..audit.inputs import members
-from ..audit.predict import runs_on
 from ..versions import Arch, sass_runs_on
 from .budgets import judge_budget
 from .cell_files import BUILD_SOURCE, COMPILE_RECORD
