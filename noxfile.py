@@ -91,7 +91,7 @@ def shards(session: nox.Session) -> None:
     session.run("cudamatrix", "run", "--no-gpu", *session.posargs, "--out", str(out / "whole"),
                 success_codes=[0, 1])
     session.run("python", "-c", "import sys; from pathlib import Path; "
-                "from cudamatrix.merge import report_differences; "
+                "from cudamatrix.record.merge import report_differences; "
                 f"d = report_differences(Path({str(out / 'merged')!r}), "
                 f"Path({str(out / 'whole')!r})); "
                 "print('\\n'.join(d) or 'merged report == unsharded report'); "

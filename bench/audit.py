@@ -18,9 +18,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from cudamatrix.audit.elf import fatbins
-from cudamatrix.audit.inputs import resolve
-from cudamatrix.options import default_cache
+from cudamatrix.config.options import default_cache
+from cudamatrix.stages.binaries.elf import fatbins
+from cudamatrix.stages.binaries.inputs import resolve
 
 REPO = Path(__file__).resolve().parents[1]
 WHEELS = {"bitsandbytes==0.50.2": 5.0, "vllm==0.11.0": None}

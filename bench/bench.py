@@ -36,16 +36,16 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from cudamatrix.environments import Environments
+from cudamatrix.config.options import RunOptions
+from cudamatrix.config.plan import BUNDLED
+from cudamatrix.config.planning import make_plan
 from cudamatrix.errors import EnvironmentUnavailable
-from cudamatrix.executors.local import LocalExecutor
-from cudamatrix.gpu import DeviceInfo
-from cudamatrix.options import RunOptions
-from cudamatrix.plan import BUNDLED
-from cudamatrix.planning import make_plan
-from cudamatrix.progress import Progress
+from cudamatrix.orchestrator.environments import Environments
+from cudamatrix.orchestrator.executors.local import LocalExecutor
+from cudamatrix.orchestrator.gpu import DeviceInfo
+from cudamatrix.orchestrator.progress import Progress
+from cudamatrix.orchestrator.runner import CellRunner
 from cudamatrix.providers.docker import engine
-from cudamatrix.runner import CellRunner
 from cudamatrix.stages.compile import Build
 from cudamatrix.stages.frontends import frontend
 from cudamatrix.stages.job import Job

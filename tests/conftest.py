@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cudamatrix.locks import folder_lock
+from cudamatrix.common.locks import folder_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -189,6 +189,6 @@ def run_cli():
 
 
 def has_gpu() -> bool:
-    from cudamatrix.gpu import probe
+    from cudamatrix.orchestrator.gpu import probe
 
     return probe().present

@@ -189,7 +189,7 @@ def real_libraries(limit_bytes: int = 1 << 20) -> list[bytes]:
     memory: the first fatbinaries of the torchao wheel's libraries (real fatbinary, entry
     and cubin headers) laid into a small library, and cubins a run left in the compile
     cache."""
-    from cudamatrix.audit.elf import UnreadableFile, fatbins
+    from cudamatrix.stages.binaries.elf import UnreadableFile, fatbins
 
     found: list[bytes] = []
     for wheel in sorted((CACHE / "audit-wheels").glob("*/*.whl"))[:2]:

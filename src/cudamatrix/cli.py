@@ -13,10 +13,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
-from .ci import RUNNER_BASE
-from .defaults import CONFIG
-from .defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
-from .options import (
+from .commands.actions_matrix import RUNNER_BASE
+from .common.versions import HOST_COMPILER
+from .config.defaults import CONFIG
+from .config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
+from .config.options import (
     CACHE_ENV,
     COMPILE_CACHE_FROM_ENV,
     DOCKER_FLAVOURS,
@@ -24,7 +25,6 @@ from .options import (
     RUNNER_LABEL_ENV,
     default,
 )
-from .versions import HOST_COMPILER
 
 
 class ProviderChoices:
@@ -309,6 +309,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run --toolkit 13.0`
         args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
-    from .commands import dispatch  # the runner, reports and providers: only now
+    from .commands.dispatch import dispatch
 
     dispatch(args, parser)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from conftest import Run, cudamatrix
-from cudamatrix.audit.facts import read_modules
-from cudamatrix.options import default_cache
+from cudamatrix.config.options import default_cache
 from cudamatrix.providers.sass_tools import prepare_sass_tools
+from cudamatrix.stages.binaries.facts import read_modules
 
 GPUS = ("sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
 DRIVERS = ("535", "550", "580")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import REPO
+from cudamatrix.record.results import load_results
 from cudamatrix.reports.github import (
     ANNOTATIONS_PER_TYPE,
     SUMMARY_LIMIT_BYTES,
@@ -13,7 +14,6 @@ from cudamatrix.reports.github import (
     step_summary,
 )
 from cudamatrix.reports.markdown import markdown_report
-from cudamatrix.results import load_results
 
 GOOD = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 BROKEN = GOOD.replace("2.0f", "undefined_name")

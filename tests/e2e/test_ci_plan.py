@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 from conftest import REPO, Run, main_job_cache
-from cudamatrix.merge import report_differences
-from cudamatrix.options import COMPILE_CACHE_FROM_ENV
+from cudamatrix.config.options import COMPILE_CACHE_FROM_ENV
+from cudamatrix.record.merge import report_differences
 
 
 def _plan(run_cli, *args: str) -> list[dict]:

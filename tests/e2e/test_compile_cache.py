@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from conftest import private_cache
-from cudamatrix.plan import cell_slug
+from cudamatrix.config.plan import cell_slug
 
 HEADER = "#pragma once\n#define SCALE 3.0f\n"
 KERNEL = """#include "scale.h"

@@ -65,8 +65,8 @@ def test_nvcc_cells_of_11_8_and_12_4_build(nvcc_run) -> None:
 def test_each_nvcc_lists_the_archs_the_matrix_keeps_for_it(nvcc_run) -> None:
     """Issue 12, point 5: the arch table is checked against nvcc's own --list-gpu-code too
     (11.8's and 12.4's from Debian here), and a disagreement would be a run warning."""
-    from cudamatrix.defaults import DEFAULT_MATRIX
-    from cudamatrix.matrix import load_matrix
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+    from cudamatrix.config.matrix import load_matrix
     from cudamatrix.providers.toolkits import WheelsToolkits
 
     class Quiet:

@@ -14,7 +14,7 @@ from conftest import Run, main_job_cache
 docker = pytest.importorskip("docker")
 
 from cudamatrix.errors import EnvironmentUnavailable  # noqa: E402
-from cudamatrix.executors.containers import CellContainer, leftover_containers  # noqa: E402
+from cudamatrix.orchestrator.executors.containers import CellContainer, leftover_containers  # noqa: E402
 from cudamatrix.providers.docker import BASE_TAG, ensure_base_image  # noqa: E402
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import has_gpu
-from cudamatrix.gpu import probe
+from cudamatrix.orchestrator.gpu import probe
 
 pytestmark = pytest.mark.gpu
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
-from cudamatrix.compile_cache import MANIFEST, CompileCache
-from cudamatrix.plan import cell_slug
+from cudamatrix.common.up_to_date import RECORD
+from cudamatrix.config.plan import cell_slug
+from cudamatrix.orchestrator.compile_cache import MANIFEST, CompileCache
 from cudamatrix.stages.limits import KEPT_OUTPUT_BYTES, run_tool
 from cudamatrix.stages.result import StageResult
-from cudamatrix.up_to_date import RECORD
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
 CASE = """

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import BROWSER_FLAGS, REPO, Run, chromium, cudamatrix, private_cache
-from cudamatrix.compile_cache import MANIFEST, CompileCache
+from cudamatrix.orchestrator.compile_cache import MANIFEST, CompileCache
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_CACHE, cudamatrix
-from cudamatrix.audit.inputs import download
+from cudamatrix.stages.binaries.inputs import download
 
 ONE_LINE_ERROR = "error: "
 MEMORY_BOUND_KIB = 1 << 20  # 1 GiB, the bound README states for the audit of a bomb

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cudamatrix.defaults import DEFAULT_MATRIX, KNOWN_BUGS
+from cudamatrix.config.defaults import DEFAULT_MATRIX, KNOWN_BUGS
 
 
 def _matrix_copy(tmp_path: Path, old: str, new: str) -> Path:

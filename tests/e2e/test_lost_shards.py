@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from conftest import cudamatrix, write_case
-from cudamatrix.options import RunOptions
-from cudamatrix.planning import make_plan
-from cudamatrix.runner import CellRunner
+from cudamatrix.config.options import RunOptions
+from cudamatrix.config.planning import make_plan
+from cudamatrix.orchestrator.runner import CellRunner
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """

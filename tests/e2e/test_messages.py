@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Run, cudamatrix, write_case
-from cudamatrix.defaults import DEFAULT_MATRIX
+from cudamatrix.config.defaults import DEFAULT_MATRIX
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """

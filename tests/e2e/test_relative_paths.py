@@ -28,7 +28,7 @@ def test_relative_cache_out_and_corpus(tmp_path: Path) -> None:
 
 def test_a_rerun_keeps_only_its_own_cells(tmp_path: Path) -> None:
     """The last run's cells and artifacts are moved aside and removed beside the run
-    (cudamatrix.removal): none is left, and nothing of the removal either."""
+    (cudamatrix.common.removal): none is left, and nothing of the removal either."""
     write_case(tmp_path / "cases", "relative", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
     args = ("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu")
     first = cudamatrix(*args, out=tmp_path / "out", cwd=tmp_path)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix import sources
+from cudamatrix.config import sources
+from cudamatrix.config.sources import SourceSpec, fetch
 from cudamatrix.errors import EnvironmentUnavailable
-from cudamatrix.sources import SourceSpec, fetch
 
 
 def test_a_pypi_sdist_is_checked_against_the_index_and_kept(

@@ -1,5 +1,5 @@
 """A run whose inputs did not change since the last run into its --out answers from that
-run's record at once (cudamatrix.up_to_date), with real compilers deciding every verdict
+run's record at once (cudamatrix.common.up_to_date), with real compilers deciding every verdict
 the record carries: a run whose compiles the compile cache kept is recorded (one that ran
 what it does not keep is not: tests/e2e/test_hardening.py), an edit, an environment
 variable, a program installed on PATH, a removed artifact or --always-run run it again,
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
-from cudamatrix.up_to_date import RECORD
+from cudamatrix.common.up_to_date import RECORD
 
 BROKEN = ADD_KERNEL + "#error this kernel no longer builds\n"
 

@@ -18,7 +18,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from cudamatrix.tomlfile import tomllib
+from cudamatrix.common.tomlfile import tomllib
 
 HERE = Path(__file__).parent
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from cudamatrix.common.versions import Arch
+from cudamatrix.record.results import CellResult, load_results
 from cudamatrix.reports.answers import (
     RANGE,
     SYMBOLS,
@@ -27,8 +29,6 @@ from cudamatrix.reports.answers import (
 from cudamatrix.reports.glance import UNEXPECTED, happened
 from cudamatrix.reports.labels import row_label
 from cudamatrix.reports.markdown import markdown_report
-from cudamatrix.results import CellResult, load_results
-from cudamatrix.versions import Arch
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = sorted(p for p in (REPO / "reports").rglob("results.json") if "audit" not in p.parts)

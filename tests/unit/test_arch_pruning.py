@@ -5,10 +5,10 @@ and the known-bug corpus."""
 
 from __future__ import annotations
 
-from cudamatrix.corpus import load_corpus
-from cudamatrix.defaults import DEFAULT_MATRIX, KNOWN_BUGS
-from cudamatrix.matrix import load_matrix
-from cudamatrix.plan import expand, pruned
+from cudamatrix.config.corpus import load_corpus
+from cudamatrix.config.defaults import DEFAULT_MATRIX, KNOWN_BUGS
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.config.plan import expand, pruned
 
 
 def test_a_cell_its_toolkit_cannot_build_is_pruned_with_the_reason() -> None:

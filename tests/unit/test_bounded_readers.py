@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.errors import UserError
-from cudamatrix.history import PastRun, check_history, gather, history_document
-from cudamatrix.recorded import MAX_DEPTH, UnreadableRecord, read_json
-from cudamatrix.results import load_cell, load_results
-from cudamatrix.up_to_date import (
+from cudamatrix.common.recorded import MAX_DEPTH, UnreadableRecord, read_json
+from cudamatrix.common.up_to_date import (
     RECORD,
     InputLedger,
     path_lines,
@@ -22,6 +19,9 @@ from cudamatrix.up_to_date import (
     said_plainly,
     standing_record,
 )
+from cudamatrix.errors import UserError
+from cudamatrix.record.history import PastRun, check_history, gather, history_document
+from cudamatrix.record.results import load_cell, load_results
 
 REPO = Path(__file__).resolve().parents[2]
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -126,7 +126,7 @@ def test_what_a_record_says_is_printed_without_escape_sequences() -> None:
 def test_toml_files_are_bounded_too(tmp_path: Path) -> None:
     """case.toml and cudamatrix.toml: nesting past the parser's recursion, a device or a
     FIFO, each one line naming the file."""
-    from cudamatrix.tomlfile import load_toml
+    from cudamatrix.common.tomlfile import load_toml
 
     deep = tmp_path / "case.toml"
     deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")

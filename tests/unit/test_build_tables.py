@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from cudamatrix.corpus import load_case
+from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
 from cudamatrix.stages.build import failure_line
 

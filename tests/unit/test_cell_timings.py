@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cudamatrix.cell_timings import FILE, CellTimings
-from cudamatrix.plan import Cell
-from cudamatrix.results import CellResult
+from cudamatrix.config.plan import Cell
+from cudamatrix.orchestrator.cell_timings import FILE, CellTimings
+from cudamatrix.record.results import CellResult
 
 
 def _cell(case: str, frontend: str = "nvrtc") -> Cell:
@@ -73,7 +73,7 @@ def test_a_group_built_together_goes_by_its_cells_together(tmp_path: Path) -> No
     """Cells that differ only in arch are built by one compile (runner.arch_groups): the
     group's cost is its cells' together, so two 20-s CUTLASS archs go before one 30-s
     kernel, and every other cell stands alone."""
-    from cudamatrix.runner import arch_groups
+    from cudamatrix.orchestrator.runner import arch_groups
 
     gemm = [Cell("gemm", "v", "13.0", arch, "cutlass") for arch in ("sm_90", "sm_90a")]
     kernel = _cell("k")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cudamatrix.corpus import load_case
+from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
 from cudamatrix.stages.checks import _rng_array
 from cudamatrix.stages.expressions import RefusedExpression, evaluate, parse_check

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.compile_cache import compile_key
-from cudamatrix.providers.environment import Environment
+from cudamatrix.orchestrator.compile_cache import compile_key
+from cudamatrix.stages.environment import Environment
 from cudamatrix.stages.job import Job
 
 
@@ -34,11 +34,11 @@ def test_a_rebuilt_image_is_another_key(tmp_path: Path) -> None:
 def test_the_stage_code_digest_covers_every_frontend_module() -> None:
     """The frontends are a package of their own (stages/frontends/): a change to NVRTC's
     compile must invalidate NVRTC's cached compiles, so its module is in the digest."""
-    from cudamatrix.compile_cache import stage_code_files
+    from cudamatrix.orchestrator.compile_cache import stage_code_files
 
     names = {p.as_posix().split("cudamatrix/", 1)[1] for p in stage_code_files()}
     assert {"stages/frontends/nvrtc.py", "stages/frontends/nvcc.py", "stages/compile.py",
-            "stages/kernel_names.py", "audit/elf.py"} <= names, sorted(names)
+            "stages/kernel_names.py", "stages/binaries/elf.py"} <= names, sorted(names)
 
 
 def _nvrtc_job(case: Path, flags: tuple[str, ...] = (), toolkit: Path | None = None) -> Job:
@@ -115,7 +115,7 @@ def test_a_header_that_appears_where_it_was_looked_for_is_another_compile(
 def test_a_case_reaching_nothing_outside_its_folders_keeps_its_key(tmp_path: Path) -> None:
     """Keys of cases whose headers all sit in their folders are what they were: the new
     material is added only where there is some."""
-    from cudamatrix.compile_cache import key_files, key_folders
+    from cudamatrix.orchestrator.compile_cache import key_files, key_folders
 
     case = tmp_path / "k"
     case.mkdir()
@@ -132,7 +132,7 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
     """Issue 43: dropping the arch from the key was caught in 2 runs of 5 (scheduling
     decided); dropping the include folders survived. Each input, changed alone, must give
     another key; the same job again, the same key."""
-    from cudamatrix.providers.environment import LibraryEnvironment
+    from cudamatrix.stages.environment import LibraryEnvironment
 
     case = tmp_path / "case"
     (case / "inc").mkdir(parents=True)

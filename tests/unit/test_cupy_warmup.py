@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from cudamatrix.cupy_warmup import DONE_FILE, JitifyWarmups
+from cudamatrix.orchestrator.cupy_warmup import DONE_FILE, JitifyWarmups
 from cudamatrix.providers import LibraryEnvironment
 from cudamatrix.stages.job import Job
 from cudamatrix.stages.result import StageResult

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.diagnose import UNCLASSIFIED, diagnose_stage, rules
+from cudamatrix.record.diagnose import UNCLASSIFIED, diagnose_stage, rules
 from cudamatrix.stages.result import StageResult
 
 LOGS = Path(__file__).parents[1] / "data" / "logs"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.executors import Executor
-from cudamatrix.executors.local import LocalExecutor
+from cudamatrix.orchestrator.executors import Executor
+from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.stages.job import Job
 
 TOY = '''
@@ -79,8 +79,8 @@ def test_stopped_executor_starts_nothing(executor: Executor, tmp_path: Path) -> 
 def test_container_paths_are_found_through_a_linked_cache(tmp_path: Path) -> None:
     """A cache folder reached through a link (the e2e tests' own caches, ~/.cache on another
     disk) is mounted by its real path: the job's paths must still land inside the mount."""
-    from cudamatrix.executors.containers import Mount, translate
-    from cudamatrix.providers.environment import LibraryEnvironment
+    from cudamatrix.orchestrator.executors.containers import Mount, translate
+    from cudamatrix.stages.environment import LibraryEnvironment
 
     real = tmp_path / "disk" / "libraries"
     (real / "cute_dsl-4.8.1").mkdir(parents=True)
@@ -101,7 +101,7 @@ def test_two_lines_in_one_read_are_two_lines() -> None:
     ValueError: invalid literal for int()."""
     import socket
 
-    from cudamatrix.executors.local import _Lines
+    from cudamatrix.orchestrator.executors.local import _Lines
 
     ours, theirs = socket.socketpair()
     theirs.sendall(b"16850\n0\n")
@@ -115,7 +115,7 @@ def test_the_cells_of_a_shared_build_are_found_in_the_container(tmp_path: Path) 
     """One nvcc for several archs writes each cell's files into its own folder: in a
     container each of those folders is where the mount puts it, as the job's own is (the
     host's paths were once handed in unchanged, and the worker wrote outside every mount)."""
-    from cudamatrix.executors.containers import Mount, translate
+    from cudamatrix.orchestrator.executors.containers import Mount, translate
 
     out = tmp_path / "out"
     members = tuple({"cell_id": f"c/{a}", "arch": a, "workdir": str(out / "artifacts" / a)}

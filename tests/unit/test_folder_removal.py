@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamatrix.removal import TRASH, FolderRemoval
+from cudamatrix.common.removal import TRASH, FolderRemoval
 
 
 def _filled(folder: Path, files: int) -> Path:

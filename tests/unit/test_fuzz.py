@@ -25,19 +25,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudamatrix.audit.elf import UnreadableFile, _elf_sections, elf_machine, fatbins
-from cudamatrix.audit.facts import cubin_kernel_names, read_cubin, read_ptx
-from cudamatrix.audit.inputs import members
-from cudamatrix.baseline import compare, load_baseline
-from cudamatrix.corpus import load_case, load_corpus
-from cudamatrix.defaults import KNOWN_BUGS
+from cudamatrix.config.corpus import load_case, load_corpus
+from cudamatrix.config.defaults import KNOWN_BUGS
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.config.project import find_project
 from cudamatrix.errors import UserError
-from cudamatrix.matrix import load_matrix
-from cudamatrix.merge import merge_results
-from cudamatrix.project import find_project
-from cudamatrix.rejudge import rejudge
+from cudamatrix.record.baseline import compare, load_baseline
+from cudamatrix.record.merge import merge_results
+from cudamatrix.record.rejudge import rejudge
+from cudamatrix.record.results import CELLS_DIR, load_cell, load_results
 from cudamatrix.reports import write_reports
-from cudamatrix.results import CELLS_DIR, load_cell, load_results
+from cudamatrix.stages.binaries.elf import UnreadableFile, _elf_sections, elf_machine, fatbins
+from cudamatrix.stages.binaries.facts import cubin_kernel_names, read_cubin, read_ptx
+from cudamatrix.stages.binaries.inputs import members
 from fuzzing import (
     REPO,
     TRIED,
@@ -174,7 +174,7 @@ def test_case_toml() -> None:
 
 
 def test_matrix_toml() -> None:
-    seed_path = REPO / "src" / "cudamatrix" / "data" / "matrix.toml"
+    seed_path = REPO / "src" / "cudamatrix" / "config" / "data" / "matrix.toml"
     seed = _toml(seed_path)
 
     @given(st.one_of(mutated([seed]).map(toml_text), damaged(seed_path.read_bytes())))
@@ -279,7 +279,7 @@ def test_cell_files_of_resume_and_merge() -> None:
 
 def _record_seed() -> dict[str, Any]:
     """A real up-to-date record, made here of a small folder."""
-    from cudamatrix.up_to_date import InputLedger, record_run
+    from cudamatrix.common.up_to_date import InputLedger, record_run
 
     scratch = _scratch()
     (scratch / "case").mkdir()
@@ -296,8 +296,8 @@ def test_history_and_the_up_to_date_record() -> None:
     """Issue 43: --history files and the record kept in --out, mutated and nested deep: a
     history is a UserError in one line or read; a record is read or ignored, never trusted
     and never a traceback."""
-    from cudamatrix.history import PastRun, gather, history_document
-    from cudamatrix.up_to_date import RECORD, standing_record
+    from cudamatrix.common.up_to_date import RECORD, standing_record
+    from cudamatrix.record.history import PastRun, gather, history_document
 
     history_seed = history_document([PastRun.of(*load_results(
         REPO / "reports" / "realworld-h100" / "results.json"))])

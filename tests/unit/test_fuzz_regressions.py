@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cudamatrix.audit.elf import UnreadableFile, _elf_sections, fatbins
+from cudamatrix.common.tomlfile import load_toml
 from cudamatrix.errors import UserError
-from cudamatrix.results import load_cell, load_results
-from cudamatrix.tomlfile import load_toml
+from cudamatrix.record.results import load_cell, load_results
+from cudamatrix.stages.binaries.elf import UnreadableFile, _elf_sections, fatbins
 from fuzzing import REPO, stream, synthetic_library
 
 SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
@@ -108,7 +108,7 @@ def test_every_results_file_this_repository_keeps_is_read(path: str) -> None:
 def test_an_inspect_stage_that_named_no_kernel_is_reported() -> None:
     """results.CellResult.kernel: dict(None), a traceback from every report of a run whose
     inspect stage recorded `"kernel": null` (reports/realworld-h100 has such cells)."""
-    from cudamatrix.results import CellResult
+    from cudamatrix.record.results import CellResult
 
     document = _results_with(lambda d: None)
     cell = document["cells"][0]

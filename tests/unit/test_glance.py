@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cudamatrix.record.results import CellResult
 from cudamatrix.reports.glance import axis_rates, likely_culprit, varying_axes
-from cudamatrix.results import CellResult
 
 
 def _cell(variant: str, outcome: str, host: str | None, driver: str = "580.159.04") -> CellResult:

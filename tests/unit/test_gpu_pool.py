@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.executors.gpus import Gpu, GpuPool, GpuServer
+from cudamatrix.orchestrator.executors.gpus import Gpu, GpuPool, GpuServer
 from cudamatrix.stages.job import Job
 from cudamatrix.stages.result import StageResult
 
@@ -141,7 +141,7 @@ def test_a_cell_whose_server_died_or_hung_names_the_gpu_it_was_on(
     asks; the cell's first stage names it, as an answered cell's does. A server gone before
     the cell reached it is that cell's crash, not a failure to write the run's record (it
     was an OSError the run took for a full disk, and stopped)."""
-    import cudamatrix.executors.gpus as gpus
+    import cudamatrix.orchestrator.executors.gpus as gpus
     monkeypatch.setattr(gpus, "SERVER_GRACE_S", 0.0)
     work = tmp_path / "cell"
     work.mkdir()

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.corpus import load_case
-from cudamatrix.defaults import DEFAULT_MATRIX
+from cudamatrix.config.corpus import load_case
+from cudamatrix.config.defaults import DEFAULT_MATRIX
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.config.plan import expand
 from cudamatrix.errors import UserError
-from cudamatrix.matrix import load_matrix
-from cudamatrix.plan import expand
 
 CASE = """title = "a kernel over CCCL releases"
 [[variant]]

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from cudamatrix.errors import UserError
-from cudamatrix.history import PastRun, cell_history, flips, gather, history_document
+from cudamatrix.record.history import PastRun, cell_history, flips, gather, history_document
+from cudamatrix.record.results import CellResult
 from cudamatrix.reports.badge import badge
-from cudamatrix.results import CellResult
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.config.project import CI_FILES, init_project
 from cudamatrix.errors import UserError
-from cudamatrix.project import CI_FILES, init_project
 
 
 def _listing(folder: Path) -> list[str]:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from cudamatrix.baseline import compare
+from cudamatrix.record.baseline import compare
+from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.reports.markdown import markdown_report, md_code, md_text
-from cudamatrix.results import CellResult, RunInfo
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from cudamatrix.compile_cache import CompileCache
-from cudamatrix.plan import Cell
-from cudamatrix.runner import CellRunner, Prepared
+from cudamatrix.common.up_to_date import LEDGER
+from cudamatrix.config.plan import Cell
+from cudamatrix.orchestrator.compile_cache import CompileCache
+from cudamatrix.orchestrator.runner import CellRunner, Prepared
 from cudamatrix.stages.job import Job
 from cudamatrix.stages.result import StageResult
-from cudamatrix.up_to_date import LEDGER
 
 
 def _member(tmp_path: Path, arch: str) -> Prepared:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudamatrix.resource_changes import resource_changes, usage_text
+from cudamatrix.record.resource_changes import resource_changes, usage_text
 
 
 def _record(**figures: int) -> dict[str, object]:

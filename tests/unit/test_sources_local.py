@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.config.sources import SourceSpec, fetch, tree_digest
 from cudamatrix.errors import EnvironmentUnavailable, UserError
-from cudamatrix.sources import SourceSpec, fetch, tree_digest
 
 
 def test_a_folder_is_read_in_place_and_its_digest_follows_its_content(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.record.results import load_results
 from cudamatrix.reports.html import html_report
-from cudamatrix.results import load_results
 
 REPO = Path(__file__).resolve().parents[2]
 

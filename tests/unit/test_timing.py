@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.baseline import compare
-from cudamatrix.corpus import load_case
+from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.history import PastRun
+from cudamatrix.record.baseline import compare
+from cudamatrix.record.history import PastRun
+from cudamatrix.record.results import CellResult, RunInfo
+from cudamatrix.record.slowdowns import judge_slowdowns
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
-from cudamatrix.results import CellResult, RunInfo
-from cudamatrix.slowdowns import judge_slowdowns
 from cudamatrix.stages import timing
 
 CASE = """title = "timed"
@@ -245,8 +245,8 @@ def _bisect_by_time(medians: list[float | None], ratio: float
                     ) -> tuple[list[dict[str, object]], list[str]]:
     """The bisect's --slower search over made-up toolkits whose cells ran with these
     medians (None: the cell failed to compile there), through the real search."""
-    from cudamatrix.bisect import Axis, Bisection, Probe, search
-    from cudamatrix.progress import Progress
+    from cudamatrix.commands.bisect import Axis, Bisection, Probe, search
+    from cudamatrix.orchestrator.progress import Progress
     from cudamatrix.reports.markdown import bisect_lines
 
     values = [f"12.{i}" for i in range(len(medians))]

@@ -1,4 +1,4 @@
-"""The record a run keeps of what it read (cudamatrix.up_to_date): each kind of change to
+"""The record a run keeps of what it read (cudamatrix.common.up_to_date): each kind of change to
 a watched file or folder, and to what the run wrote, makes the record stop holding."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.up_to_date import (
+from cudamatrix.common.up_to_date import (
     CONTENT,
     EVERYTHING,
     NAMES,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.case_tables import Expectation
+from cudamatrix.config.case_tables import Expectation
+from cudamatrix.record.verdict import decide
 from cudamatrix.stages.result import StageResult
-from cudamatrix.verdict import decide
 
 OK = "ok"
 
@@ -86,9 +86,9 @@ def test_an_expected_warning_that_was_not_printed_fails() -> None:
 def test_a_cccl_too_old_is_named_by_the_release_the_cell_compiled_with() -> None:
     """Issue 37: the diagnosis of a CCCL header or name the toolkit's CCCL lacks names that
     CCCL's version (the toolkit's own, or the header library's ahead of it)."""
-    from cudamatrix.corpus import Variant
-    from cudamatrix.plan import Cell
-    from cudamatrix.verdict import judge
+    from cudamatrix.config.corpus import Variant
+    from cudamatrix.config.plan import Cell
+    from cudamatrix.record.verdict import judge
 
     cell = Cell("c", "v", "12.4", "sm_80", "nvcc")
     variant = Variant("v", source=Path("k.cu"), frontend="nvcc")
@@ -112,11 +112,11 @@ def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> No
     from the same recorded stages: each is expected by CUDA's rule (xfail where the case
     expects a pass; skip, said, where it expects a later failure this driver hides), and the
     report says the rule once, with the driver a user needs."""
-    from cudamatrix.corpus import load_corpus
-    from cudamatrix.defaults import KNOWN_BUGS
-    from cudamatrix.rejudge import rejudge
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.defaults import KNOWN_BUGS
+    from cudamatrix.record.rejudge import rejudge
+    from cudamatrix.record.results import load_results
     from cudamatrix.reports.markdown import markdown_report
-    from cudamatrix.results import load_results
 
     # The 2026-11-22 report's toolkit 13.5 cells, as published then (reports/ has been made
     # again since, with the rule in force).

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudamatrix.versions import Arch, axis_matches
+from cudamatrix.common.versions import Arch, axis_matches
 
 
 def test_arch_ordering_and_virtual_arch() -> None:

@@ -19,10 +19,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.up_to_date import LEDGER
 from ..errors import EnvironmentUnavailable
-from ..up_to_date import LEDGER
+from ..stages.environment import Environment
 from .cuda_root import linked_cuda_root
-from .environment import Environment
 from .wheels import wheel_headers
 
 

@@ -24,10 +24,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.locks import folder_lock
+from ..common.up_to_date import LEDGER
 from ..errors import EnvironmentUnavailable
-from ..locks import folder_lock
-from ..up_to_date import LEDGER
-from .environment import Environment
+from ..stages.environment import Environment
 
 ARCHIVE = "http://deb.debian.org/debian"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")

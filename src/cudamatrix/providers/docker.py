@@ -30,9 +30,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.tomlfile import load_toml
+from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable, UserError
-from ..matrix import Matrix
-from ..tomlfile import load_toml
+from ..stages.environment import Environment
 from .debian import (
     DEBIAN_NVCC_BIN,
     MARKER,
@@ -41,7 +42,6 @@ from .debian import (
     nvcc_unavailable,
     prepare_debian_nvcc,
 )
-from .environment import Environment
 from .tree import nvcc_archs
 from .wheels import prepare_toolkit
 

@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 
-from ..up_to_date import LEDGER
+from ..common.up_to_date import LEDGER
 
 
 def _major(program: str) -> int | None:

@@ -33,16 +33,10 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ..common.locks import folder_lock
+from ..common.up_to_date import LEDGER
 from ..errors import EnvironmentUnavailable
-from ..locks import folder_lock
-from ..up_to_date import LEDGER
-from .wheel_index import (
-    IndexUnreachable,
-    extract_downloaded,
-    extract_members,
-    index_url,
-    wheel_for,
-)
+from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
 
 HEADERS_MARKER = "cudamatrix-release-headers.json"
 METAPACKAGE = "cuda-toolkit"

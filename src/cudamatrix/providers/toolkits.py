@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable
-from ..matrix import Matrix
+from ..stages.environment import Environment
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
-from .environment import Environment
 from .host import prepare_host
 from .host_compiler import choose_gcc, installed_compiler
 from .tree import nvcc_archs

@@ -24,12 +24,12 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from ..common.locks import folder_lock
+from ..common.up_to_date import LEDGER
+from ..config.matrix import Library, Matrix
+from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
-from ..locks import folder_lock
-from ..matrix import Library, Matrix
-from ..sources import Source
-from ..up_to_date import LEDGER
-from .environment import Environment, LibraryEnvironment, installed_packages
+from ..stages.environment import Environment, LibraryEnvironment, installed_packages
 from .release_headers import HEADERS_MARKER, is_header, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree, include_folders
 from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline import BaselineDiff
-from ..history import PastRun, history_document
-from ..results import CellResult, RunInfo, results_document, write_atomic
+from ..record.baseline import BaselineDiff
+from ..record.history import PastRun, history_document
+from ..record.results import CellResult, RunInfo, results_document, write_atomic
 from .badge import badge
 from .html import html_report
 from .junit import junit_xml

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..results import CellResult, RunInfo
-from ..versions import Arch
+from ..common.versions import Arch
+from ..record.results import CellResult, RunInfo
 from .glance import UNEXPECTED, happened, repro
 from .labels import row_label
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..results import CellResult
+from ..record.results import CellResult
 from .glance import UNEXPECTED
 
 LABEL = "CUDA matrix"

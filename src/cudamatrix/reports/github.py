@@ -12,8 +12,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..baseline import FAILING, BaselineDiff
-from ..results import CellResult
+from ..record.baseline import FAILING, BaselineDiff
+from ..record.results import CellResult
 
 ANNOTATIONS_PER_TYPE = 10
 SUMMARY_LIMIT_BYTES = 1024 * 1024

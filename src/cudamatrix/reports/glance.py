@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..plan import BUNDLED, Cell
-from ..results import CellResult, RunInfo
+from ..config.plan import BUNDLED, Cell
+from ..record.results import CellResult, RunInfo
 
 UNEXPECTED = frozenset({"fail", "error", "xpass"})
 

@@ -18,12 +18,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, select_autoescape
 from jinja2.bccache import Bucket
 
-from ..baseline import BaselineDiff
-from ..history import PastRun, cell_history, flips
-from ..options import default_cache
-from ..results import CellResult, RunInfo, summary
-from ..verdict import OUTCOMES
-from ..versions import Arch
+from ..common.versions import Arch
+from ..config.options import default_cache
+from ..record.baseline import BaselineDiff
+from ..record.history import PastRun, cell_history, flips
+from ..record.results import CellResult, RunInfo, summary
+from ..record.verdict import OUTCOMES
 from .answers import GLYPHS, VERBS, answer_grid, case_answers, css_class
 from .glance import UNEXPECTED, likely_culprit, repro
 from .labels import row_label

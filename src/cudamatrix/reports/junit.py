@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
-from ..results import CellResult, RunInfo
+from ..record.results import CellResult, RunInfo
 
 # XML 1.0 allows no control characters but tab, newline and carriage return;
 # compiler and device output can carry any byte.

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..plan import Cell
+from ..config.plan import Cell
 
 
 def row_label(cell: Cell) -> str:

@@ -13,18 +13,13 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..baseline import FAILING, BaselineDiff
-from ..resource_changes import ResourceChange, kernel_label, usage_text
-from ..results import CellResult, RunInfo, summary
-from ..time_changes import TimeChange
-from ..versions import Arch
+from ..common.versions import Arch
+from ..record.baseline import FAILING, BaselineDiff
+from ..record.resource_changes import ResourceChange, kernel_label, usage_text
+from ..record.results import CellResult, RunInfo, summary
+from ..record.time_changes import TimeChange
 from .answers import UNEXPECTED_MARK, Grid, answer_grid, case_answers, legend
-from .glance import (
-    UNEXPECTED,
-    axis_rates,
-    likely_culprit,
-    repro,
-)
+from .glance import UNEXPECTED, axis_rates, likely_culprit, repro
 from .labels import row_label
 
 SYMBOLS = {

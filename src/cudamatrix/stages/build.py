@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..audit.elf import UnreadableFile, fatbins
-from ..audit.facts import Module, read_modules, runs_on
-from ..audit.inputs import members
-from ..versions import Arch, sass_runs_on
+from ..common.versions import Arch, sass_runs_on
+from .binaries.elf import UnreadableFile, fatbins
+from .binaries.facts import Module, read_modules, runs_on
+from .binaries.inputs import members
 from .budgets import judge_budget
 from .cell_files import BUILD_SOURCE, COMPILE_RECORD
 from .hang import enter_stage, tool_timed_out
@@ -290,7 +290,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
 def _load(fatbinaries: list[bytes]) -> StageResult:
     """Every module through the driver, as the library's first call would load it."""
     started = time.monotonic()
-    from ..audit.measure import DriverLoader
+    from .binaries.measure import DriverLoader
 
     try:
         loader = DriverLoader()

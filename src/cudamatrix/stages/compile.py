@@ -8,11 +8,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..audit.facts import shipped_images
+from .binaries.facts import shipped_images
 from .job import Job
-from .kernel_names import (
-    cpp_names,
-)
+from .kernel_names import cpp_names
 from .logs import decisive_line, missing_include, resource_usage, warning_lines
 from .result import StageResult, Status
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
-from ..versions import Arch, sass_runs_on
+from ..common.versions import Arch, sass_runs_on
 from . import timing
 from .checks import _compare, _rng_array
 from .hang import enter_stage

@@ -20,17 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..audit.facts import cubin_kernel_names
 from .artifact_text import cubin_strings
+from .binaries.facts import cubin_kernel_names
 from .budgets import judge_budget, reporter
 from .job import Job
-from .kernel_names import (
-    KERNEL_RECORD,
-    KERNEL_REFUSED,
-    KernelName,
-    KernelNotFound,
-    resolve,
-)
+from .kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, KernelNotFound, resolve
 from .logs import decode
 from .result import StageResult
 

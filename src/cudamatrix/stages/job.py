@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..providers.environment import Environment, LibraryEnvironment
+from .environment import Environment, LibraryEnvironment
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from .registry import Frontend, register
 
 
 def _build_stages(job: Job) -> list[StageResult]:
-    from ..build import build_stages  # reads ELF files and may load through the driver
+    from ..build import build_stages
 
     return build_stages(job)
 
 
 register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False, slow=True,
-                  prepare="cudamatrix.job_preparation:prepare_build", builds_project=True,
-                  reports_resources=True))
+                  prepare="cudamatrix.orchestrator.job_preparation:prepare_build",
+                  builds_project=True, reports_resources=True))

@@ -10,7 +10,7 @@ from .registry import Frontend, register
 
 
 def _cupy_stages(job: Job) -> list[StageResult]:
-    from ..cupy_frontend import cupy_stages  # needs cupy and numpy: only in the worker
+    from ..cupy_frontend import cupy_stages
 
     return cupy_stages(job)
 
@@ -20,4 +20,4 @@ register(Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
                   options=("jitify", "enable_cooperative_groups"),
                   needs_gpu_to_compile="CuPy compiles through the driver",
                   arch_bypass_option="jitify",
-                  prepare="cudamatrix.job_preparation:prepare_cupy"))
+                  prepare="cudamatrix.orchestrator.job_preparation:prepare_cupy"))

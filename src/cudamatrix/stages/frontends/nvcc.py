@@ -10,11 +10,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ...audit.elf import UnknownImage, UnreadableFile, prune_fatbins
-from ...providers.environment import Environment
-from ...versions import Arch
+from ...common.versions import Arch
+from ..binaries.elf import UnknownImage, UnreadableFile, prune_fatbins
 from ..cell_files import CUBIN, DEPENDENCIES, LIBRARY, PTX, READ_OUTSIDE
 from ..compile import Build, build_failure, build_success
+from ..environment import Environment
 from ..flags import resolve_flags, shown
 from ..inspect import entry_names
 from ..job import Job

@@ -7,7 +7,7 @@ import shlex
 import time
 from pathlib import Path
 
-from ...versions import Arch
+from ...common.versions import Arch
 from ..cell_files import CUBIN, PTX
 from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown

@@ -1,0 +1,504 @@
+"""The reproducer corpus: ``<dir>/<case-id>/case.toml`` plus sources.
+
+A case holds variants (usually the buggy form and the fixed form); each
+variant says how it is compiled and what the matrix should find, per cell,
+through ordered expectations whose ``when`` tables select cells by axis.
+The field names are a user-facing format: change them only with a migration.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..common.keys import check_keys
+from ..common.tomlfile import load_toml
+from ..common.versions import HOST_COMPILER, WHEN_KEYS
+from ..errors import UserError
+from ..stages.build import BUILD_PLACEHOLDERS
+from ..stages.expressions import RefusedExpression, parse_check
+from ..stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
+from ..stages.frontends import REGISTRY
+from .case_tables import ArtifactCheck, Expectation, Spec, TableReader, selects
+from .sources import SourceSpec
+
+# How the load stage gets the module: the cubin where it can run, else the PTX
+# through the driver's JIT ("auto"), or always one of them.
+LOAD_MODES = ("auto", "cubin", "ptx")
+# The keys of each table of case.toml.
+CASE_KEYS = ("title", "description", "upstream", "variant")
+VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
+                "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
+                "resources", "libraries", "time")
+# [variant.time]: how a kernel that ran is timed (stages/timing.py).
+TIME_KEYS = ("l2", "noise", "max_seconds", "max_us", "max_slowdown")
+# A library's name, as matrix.toml's [libraries.NAME] spells it.
+LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
+            "seed", "host")
+ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range", "fill", "values")
+# The NumPy dtypes an argument may have (NumPy's own names).
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128")
+# The most elements one array argument may have (1 GiB of float32).
+MAX_ELEMENTS = 1 << 28
+# [variant.build]: a project's own build (the build frontend).
+BUILD_KEYS = ("commands", "project", "outputs", "test", "requires", "env")
+# What a build's audit reads when the case names no outputs: its libraries and wheels.
+DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
+
+# A case id is its folder's name and travels into file names, XML, Markdown and HTML.
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    source: Path
+    frontend: str
+    flags: tuple[str, ...] = ()
+    kernel: str | None = None
+    arch_flag: bool = True
+    only: Mapping[str, Spec] = field(default_factory=dict)
+    expect: tuple[Expectation, ...] = ()
+    artifacts: tuple[ArtifactCheck, ...] = ()
+    timeout: float | None = None
+    run: Mapping[str, Any] = field(default_factory=dict)
+    load: str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
+    host_compiler: str | None = None
+    # The build frontend's [variant.build]: commands, project, outputs, test, requires, env.
+    build: Mapping[str, Any] = field(default_factory=dict)
+    # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
+    # toolkit's include folders, each an axis of its cells (at most one, for now).
+    libraries: tuple[str, ...] = ()
+    # [variant.time]: the kernel timed after its run stage passed (l2, noise, max_seconds,
+    # max_us); empty: not timed.
+    time: Mapping[str, Any] = field(default_factory=dict)
+
+    def selects(self, axes: Mapping[str, str | None]) -> bool:
+        """Whether a cell with these axis values belongs to this variant at all."""
+        return selects(self.only, axes)
+
+    def expectation_for(self, axes: Mapping[str, str | None]) -> Expectation:
+        for expectation in self.expect:
+            if expectation.applies(axes):
+                return expectation
+        return Expectation(outcome="pass")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    directory: Path
+    variants: tuple[Variant, ...]
+    upstream: tuple[str, ...] = ()
+    description: str = ""
+
+
+class _Reader(TableReader):
+    """Validates one case.toml, prefixing every error with the file and entry: the case,
+    its variants, their sources and builds (each table of a variant: case_tables.py)."""
+
+    def __init__(self, path: Path, root: Path) -> None:
+        super().__init__(path)
+        # The corpus folder the case came from: its sources and include folders stay inside.
+        self.root = root.resolve()
+
+    def inside(self, where: str, what: str, value: str, directory: Path) -> Path:
+        """`value`, relative to the case folder, as a path inside the corpus folder; a path
+        that leaves it (``../..``, absolute, a link out) would let a case read any file of
+        the machine into the reports."""
+        if os.path.isabs(value):
+            raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
+                            "to the case folder (or use a {toolkit_...} placeholder)")
+        resolved = (directory / value).resolve()
+        if not resolved.is_relative_to(self.root):
+            raise self.fail(where, f"{what} {value!r} leads outside the corpus folder "
+                            f"{self.root} (to {resolved})")
+        return resolved
+
+    def links_stay_inside(self, directory: Path) -> None:
+        """No link in the case folder leads out of the corpus: ``#include "inc/x.h"``
+        through such a link would put any file of the machine into the compiler's
+        messages, and so into the reports."""
+        for root, dirs, names in os.walk(directory):
+            for name in [*dirs, *names]:
+                path = Path(root) / name
+                if path.is_symlink():
+                    target = path.resolve()
+                    if not target.is_relative_to(self.root):
+                        raise self.fail(str(path.relative_to(directory)),
+                                        f"a link that leads outside the corpus folder "
+                                        f"{self.root} (to {target})")
+
+    def variant(self, index: int, raw: Any, directory: Path) -> Variant:
+        where = f"variant[{index}]"
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table")
+        name = raw.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            raise self.fail(where, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        where = f"variant {name!r}"
+        check_keys(where, raw, VARIANT_KEYS, self.fail)
+        frontend = raw.get("frontend")
+        if not isinstance(frontend, str) or frontend not in REGISTRY:
+            raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
+                            f"got {frontend!r}")
+        build = self.build(f"{where}.build", raw.get("build"), frontend)
+        for key in ("artifact", "run", "kernel", "flags", "load", "options"):
+            if build and key in raw:
+                raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
+                                "outputs are audited per arch and build.test runs on a GPU")
+        source = self.source(where, raw.get("source"), directory, frontend, build)
+        libraries = self.libraries(f"{where}.libraries", raw.get("libraries", []), frontend)
+        timeout = raw.get("timeout")
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, int | float)
+                                    or not math.isfinite(timeout) or timeout <= 0):
+            raise self.fail(where, f"timeout must be a positive number of seconds, got {timeout!r}")
+        run = raw.get("run", {})
+        if not isinstance(run, dict):
+            raise self.fail(f"{where}.run", "expected a table")
+        check_keys(f"{where}.run", run, RUN_KEYS, self.fail)
+        self.run_table(f"{where}.run", run)
+        load = raw.get("load", "auto")
+        if load not in LOAD_MODES:
+            raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")
+        options = raw.get("options", {})
+        if not isinstance(options, dict):
+            raise self.fail(f"{where}.options", "expected a table")
+        allowed = REGISTRY[frontend].options  # each frontend's own option schema
+        if options and not allowed:
+            raise self.fail(f"{where}.options", f"the {frontend} frontend takes no options, "
+                            f"got {', '.join(map(repr, options))}")
+        check_keys(f"{where}.options", options, allowed, self.fail)
+        host_compiler = raw.get("host_compiler")
+        if host_compiler is not None:
+            if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
+                raise self.fail(f"{where}.host_compiler", "expected a compiler program such as "
+                                f"'g++-12' or 'clang++-19', got {host_compiler!r}")
+            if "nvcc" not in REGISTRY[frontend].needs:
+                raise self.fail(f"{where}.host_compiler", f"the {frontend} frontend runs no "
+                                "host compiler (nvcc's -ccbin)")
+        flags = self.strings(f"{where}.flags", raw.get("flags", []))
+        for folder in path_values(flags):
+            if not folder.startswith("{"):
+                self.inside(f"{where}.flags", "include folder", folder, directory)
+        for flag in flags:
+            unknown_names = unknown_placeholders(flag)
+            if unknown_names:
+                known_names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                raise self.fail(f"{where}.flags", f"unknown placeholder {{{unknown_names[0]}}} "
+                                f"in {flag!r} (known: {known_names})")
+        return Variant(
+            name=name,
+            source=source,
+            frontend=frontend,
+            flags=flags,
+            kernel=self.kernel(where, raw.get("kernel")),
+            arch_flag=self.flag(f"{where}.arch_flag", raw.get("arch_flag", True)),
+            only=self.when(f"{where}.only", raw.get("only", {}), (*WHEN_KEYS, *libraries)),
+            expect=tuple(self.expectation(f"{where}.expect[{i}]", e, libraries) for i, e in
+                         enumerate(self.tables(f"{where}.expect", raw.get("expect", [])))),
+            artifacts=tuple(self.artifact(f"{where}.artifact[{i}]", a) for i, a in
+                            enumerate(self.tables(f"{where}.artifact", raw.get("artifact", [])))),
+            timeout=float(timeout) if timeout is not None else None,
+            run=run,
+            load=load,
+            options=options,
+            host_compiler=host_compiler,
+            build=build,
+            resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
+            libraries=libraries,
+            time=self.time_table(f"{where}.time", raw.get("time"), run),
+        )
+
+    def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:
+        """[variant.time], checked: a kernel is timed only where it runs."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(where, "expected a table such as { l2 = \"cold\", noise = 0.005 }")
+        check_keys(where, raw, TIME_KEYS, self.fail)
+        if not run:
+            raise self.fail(where, "a kernel is timed where it runs: give [variant.run] too")
+        if raw.get("l2", "cold") not in ("cold", "hot"):
+            raise self.fail(f"{where}.l2", f"cold (flushed before each sample) or hot, got "
+                            f"{raw.get('l2')!r:.40}")
+        for key, low, high in (("noise", 0.0001, 0.5), ("max_seconds", 0.01, 30.0),
+                               ("max_us", 0.001, 1e9)):
+            value = raw.get(key)
+            if key in raw and (isinstance(value, bool) or not isinstance(value, int | float)
+                               or not low <= value <= high):
+                raise self.fail(f"{where}.{key}", f"expected a number from {low} to {high}, "
+                                f"got {value!r:.40}")
+        slowdown = raw.get("max_slowdown")
+        if slowdown is not None:
+            if not isinstance(slowdown, dict) or set(slowdown) != {"toolkit", "ratio"}:
+                raise self.fail(f"{where}.max_slowdown", "expected { toolkit = \"12.4\", "
+                                "ratio = 1.05 }")
+            ratio = slowdown["ratio"]
+            if not isinstance(slowdown["toolkit"], str) \
+                    or not re.fullmatch(r"\d+\.\d+", slowdown["toolkit"]):
+                raise self.fail(f"{where}.max_slowdown.toolkit", "expected a toolkit such as "
+                                f"\"12.4\", got {slowdown['toolkit']!r:.40}")
+            if isinstance(ratio, bool) or not isinstance(ratio, int | float) \
+                    or not 1.0 <= ratio <= 100.0:
+                raise self.fail(f"{where}.max_slowdown.ratio", "expected a number from 1.0 "
+                                f"to 100.0, got {ratio!r:.40}")
+        return dict(raw)
+
+    def run_table(self, where: str, run: Mapping[str, Any]) -> None:
+        """[variant.run] as the GPU stages will read it, refused here, before any cell runs:
+        each argument a scalar (`value`) or an array (`shape`, with `fill`, `values`,
+        random in `range`, `output` or `inout`), of a NumPy dtype; each check an expression
+        over the arguments (stages/expressions.py)."""
+        args = run.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, dict) for a in args):
+            raise self.fail(f"{where}.args", "expected a list of tables")
+        names: list[str] = []
+        for number, arg in enumerate(args):
+            at = f"{where}.args[{number}]"
+            check_keys(at, arg, ARG_KEYS, self.fail)
+            name = arg.get("name", f"arg{number}" if "value" in arg else None)
+            if not isinstance(name, str) or not name.isidentifier() or name == "np":
+                raise self.fail(at, f"name must be an identifier (not np), got {name!r:.60}"
+                                " (a scalar may go unnamed; an array is checked by its name)")
+            if name in names:
+                raise self.fail(at, f"a second argument named {name!r}")
+            at = f"{where}.args[{number}] ({name})"
+            names.append(name)
+            dtype = arg.get("dtype", "int32" if "value" in arg else "float32")
+            if dtype not in DTYPES:
+                raise self.fail(at, f"dtype must be one of NumPy's {', '.join(DTYPES)}, "
+                                f"got {dtype!r:.60}")
+            if "value" in arg:
+                self.scalar(at, arg)
+            else:
+                self.array(at, arg, dtype)
+            if arg.get("inout"):
+                names.append(f"{name}_in")
+        checks = run.get("check", {})
+        if not isinstance(checks, dict):
+            raise self.fail(f"{where}.check", "expected a table of output = \"expression\"")
+        outputs = {a.get("name", "") for a in args if a.get("output") or a.get("inout")}
+        for output, expression in checks.items():
+            if output not in outputs:
+                raise self.fail(f"{where}.check.{output}", "checks an argument that is no "
+                                f"output (outputs: {', '.join(sorted(outputs)) or 'none'}: "
+                                "mark it output = true, or inout = true when read and written)")
+            try:
+                parse_check(expression, names)
+            except RefusedExpression as exc:
+                raise self.fail(f"{where}.check.{output}", str(exc)) from None
+
+    def scalar(self, at: str, arg: Mapping[str, Any]) -> None:
+        value = arg["value"]
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or (isinstance(value, float) and not math.isfinite(value)):
+            raise self.fail(at, f"value is a scalar argument's number, got {value!r:.60}")
+        for key in ("shape", "fill", "values", "output", "inout", "range"):
+            if key in arg:
+                raise self.fail(at, f"value makes a scalar, which takes no {key}: an array "
+                                "of one value is shape = [N] with fill = VALUE")
+
+    def array(self, at: str, arg: Mapping[str, Any], dtype: str) -> None:
+        shape = arg.get("shape", [len(arg["values"])] if isinstance(arg.get("values"), list)
+                        else [1])
+        if not isinstance(shape, list) or not shape or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+            raise self.fail(at, f"shape must be a list of positive whole numbers, got "
+                            f"{shape!r:.60}")
+        elements = math.prod(shape)
+        if elements > MAX_ELEMENTS:
+            raise self.fail(at, f"shape {shape} holds {elements} elements (at most "
+                            f"{MAX_ELEMENTS})")
+        if (arg.get("output") is not None and not isinstance(arg.get("output"), bool)) \
+                or (arg.get("inout") is not None and not isinstance(arg.get("inout"), bool)):
+            raise self.fail(at, "output and inout are true or false")
+        if arg.get("output") and arg.get("inout"):
+            raise self.fail(at, "output (written only, poisoned first) or inout (read and "
+                            "written, its input seen as NAME_in), not both")
+        if "fill" in arg and "values" in arg:
+            raise self.fail(at, "fill (every element) or values (each one), not both")
+        fill = arg.get("fill")
+        if fill is not None and (isinstance(fill, bool) or not isinstance(fill, int | float)):
+            raise self.fail(at, f"fill is a number, got {fill!r:.60}")
+        values = arg.get("values")
+        if values is not None:
+            if not isinstance(values, list) or not all(
+                    isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                raise self.fail(at, "values is a list of numbers")
+            if len(values) != elements:
+                raise self.fail(at, f"{len(values)} values for shape {shape} "
+                                f"({elements} elements)")
+        span = arg.get("range")
+        if span is not None:
+            if not dtype.startswith(("int", "uint")):
+                raise self.fail(at, f"range is for integer arrays ({dtype} values are "
+                                "uniform in [-1, 1))")
+            if not isinstance(span, list) or len(span) != 2 or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in span) \
+                    or span[0] >= span[1]:
+                raise self.fail(at, f"range is [low, high) of whole numbers, got {span!r:.60}")
+
+    def libraries(self, where: str, value: Any, frontend: str) -> tuple[str, ...]:
+        """The header libraries a variant names: one axis a cell, so one library, and only
+        for a frontend that brings no library axis of its own (whether each is a header
+        library of the matrix is the plan's to check: the matrix is not read here)."""
+        names = self.strings(where, value)
+        for name in names:
+            if not LIBRARY_NAME.fullmatch(name):
+                raise self.fail(where, f"{name!r} is not a library's name ([libraries.NAME])")
+        own = REGISTRY[frontend].library
+        if names and own:
+            raise self.fail(where, f"the {frontend} frontend has its own library axis ({own}); "
+                            "libraries names header libraries for the frontends without one")
+        if len(names) > 1:
+            raise self.fail(where, "one header library a variant (a cell has one library "
+                            f"axis); got {', '.join(names)}")
+        return names
+
+    def source(self, where: str, name: Any, directory: Path, frontend: str,
+               build: Mapping[str, Any]) -> Path:
+        """A kernel case's source file; a build case's project folder (the case folder
+        itself unless named), none where [variant.build] names its project."""
+        if REGISTRY[frontend].builds_project:
+            if "project" in build:
+                if name is not None:
+                    raise self.fail(where, "give source (a folder here) or build.project, "
+                                    "not both")
+                return directory
+            name = "." if name is None else name
+            if not isinstance(name, str):
+                raise self.fail(where, f"source must be a folder, got {name!r}")
+            folder = self.inside(where, "source", name, directory)
+            if not folder.is_dir():
+                raise self.fail(where, f"source {name!r}: a build's source is a folder")
+            return folder
+        if not isinstance(name, str):
+            raise self.fail(where, "source is required (a file next to case.toml)")
+        self.inside(where, "source", name, directory)
+        source = directory / name
+        if not source.is_file():
+            raise self.fail(where, f"source file {source} does not exist")
+        return source
+
+    def build(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
+        """[variant.build], checked: only the build frontend has one, and it must."""
+        if not REGISTRY[frontend].builds_project:
+            if raw is not None:
+                raise self.fail(where, f"the {frontend} frontend takes no build table "
+                                "(frontend = \"build\" runs a project's own build)")
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(where, "the build frontend needs a [variant.build] table with "
+                            "its commands")
+        check_keys(where, raw, BUILD_KEYS, self.fail)
+        commands = self.strings(f"{where}.commands", raw.get("commands"))
+        if not commands:
+            raise self.fail(f"{where}.commands", "give at least one command")
+        for command in commands:
+            try:
+                shlex.split(command)
+            except ValueError as exc:
+                raise self.fail(f"{where}.commands", f"{command!r}: {exc}") from None
+        env = raw.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise self.fail(f"{where}.env", "expected a table of strings")
+        texts = [*commands, *(str(raw.get("test", "")),), *env.values()]
+        for text in texts:
+            unknown = [n for n in re.findall(r"\{([a-z_]+)\}", text)
+                       if n not in BUILD_PLACEHOLDERS]
+            if unknown:
+                known = ", ".join("{" + p + "}" for p in BUILD_PLACEHOLDERS)
+                raise self.fail(where, f"unknown placeholder {{{unknown[0]}}} in {text!r} "
+                                f"(known: {known})")
+        table: dict[str, Any] = {
+            "commands": commands,
+            "outputs": self.strings(f"{where}.outputs", raw.get("outputs", list(DEFAULT_OUTPUTS))),
+            "requires": self.strings(f"{where}.requires", raw.get("requires", [])),
+        }
+        for pattern in table["outputs"]:
+            if os.path.isabs(pattern) or ".." in Path(pattern).parts:
+                raise self.fail(f"{where}.outputs", f"{pattern!r}: outputs are patterns "
+                                "inside the project's folder")
+        if "test" in raw:
+            table["test"] = self.strings(f"{where}.test", raw["test"])[0]
+        if "project" in raw:
+            project = raw["project"]
+            if not isinstance(project, str):
+                raise self.fail(f"{where}.project", f"expected a source, got {project!r}")
+            table["project"] = str(SourceSpec.parse(project, f"{self.path}: {where}.project"))
+        table["env"] = dict(env)
+        return table
+
+
+def load_case(directory: Path, root: Path | None = None) -> Case:
+    """The case in `directory`; its files must lie inside `root` (its corpus folder)."""
+    path = directory / "case.toml"
+    raw = load_toml(path)
+    reader = _Reader(path, root if root is not None else directory.parent)
+    check_keys("case", raw, CASE_KEYS, reader.fail)
+    reader.links_stay_inside(directory)
+    title = raw.get("title")
+    if not isinstance(title, str) or not title:
+        raise reader.fail("title", "a case needs a title")
+    variants = raw.get("variant")
+    if not isinstance(variants, list) or not variants:
+        raise reader.fail("variant", "a case needs at least one [[variant]]")
+    parsed = tuple(reader.variant(i, v, directory) for i, v in enumerate(variants))
+    names = [v.name for v in parsed]
+    duplicate = {n for n in names if names.count(n) > 1}
+    if duplicate:
+        raise reader.fail("variant", f"duplicate variant name(s) {sorted(duplicate)}")
+    return Case(
+        id=directory.name,
+        title=title,
+        directory=directory,
+        variants=parsed,
+        upstream=reader.links("upstream", raw.get("upstream", [])),
+        description=str(raw.get("description", "")),
+    )
+
+
+def load_corpus(directories: Iterable[Path]) -> list[Case]:
+    """Every case under the given folders; a case id may appear only once."""
+    cases: dict[str, Case] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise UserError(f"{directory}: corpus folder not found")
+        found = sorted(p.parent for p in directory.glob("*/case.toml"))
+        if not found:
+            raise UserError(f"{directory}: no cases (expected <case-id>/case.toml folders)")
+        for case_dir in found:
+            if not CASE_ID.fullmatch(case_dir.name):
+                raise UserError(f"{str(case_dir)!a}: a case folder's name is its id: "
+                                "letters, digits, '.', '_' or '-' only")
+            case = load_case(case_dir, directory)
+            if case.id in cases:
+                raise UserError(f"{case_dir}: case id {case.id!r} already defined in "
+                                f"{cases[case.id].directory}")
+            cases[case.id] = case
+    return sorted(cases.values(), key=lambda c: c.id)
+
+
+def select_cases(cases: Sequence[Case], wanted: Sequence[str]) -> list[Case]:
+    if not wanted:
+        return list(cases)
+    known = {c.id for c in cases}
+    missing = [w for w in wanted if w not in known]
+    if missing:
+        raise UserError(f"unknown case(s) {', '.join(missing)} (known: {', '.join(sorted(known))})")
+    return [c for c in cases if c.id in wanted]

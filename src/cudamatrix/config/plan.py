@@ -1,0 +1,239 @@
+"""Expanding a tier of the matrix and the corpus into cells, then narrowing the selection."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from ..common.versions import Arch
+from ..errors import UserError
+from ..stages.frontends import REGISTRY, frontend
+from .corpus import Case, Variant
+from .defaults import KNOWN_BUGS
+from .matrix import Matrix, Tier, row_matches
+
+# What a cell's toolkit column shows when its frontend brings its own compiler.
+BUNDLED = "bundled"
+
+
+@functools.lru_cache(maxsize=1 << 16)  # asked for each cell's folder, record and report
+def cell_slug(cell_id: str) -> str:
+    """A file name for a cell id, one to one: the id made readable (letters, digits,
+    '.', '-', '_'; at most 120 of them) and a hash of the whole id, so case ``p__a``
+    variant ``b`` and case ``p`` variant ``a__b`` never share a folder."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", cell_id.replace("/", "__").replace("@", "__at__"))
+    digest = hashlib.sha256(cell_id.encode()).hexdigest()[:12]
+    return f"{readable[:120]}-{digest}"
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One (case, variant) x toolkit x arch x library-version point of the matrix."""
+
+    case: str
+    variant: str
+    toolkit: str
+    arch: str
+    frontend: str
+    library: str | None = None
+    library_version: str | None = None
+    # The runner (GPU and driver) it ran on, set only where one report merges the same
+    # cells from several runners: then each runner's result is a cell of its own.
+    runner: str = ""
+    # nvcc's host compiler where the tier makes it an axis (tier.host_compiler).
+    host_compiler: str | None = None
+
+    @property
+    def id(self) -> str:
+        parts = [self.case, self.variant, self.toolkit, self.arch]
+        if self.library:
+            parts.append(f"{self.library}-{self.library_version}")
+        if self.host_compiler:
+            parts.append(self.host_compiler)
+        return "/".join(parts) + (f"@{self.runner}" if self.runner else "")
+
+    @property
+    def slug(self) -> str:
+        """The cell's file name (see cell_slug)."""
+        return cell_slug(self.id)
+
+    def axes(self) -> dict[str, str | None]:
+        """Values for `when`/`only`/exclude matching; the driver is added once one is seen."""
+        values: dict[str, str | None] = {
+            "case": self.case,
+            "variant": self.variant,
+            "frontend": self.frontend,
+            "toolkit": None if self.toolkit == BUNDLED else self.toolkit,
+            "arch": self.arch,
+        }
+        if self.library:
+            values[self.library] = self.library_version
+        if self.host_compiler:
+            values["host_compiler"] = self.host_compiler
+        return values
+
+    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str, str]:
+        toolkit = () if self.toolkit == BUNDLED else tuple(int(p) for p in self.toolkit.split("."))
+        return (self.case, self.variant, toolkit, Arch.parse(self.arch),
+                self.library_version or "", self.runner, self.host_compiler or "")
+
+
+def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
+                   tier: Tier, host_compilers: Sequence[str] = ()) -> list[Cell]:
+    spec = frontend(variant.frontend)
+    # The frontend's own library axis (CUTLASS, CuPy), or the header library it names.
+    library = spec.library or next(iter(variant.libraries), None)
+    versions: Sequence[str | None] = tier.libraries.get(library, ()) if library else (None,)
+    chosen_toolkits = (BUNDLED,) if spec.toolkit_free else toolkits
+    # The host-compiler axis multiplies the cells that run nvcc, unless the variant names
+    # its own compiler (then that is its only one).
+    compilers: Sequence[str | None] = (None,)
+    if host_compilers and "nvcc" in spec.needs and not variant.host_compiler:
+        compilers = host_compilers
+    cells = []
+    for toolkit in chosen_toolkits:
+        for arch in archs:
+            for version in versions:
+                for compiler in compilers:
+                    cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
+                                library if version else None, version, host_compiler=compiler)
+                    if variant.selects(cell.axes()):
+                        cells.append(cell)
+    return cells
+
+
+def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
+    """A variant's header libraries are header libraries of the matrix."""
+    for name in variant.libraries:
+        library = matrix.libraries.get(name)
+        where = f"{case.directory / 'case.toml'}: variant {variant.name!r}.libraries"
+        if library is None:
+            headers = ", ".join(n for n, lib in matrix.libraries.items() if lib.headers)
+            raise UserError(f"{where}: unknown library {name!r} (header libraries of "
+                            f"{matrix.path.name}: {headers or 'none'}; a project declares "
+                            f"its own as [libraries.{name}] headers = true)")
+        if not library.headers:
+            raise UserError(f"{where}: {name} is not a header library (its frontend's axis)")
+
+
+def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
+           toolkits: Sequence[str] = (), archs: Sequence[str] = (),
+           host_compilers: Sequence[str] = (), prune: bool = True) -> list[Cell]:
+    """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given;
+    cells that cannot exist (`impossible`) are left out unless `prune` is false."""
+    for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
+                               (archs, matrix.archs, "arch")):
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise UserError(f"unknown {what}(s) {', '.join(unknown)} "
+                            f"(available in {matrix.path}: {', '.join(known)})")
+    axis_toolkits = list(toolkits) or list(tier.toolkits)
+    axis_archs = list(archs) or list(tier.archs)
+    compilers = list(host_compilers) or list(tier.host_compilers)
+    in_tier = [c for c in cases if not tier.cases or c.id in tier.cases]
+    cells: set[Cell] = set()
+    for case in in_tier:
+        for variant in case.variants:
+            _check_libraries(matrix, case, variant)
+            cells.update(_variant_cells(case, variant, axis_toolkits, axis_archs, tier,
+                                        compilers))
+    for row in tier.include:
+        for case in in_tier:
+            if "case" in row and row["case"] != case.id:
+                continue
+            for variant in case.variants:
+                if "variant" in row and row["variant"] != variant.name:
+                    continue
+                cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier,
+                                            compilers))
+    kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
+    return sorted((c for c in kept if not prune or impossible(matrix, c) is None),
+                  key=Cell.sort_key)
+
+
+def impossible(matrix: Matrix, cell: Cell) -> str | None:
+    """Why a cell cannot exist, or None: its toolkit cannot build its arch (the matrix's
+    first and last toolkit of each arch; each toolkit's own ptxas is checked against it
+    when prepared), or matrix.toml's library constraints rule the pair out."""
+    if cell.toolkit == BUNDLED:
+        return None
+    support = matrix.archs.get(cell.arch)
+    if support is not None and not support.known_to(cell.toolkit):
+        if Version(cell.toolkit) < support.first:
+            return f"{cell.arch} first came with CUDA {support.first}"
+        return f"CUDA {support.last} was the last to build {cell.arch}"
+    library = matrix.libraries.get(cell.library or "")
+    if library is None or not cell.library_version:
+        return None
+    return library.impossible(cell.library_version, cell.toolkit)
+
+
+def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
+           archs: Sequence[str] = (), host_compilers: Sequence[str] = ()) -> dict[str, int]:
+    """The cells the constraints removed from a selection, counted by reason."""
+    counts: dict[str, int] = {}
+    for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs,
+                       host_compilers=host_compilers, prune=False):
+        why = impossible(matrix, cell)
+        if why:
+            counts[why] = counts.get(why, 0) + 1
+    return counts
+
+
+@functools.cache
+def known_bug_ids() -> frozenset[str]:
+    """The case ids of the tool's own known-bug corpus."""
+    return frozenset(p.parent.name for p in KNOWN_BUGS.glob("*/case.toml"))
+
+
+def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
+    """Every exclude row of a tier must remove at least one cell of the full tier."""
+    unfiltered = Tier(tier.name, tier.toolkits, tier.archs, tier.libraries, tier.include, (),
+                      tier.cases)
+    cells = expand(matrix, unfiltered, cases)
+    loaded = {c.id for c in cases}
+    used = {v.frontend for c in cases for v in c.variants}
+    for i, row in enumerate(tier.exclude):
+        # The default tiers' rows about the known-bug corpus hold only where it is run.
+        if "case" in row and row["case"] not in loaded and row["case"] in known_bug_ids():
+            continue
+        # A row about a frontend no loaded case uses (a project without CuPy cases under
+        # the default tiers' CuPy rows) has nothing to remove; a misspelt one is caught.
+        if isinstance(row.get("frontend"), str) and row["frontend"] not in used:
+            if row["frontend"] not in REGISTRY:
+                raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}]: unknown "
+                                f"frontend {row['frontend']!r} (known: {', '.join(REGISTRY)})")
+            continue
+        if not any(row_matches(row, c.axes()) for c in cells):
+            raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}] {dict(row)} "
+                            "matches no cell")
+
+
+def check_only(matrix: Matrix, cases: Sequence[Case]) -> None:
+    """Every variant's `only` must select at least one cell of the whole matrix (every
+    toolkit, arch and library version): one that selects none is a typo, not a choice."""
+    everything = Tier("all", tuple(matrix.toolkits), tuple(matrix.archs),
+                      {name: lib.versions for name, lib in matrix.libraries.items()}, (), (), ())
+    for case in cases:
+        for variant in case.variants:
+            # A driver or GPU is known only on a runner: such an `only` is judged there.
+            if not variant.only or set(variant.only) & {"driver", "gpu_arch"}:
+                continue
+            if not _variant_cells(case, variant, everything.toolkits, everything.archs,
+                                  everything):
+                raise UserError(f"{case.directory / 'case.toml'}: variant {variant.name!r}: "
+                                f"only = {dict(variant.only)} selects no cell of "
+                                f"{matrix.path}")
+
+
+def shard(cells: Sequence[Cell], index: int, count: int) -> list[Cell]:
+    """Deterministic round-robin slice ``index`` (1-based) of ``count`` shards."""
+    if not 1 <= index <= count:
+        raise UserError(f"--shard {index}/{count}: expected 1 <= i <= n")
+    ordered = sorted(cells, key=Cell.sort_key)
+    return [c for i, c in enumerate(ordered) if i % count == index - 1]

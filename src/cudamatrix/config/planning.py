@@ -1,0 +1,85 @@
+"""A run's plan: the matrix and tier chosen, the cases read, every cell of the selection
+(the matrix's constraints pruned, the shard taken), before anything is prepared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..errors import UserError
+from .corpus import Case, Variant, load_corpus, select_cases
+from .matrix import Matrix, Tier, load_matrix
+from .options import RunOptions
+from .plan import Cell, check_excludes, check_only, expand, pruned, shard
+
+
+@dataclass(frozen=True)
+class Plan:
+    matrix: Matrix
+    tier: Tier
+    cases: dict[str, Case]
+    cells: list[Cell]
+    # Cells that cannot exist (matrix.toml's library constraints), counted by reason.
+    pruned: dict[str, int] = field(default_factory=dict)
+
+    def variant(self, cell: Cell) -> Variant:
+        return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
+
+
+def with_library_versions(options: RunOptions, versions: Mapping[str, Sequence[str]]
+                          ) -> RunOptions:
+    """The run with these versions of these libraries in place of its tier's (``--library
+    cutlass==3.7.0``): a release the matrix does not list is fetched from the index as the
+    listed ones are."""
+    if not versions:
+        return options
+    matrix = load_matrix(options.matrix, options.matrix_overrides)
+    unknown = sorted(set(versions) - set(matrix.libraries))
+    if unknown:
+        raise UserError(f"--library {unknown[0]}: unknown library (known: "
+                        f"{', '.join(sorted(matrix.libraries))})")
+    tier = matrix.tier(options.tier).name
+    overrides = dict(options.matrix_overrides)
+    libraries = dict(overrides.get("libraries", {}))
+    tiers = dict(overrides.get("tiers", {}))
+    for name, chosen in versions.items():
+        libraries[name] = {**libraries.get(name, {}), "versions": list(chosen)}
+        tiers[tier] = {**tiers.get(tier, {}), name: list(chosen)}
+    return replace(options, matrix_overrides={**overrides, "libraries": libraries,
+                                              "tiers": tiers})
+
+
+def with_project(case: Case, project: str) -> Case:
+    """The case with `project` built by each of its build variants."""
+    variants = tuple(replace(v, build={**v.build, "project": project}) if v.build else v
+                     for v in case.variants)
+    return replace(case, variants=variants)
+
+
+def make_plan(options: RunOptions) -> Plan:
+    matrix = load_matrix(options.matrix, options.matrix_overrides)
+    tier = matrix.tier(options.tier)
+    all_cases = load_corpus(options.corpus)
+    check_excludes(matrix, tier, all_cases)
+    check_only(matrix, all_cases)
+    cases = select_cases(all_cases, options.cases)
+    if options.project_override:
+        cases = [with_project(case, options.project_override) for case in cases]
+    cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
+                   host_compilers=options.host_compilers)
+    removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
+                     host_compilers=options.host_compilers)
+    if options.cell_ids:
+        unknown = sorted(set(options.cell_ids) - {c.id for c in cells})
+        if unknown:
+            raise UserError(f"--cell {unknown[0]}: no such cell in tier {tier.name!r} "
+                            "(`cudamatrix list` prints them)")
+        cells = [c for c in cells if c.id in set(options.cell_ids)]
+    if options.shard:
+        cells = shard(cells, *options.shard)
+    if not cells:
+        raise UserError("the selection is empty: no cell matches "
+                        f"tier {tier.name!r}, cases {list(options.cases) or 'all'}, "
+                        f"toolkits {list(options.toolkits) or list(tier.toolkits)}, "
+                        f"archs {list(options.archs) or list(tier.archs)}")
+    return Plan(matrix, tier, {c.id: c for c in cases}, cells, removed)

@@ -1,0 +1,368 @@
+"""A project's own configuration: ``cudamatrix.toml`` (or ``[tool.cudamatrix]`` in
+pyproject.toml), found from the current folder upwards, as ruff and pytest find theirs.
+
+It names the project's case folders and what it changes of the default matrix (its
+tiers, its default tier), inheriting everything it does not set; the known-bug corpus
+is opt-in (``known_bugs = true`` or ``--known-bugs``). Without one, ``cudamatrix init``
+writes a starter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..common.keys import check_keys
+from ..common.tomlfile import load_toml
+from ..errors import UserError
+from .defaults import CONFIG, DEFAULT_MATRIX
+from .sources import SourceSpec
+
+KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries")
+# The keys of a tier a project may set (the others come from the default tier of that name).
+TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
+             "cutlass_python", "cutlass_torch", "host_compiler")
+
+
+@dataclass(frozen=True)
+class Project:
+    config: Path | None
+    cases: tuple[Path, ...] = ()
+    known_bugs: bool = False
+    matrix: Path = DEFAULT_MATRIX
+    # Tables laid over the matrix file before it is read (tiers, default_tier).
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def _config_table(path: Path) -> dict[str, Any] | None:
+    raw = load_toml(path)
+    if path.name == "pyproject.toml":
+        table = raw.get("tool", {}).get("cudamatrix")
+        return table if isinstance(table, dict) else None
+    return raw
+
+
+def find_project(start: Path) -> Project:
+    """The project whose configuration is nearest above `start`, or none."""
+    folder = start.resolve()
+    for candidate in (folder, *folder.parents):
+        for name in (CONFIG, "pyproject.toml"):
+            path = candidate / name
+            if path.is_file():
+                table = _config_table(path)
+                if table is not None:
+                    return read_project(path, table)
+    return Project(config=None)
+
+
+def read_project(path: Path, table: dict[str, Any]) -> Project:
+    def fail(where: str, message: str) -> UserError:
+        return UserError(f"{path}: {where}: {message}")
+
+    check_keys("cudamatrix" if path.name == "pyproject.toml" else "config", table, KEYS, fail)
+    base = path.parent
+    cases = table.get("cases", [])
+    if isinstance(cases, str):
+        cases = [cases]
+    if not isinstance(cases, list) or not all(isinstance(c, str) for c in cases):
+        raise fail("cases", f"expected folder names, got {cases!r}")
+    folders = tuple(base / c for c in cases)
+    for folder in folders:
+        if not folder.is_dir():
+            raise fail("cases", f"{folder} is not a folder")
+    known_bugs = table.get("known_bugs", False)
+    if not isinstance(known_bugs, bool):
+        raise fail("known_bugs", f"expected true or false, got {known_bugs!r}")
+    matrix = DEFAULT_MATRIX
+    if "matrix" in table:
+        matrix = base / str(table["matrix"])
+    overrides: dict[str, Any] = {}
+    if "default_tier" in table:
+        overrides["default_tier"] = table["default_tier"]
+    tiers = table.get("tiers", {})
+    if not isinstance(tiers, dict):
+        raise fail("tiers", "expected [tiers.<name>] tables")
+    for name, tier in tiers.items():
+        if not isinstance(tier, dict):
+            raise fail(f"tiers.{name}", "expected a table")
+        check_keys(f"tiers.{name}", tier, TIER_KEYS, fail)
+    if tiers:
+        overrides["tiers"] = tiers
+    libraries = table.get("libraries", {})
+    if libraries:
+        overrides["libraries"] = _library_sources(libraries, base, fail)
+    if not folders and not known_bugs:
+        raise fail("cases", "names no case folder and known_bugs is off: nothing to run")
+    return Project(path, folders, known_bugs, matrix, overrides)
+
+
+def _library_sources(table: Any, base: Path,
+                     fail: Callable[[str, str], UserError]) -> dict[str, dict[str, Any]]:
+    """A project's own versions of a library (``[libraries.cutlass.sources]``: a label such
+    as "4.2.0+mine" mapped to a folder, file, sdist or git revision), its relative paths
+    made absolute against the configuration's folder, where the user wrote them; and the
+    project's own header libraries (``[libraries.NAME]`` with ``headers = true``,
+    ``package``, ``versions``, ``include``), checked with the matrix."""
+    if not isinstance(table, dict):
+        raise fail("libraries", "expected [libraries.<name>.sources] tables")
+    result: dict[str, dict[str, Any]] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            raise fail(f"libraries.{name}", "expected a table")
+        check_keys(f"libraries.{name}", entry, ("sources", "headers", "package", "versions",
+                                                "include"), fail)
+        sources = entry.get("sources", {})
+        if not isinstance(sources, dict):
+            raise fail(f"libraries.{name}.sources", "expected \"<version label>\" = \"<source>\"")
+        made: dict[str, str] = {}
+        for label, text in sources.items():
+            spec = SourceSpec.parse(str(text), f"{base}: libraries.{name}.sources.{label}")
+            if spec.scheme in ("path", "file"):
+                spec = SourceSpec(spec.scheme, str((base / spec.value).resolve()))
+            made[str(label)] = str(spec)
+        result[str(name)] = {**{k: v for k, v in entry.items() if k != "sources"},
+                             "sources": made}
+    return result
+
+
+def merge_matrix(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The matrix file's tables with a project's laid over them: a project's tier keeps
+    every key of the default tier of that name that it does not set."""
+    merged = dict(raw)
+    if "default_tier" in overrides:
+        merged["default_tier"] = overrides["default_tier"]
+    tiers = dict(merged.get("tiers", {}))
+    for name, tier in overrides.get("tiers", {}).items():
+        tiers[name] = {**tiers.get(name, {}), **tier}
+    merged["tiers"] = tiers
+    libraries = {name: dict(entry) for name, entry in merged.get("libraries", {}).items()}
+    for name, entry in overrides.get("libraries", {}).items():
+        known = libraries.setdefault(name, {})
+        known["sources"] = {**known.get("sources", {}), **entry.get("sources", {})}
+        for key in ("headers", "package", "include"):  # a project's own header library
+            if key in entry:
+                known[key] = entry[key]
+        # Versions beyond the matrix's own (`cudamatrix bisect` over a library's releases).
+        extra = [v for v in entry.get("versions", []) if v not in known.get("versions", [])]
+        if extra:
+            known["versions"] = [*known.get("versions", []), *extra]
+    merged["libraries"] = libraries
+    return merged
+
+
+STARTER = """\
+# cudamatrix: which CUDA toolkits, GPU archs and drivers your kernels build and run on.
+# Everything not set here comes from the tool's default matrix (`cudamatrix validate`
+# prints what a run would cover). Edit freely; `cudamatrix run` reads this file.
+
+# Folders of cases: one folder per case, each with a case.toml and its sources.
+cases = ["cudamatrix-cases"]
+
+# The tool's own corpus of known CUDA bugs, run beside your cases (or: --known-bugs).
+known_bugs = false
+
+# The pr tier (the default) trimmed to what you support; other keys come from the
+# default pr tier. Toolkits: 11.8, 12.0-12.9, 13.0-13.5; archs: sm_70 ... sm_120a.
+[tiers.pr]
+toolkit = ["12.4", "12.8", "13.0"]
+arch = ["sm_80", "sm_90"]
+"""
+
+SAXPY = """\
+// An example kernel: edit it, or copy this folder for a kernel of your own.
+// `kernel = "saxpy"` in case.toml names it as C++ does (a template by its arguments,
+// `saxpy<float>`); the tool finds the name the compiler gave it.
+__global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+SAXPY_CASE = """\
+title = "saxpy through NVRTC (as CuPy and numba-cuda compile)"
+
+[[variant]]
+name = "nvrtc"
+source = "saxpy.cu"
+frontend = "nvrtc"
+kernel = "saxpy"
+  # The build must contain a fused multiply-add, or the case fails.
+  [[variant.artifact]]
+  in = "ptx"
+  contains = "fma.rn.f32"
+  # On a GPU: launch it and check the result.
+  [variant.run]
+  grid = [4]
+  block = [256]
+  args = [{ value = 2.0, dtype = "float32" },
+          { name = "x", dtype = "float32", shape = [1024] },
+          { name = "y", dtype = "float32", shape = [1024], inout = true },
+          { value = 1024, dtype = "int32" }]
+  check = { y = "2.0 * x + y_in" }
+"""
+
+BUILD_CASE = """\
+title = "saxpy built by the project's own CMake build"
+description = \"\"\"
+A build case runs your build as you run it, once per toolkit, arch and host compiler:
+the cell's toolkit is $CUDA_HOME (and $CUDACXX), its arch $CUDAARCHS (CMake),
+$TORCH_CUDA_ARCH_LIST (PyTorch) or {gencode}/{cuda_arch} in a command, its host
+compiler $CC/$CXX/$CUDAHOSTCXX. What the build makes (`outputs`) is audited: the SASS and
+PTX of every module, and whether they can run on the cell's arch. On a GPU every module is
+loaded by the driver and `test` runs. To build your whole repository instead of this
+folder, name it: project = "path:../.." (or an sdist, a git checkout at a revision).
+\"\"\"
+
+[[variant]]
+name = "cmake"
+frontend = "build"
+timeout = 600
+  [variant.build]
+  commands = ["cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release", "cmake --build build"]
+  outputs = ["build/*.so"]
+  # Build tools from PyPI, on PATH for the commands (so a machine without CMake builds too).
+  requires = ["cmake==3.31.6", "ninja==1.11.1.4"]
+  test = "{python} check.py build/libsaxpy.so"
+"""
+
+CMAKE_LISTS = """\
+cmake_minimum_required(VERSION 3.18)
+project(saxpy LANGUAGES CXX CUDA)
+# CMAKE_CUDA_ARCHITECTURES comes from $CUDAARCHS: one arch per cell.
+add_library(saxpy SHARED saxpy_check.cu)
+set_target_properties(saxpy PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+"""
+
+SAXPY_CHECK = """\
+// The example kernel behind a C entry point the test calls: 0 when every element is right.
+#include <cuda_runtime.h>
+
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+extern "C" int saxpy_check(int n) {
+    float *x, *y;
+    if (cudaMallocManaged(&x, n * sizeof(float)) || cudaMallocManaged(&y, n * sizeof(float)))
+        return 1;
+    for (int i = 0; i < n; ++i) { x[i] = float(i); y[i] = 1.0f; }
+    saxpy<<<(n + 255) / 256, 256>>>(2.0f, x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += y[i] != 2.0f * float(i) + 1.0f;
+    cudaFree(x);
+    cudaFree(y);
+    return wrong ? 3 : 0;
+}
+"""
+
+CHECK_PY = """\
+\"\"\"The build case's test: load the library the build made and run its check.\"\"\"
+import ctypes
+import sys
+
+status = ctypes.CDLL(sys.argv[1]).saxpy_check(1 << 20)
+sys.exit(f"saxpy_check returned {status}" if status else 0)
+"""
+
+
+WORKFLOW_REPOSITORY = "cudamatrix/cudamatrix"
+CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml"}
+
+
+def github_caller(workflow: str | None = None) -> str:
+    """The caller workflow `init --ci github` writes: cudamatrix's reusable workflow at this
+    release (or `workflow`, ``OWNER/REPO/.github/workflows/cudamatrix.yml@REF``)."""
+    template = (files("cudamatrix.config") / "data" / "ci" / "github-caller.yml").read_text()
+    uses = workflow or f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}"
+    # Put into YAML as a plain `uses:` value: a newline would add keys of its own
+    # (`secrets: inherit`), a quote or a comment mark would change what it says.
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+/[A-Za-z0-9_./\-]+@[A-Za-z0-9_./\-]+",
+                        uses):
+        raise UserError(f"--workflow {uses!r:.80}: expected OWNER/REPO/PATH@REF "
+                        "(letters, digits, '.', '_', '-', '/'), such as "
+                        f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}")
+    return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
+
+
+def init_project(folder: Path, ci: str | None = None, workflow: str | None = None
+                 ) -> list[Path]:
+    """Write a starter configuration and two example cases (a kernel, a build) into
+    `folder`, and with `ci` a workflow that runs them in that CI; never overwrite. Where the
+    configuration is there already, `ci` adds only the workflow."""
+    starter = {
+        folder / CONFIG: STARTER,
+        folder / "cudamatrix-cases" / "saxpy" / "case.toml": SAXPY_CASE,
+        folder / "cudamatrix-cases" / "saxpy" / "saxpy.cu": SAXPY,
+        folder / "cudamatrix-cases" / "saxpy-build" / "case.toml": BUILD_CASE,
+        folder / "cudamatrix-cases" / "saxpy-build" / "CMakeLists.txt": CMAKE_LISTS,
+        folder / "cudamatrix-cases" / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
+        folder / "cudamatrix-cases" / "saxpy-build" / "check.py": CHECK_PY,
+    }
+    if ci is not None and ci not in CI_FILES:
+        raise UserError(f"--ci {ci}: unknown; known: {', '.join(sorted(CI_FILES))}")
+    wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
+    if ci == "github":
+        wanted = {**wanted, folder / CI_FILES["github"]: github_caller(workflow)}
+    existing = [p for p in wanted if os.path.lexists(p)]
+    if existing:
+        raise UserError(f"{existing[0]}: already exists; cudamatrix init writes only new files")
+    for path in wanted:  # every refusal before the first file is written
+        _writable_inside(folder, path)
+    for path, text in wanted.items():
+        _make_folders(folder, path.parent)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(text)
+    return [p.relative_to(folder) for p in wanted]
+
+
+def _writable_inside(folder: Path, path: Path) -> None:
+    """`path` can be written where `folder` is, through no link: each part of the way that
+    exists is a real folder of the project (a `.github` that is a link would write the
+    workflow wherever it points), and the deepest one that exists is writable."""
+    deepest = folder
+    for part in path.relative_to(folder).parts[:-1]:
+        step = deepest / part
+        if os.path.islink(step):
+            raise UserError(f"{step}: a link; cudamatrix init writes only inside {folder}, "
+                            "never through one")
+        if not step.exists():
+            break
+        if not step.is_dir():
+            raise UserError(f"{step}: not a folder")
+        deepest = step
+    if not folder.is_dir():
+        raise UserError(f"{folder}: not a folder")
+    if not os.access(deepest, os.W_OK | os.X_OK) or not _really_writable(deepest):
+        raise UserError(f"{deepest}: not writable; nothing was written")
+
+
+def _really_writable(folder: Path) -> bool:
+    """Whether a file can be made in `folder` (as root, os.access says yes to a read-only
+    mount): made and removed at once."""
+    try:
+        probe = folder / f".cudamatrix-init-{os.getpid()}"
+        descriptor = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    os.close(descriptor)
+    probe.unlink()
+    return True
+
+
+def _make_folders(folder: Path, target: Path) -> None:
+    """The folders down to `target`, each made here (never followed through a link)."""
+    current = folder
+    for part in target.relative_to(folder).parts:
+        current = current / part
+        if os.path.islink(current):
+            raise UserError(f"{current}: a link; cudamatrix init writes only inside {folder}")
+        current.mkdir(exist_ok=True)

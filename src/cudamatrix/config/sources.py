@@ -1,0 +1,248 @@
+"""Where the code under test comes from: a folder, an sdist or wheel file, a PyPI sdist,
+a git checkout; fetched once and kept in the cache by its content.
+
+A maintainer's library is rarely a PyPI pin: it is the checkout they are in, the sdist
+their release job made, or a branch. A spec names one of them:
+
+- ``path:<folder>``: a folder (relative to the file that names it); read in place, its
+  digest taken over every file but ``.git``.
+- ``file:<archive>``: an sdist (``.tar.gz``, ``.zip``) or a wheel (``.whl``); an sdist is
+  unpacked into the cache under its sha256.
+- ``sdist:<name>==<version>``: that release's sdist from the package index (PyPI, or
+  ``$PIP_INDEX_URL``), its sha256 checked against the index's, unpacked into the cache
+  (no build backend runs to fetch it, unlike ``pip download``).
+- ``git:<url>@<rev>``: a clone of ``url`` at ``rev``, kept under the commit it named.
+
+Unpacking refuses members that would land outside their folder (tarfile's ``data``
+filter), as an sdist is a file anyone can make.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..common.locks import folder_lock
+from ..errors import EnvironmentUnavailable, UserError
+
+SCHEMES = ("path", "file", "sdist", "git")
+_GIT_URL = re.compile(r"^(https?://|ssh://|file://|git@[\w.-]+:)[^\s]+$")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+# The index pip would use (PEP 691's JSON form of the simple API).
+INDEX_URL = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+FETCH_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    scheme: str
+    value: str
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> SourceSpec:
+        """``scheme:value``; `where` names the file and entry for the one-line error."""
+        scheme, _, value = text.partition(":")
+        if scheme not in SCHEMES or not value:
+            raise UserError(f"{where}: {text!r} is not a source: give path:<folder>, "
+                            "file:<sdist or wheel>, sdist:<name>==<version> or git:<url>@<rev>")
+        if scheme == "sdist" and not _PIN.match(value):
+            raise UserError(f"{where}: {text!r}: an sdist is named name==version")
+        if scheme == "git" and not _GIT_URL.match(value):
+            raise UserError(f"{where}: {text!r}: a git source is an https://, http://, ssh://, "
+                            "git@host: or file:// address (git's other transports, such as "
+                            "ext::, run commands)")
+        if scheme == "git" and "@" not in value.rsplit("/", 1)[-1]:
+            raise UserError(f"{where}: {text!r}: name the revision, git:<url>@<rev>, so every "
+                            "run builds the same commit")
+        return cls(scheme, value)
+
+    def __str__(self) -> str:
+        return f"{self.scheme}:{self.value}"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A fetched source: a folder to build (or a wheel to install) and what it was."""
+
+    spec: str
+    path: Path  # the folder (or, for a wheel, the file)
+    digest: str  # sha256 of the archive or tree, or the git commit
+    is_wheel: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec} ({self.digest[:12]})"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def tree_digest(folder: Path) -> str:
+    """sha256 over every file's relative path and content (``.git`` left out): a folder
+    whose content did not change has the same digest wherever it lies."""
+    digest = hashlib.sha256()
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(names):
+            path = Path(root) / name
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            if path.is_symlink():
+                digest.update(b"link:" + os.readlink(path).encode())
+            elif path.is_file():
+                digest.update(_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def _unpack(archive: Path, target: Path) -> Path:
+    """The archive's content in `target` (made once); an sdist's single top folder is
+    the project."""
+    with folder_lock(target):
+        if not target.is_dir():
+            staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            try:
+                if zipfile.is_zipfile(archive):
+                    with zipfile.ZipFile(archive) as opened:
+                        for member in opened.namelist():
+                            if member.startswith("/") or ".." in Path(member).parts:
+                                raise EnvironmentUnavailable(
+                                    f"{archive.name}: member {member!r} leaves its folder")
+                        opened.extractall(staging)
+                else:
+                    with tarfile.open(archive) as opened:
+                        opened.extractall(staging, filter="data")
+            except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise EnvironmentUnavailable(f"{archive.name}: cannot unpack ({exc})") from None
+            staging.rename(target)
+    entries = [p for p in target.iterdir()]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else target
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _index_listing(name: str, said: str) -> Any:
+    """The index's page of project `name` (PEP 691's JSON); EnvironmentUnavailable, starting
+    with `said`, where it does not answer."""
+    request = urllib.request.Request(f"{INDEX_URL}/{_normal(name)}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.load(answer)
+    except (OSError, ValueError) as exc:
+        raise EnvironmentUnavailable(f"{said}: the index did not answer ({exc})") from None
+
+
+def index_versions(package: str) -> list[str]:
+    """Every release of `package` the package index lists (PEP 700's "versions"), in the
+    index's order; yanked files do not remove a release. EnvironmentUnavailable where the
+    index does not answer."""
+    listing = _index_listing(package, package)
+    versions = listing.get("versions") if isinstance(listing, dict) else None
+    if not isinstance(versions, list):
+        raise EnvironmentUnavailable(f"{package}: the index lists no versions")
+    return [str(v) for v in versions]
+
+
+def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
+    """The sdist of name==version from the package index, checked against its sha256; an
+    sdist fetched and checked before is taken from the cache without asking the index
+    again (its record keeps the index's sha256), so a machine without network (a GPU
+    runner) builds what was fetched elsewhere."""
+    name, version = _PIN.match(pin).groups()  # type: ignore[union-attr]
+    record = cache / "sources" / "downloads" / f"{_normal(name)}-{version}.json"
+    if record.is_file():
+        known = json.loads(record.read_text())
+        archive = record.parent / known["filename"]
+        if archive.is_file() and _sha256(archive) == known["sha256"]:
+            return archive, known["sha256"]
+    listing = _index_listing(name, f"sdist:{pin}")
+    stems = {f"{_normal(name)}-{version}".replace("-", "_"), f"{_normal(name)}-{version}"}
+    files = [f for f in listing.get("files", [])
+             if f["filename"].endswith((".tar.gz", ".zip")) and "sha256" in f.get("hashes", {})
+             and f["filename"].rsplit(".tar.gz", 1)[0].rsplit(".zip", 1)[0].lower() in stems]
+    if not files:
+        raise EnvironmentUnavailable(f"sdist:{pin}: the index has no sdist of this release")
+    wanted = files[0]["hashes"]["sha256"]
+    url = urllib.parse.urljoin(f"{INDEX_URL}/{_normal(name)}/", files[0]["url"])
+    archive = record.parent / Path(files[0]["filename"]).name
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"{archive.name}.partial-{os.getpid()}")
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as answer, \
+                partial.open("wb") as out:
+            shutil.copyfileobj(answer, out, 1 << 20)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise EnvironmentUnavailable(f"sdist:{pin}: download failed ({exc})") from None
+    got = _sha256(partial)
+    if got != wanted:
+        partial.unlink(missing_ok=True)
+        raise EnvironmentUnavailable(f"sdist:{pin}: sha256 {got} is not the index's {wanted}")
+    partial.replace(archive)
+    record.write_text(json.dumps({"pin": pin, "filename": archive.name, "sha256": wanted}))
+    return archive, wanted
+
+
+def _git(spec: str, cache: Path) -> tuple[Path, str]:
+    url, _, rev = spec.rpartition("@")
+    key = hashlib.sha256(spec.encode()).hexdigest()[:16]
+    target = cache / "sources" / f"git-{key}"
+    with folder_lock(target):
+        if not (target / ".git").is_dir():
+            staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            for command in (["git", "clone", "--quiet", "--no-checkout", url, str(staging)],
+                            ["git", "-C", str(staging), "checkout", "--quiet", rev]):
+                done = subprocess.run(command, capture_output=True, text=True,
+                                      timeout=FETCH_TIMEOUT_S, check=False)
+                if done.returncode != 0:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    said = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+                    raise EnvironmentUnavailable(f"git:{spec}: {said}")
+            staging.rename(target)
+        commit = subprocess.run(["git", "-C", str(target), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    return target, commit
+
+
+def fetch(spec: SourceSpec, base: Path, cache: Path) -> Source:
+    """The source `spec` names, `base` being the folder its relative paths start from."""
+    if spec.scheme == "path":
+        folder = (base / spec.value).resolve()
+        if not folder.is_dir():
+            raise EnvironmentUnavailable(f"{spec}: no folder {folder}")
+        return Source(str(spec), folder, tree_digest(folder))
+    if spec.scheme == "git":
+        folder, commit = _git(spec.value, cache)
+        return Source(str(spec), folder, commit)
+    if spec.scheme == "sdist":
+        archive, digest = _pypi_sdist(spec.value, cache)
+    else:
+        archive = (base / spec.value).resolve()
+        if not archive.is_file():
+            raise EnvironmentUnavailable(f"{spec}: no file {archive}")
+        digest = _sha256(archive)
+        if archive.suffix == ".whl":
+            return Source(str(spec), archive, digest, is_wheel=True)
+    folder = _unpack(archive, cache / "sources" / f"sdist-{digest[:24]}")
+    return Source(str(spec), folder, digest)

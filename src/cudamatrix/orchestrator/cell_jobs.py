@@ -1,0 +1,173 @@
+"""What a cell's worker is to do: its job (toolkit and library environments, the host
+compiler, the frontend's own preparation, an earlier run's build with --prebuilt), or the
+stages that say at once why nothing can run. Kept apart from the runner, which schedules,
+executes and judges."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ..common.versions import TOOLKIT_OWN
+from ..config.corpus import Variant
+from ..config.options import RunOptions
+from ..config.plan import BUNDLED, Cell
+from ..providers import Environment, LibraryEnvironment
+from ..providers.wheels import linked_components
+from ..record.results import ARTIFACTS_DIR, CELLS_DIR
+from ..stages.cell_files import COMPILE_RECORD
+from ..stages.frontends import frontend
+from ..stages.job import Job
+from ..stages.result import StageResult
+from .cupy_warmup import JitifyWarmups
+from .environments import Environments
+from .gpu import DeviceInfo
+from .job_preparation import JobContext, preparation
+
+
+class CellJobs:
+    """Each cell's job, made the same way for every cell of the run."""
+
+    def __init__(self, options: RunOptions, envs: Environments, device: DeviceInfo,
+                 warmups: JitifyWarmups, memory_bytes: int | None,
+                 time_left: Callable[[float], float]) -> None:
+        self.options, self.envs, self.device, self.warmups = options, envs, device, warmups
+        self.memory_bytes, self.time_left = memory_bytes, time_left
+        self._resolved: dict[Path, str] = {}
+
+    def resolved(self, path: Path) -> str:
+        """A variant's source, the run's artifacts folder: resolved once per run rather than
+        once per cell (each resolve is a walk of lstat calls)."""
+        if path not in self._resolved:
+            self._resolved[path] = str(path.resolve())
+        return self._resolved[path]
+
+    def job_for(self, cell: Cell, variant: Variant
+                ) -> tuple[Job | list[StageResult], dict[str, str]]:
+        """What a worker is to do for the cell, or the stages that say at once why nothing can."""
+        env: Environment | None = None
+        versions: dict[str, str] = {}
+        workdir = self.options.out / ARTIFACTS_DIR / cell.slug
+        prebuilt: Path | None = None
+        if self.options.prebuilt and cell.frontend not in self.options.compile_here:
+            imported = self.import_prebuilt(cell, workdir, versions)
+            if isinstance(imported, list):
+                return imported, versions
+            prebuilt = imported
+        if cell.toolkit != BUNDLED and prebuilt is None:
+            got = self.envs.toolkit(cell.toolkit)
+            if isinstance(got, str):
+                return [StageResult("compile", "error",
+                                    f"toolkit {cell.toolkit} environment: {got}")], versions
+            env = got
+            if "clang" in frontend(cell.frontend).needs:
+                env = self.envs.with_clang(env)
+            versions.update(env.packages or env.tool_versions)
+            if "nvcc" in frontend(cell.frontend).needs:  # which nvcc built it, and with what
+                versions.update({k: v for k, v in env.tool_versions.items()
+                                 if k in ("nvcc", "nvcc_from", "host_compiler")})
+            missing = env.missing_for(cell.frontend, frontend(cell.frontend).needs)
+            named = variant.host_compiler or cell.host_compiler
+            if missing and not (named and env.nvcc
+                                and missing == env.nvcc_unusable):  # the case names its own
+                return [StageResult("compile", "unavailable", missing)], versions
+            unknown = env.lacks_arch(cell.arch)
+            if unknown:
+                return [StageResult("compile", "unsupported", unknown)], versions
+        spec = frontend(cell.frontend)
+        if spec.needs_gpu_to_compile and not self.device.present:
+            reason = f"{spec.needs_gpu_to_compile}: {self.device.reason}"
+            return [StageResult("compile", "unavailable", reason)], versions
+        library: LibraryEnvironment | None = None
+        # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
+        own = cell.library_version == TOOLKIT_OWN and self.envs.matrix.libraries.get(
+            cell.library or "") is not None and self.envs.matrix.libraries[
+            cell.library or ""].headers
+        if own:  # the toolkit's own copy of a header library: nothing put ahead of it
+            versions[f"{cell.library} (the toolkit's own)"] = TOOLKIT_OWN
+        if cell.library and cell.library_version and prebuilt is None and not own:
+            major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
+            lib = self.envs.library(cell.library, cell.library_version, major, env)
+            if isinstance(lib, str):
+                return [StageResult("compile", "error", f"{cell.library} environment: {lib}")], \
+                    versions
+            library = lib
+            versions.update(lib.packages)
+        # A component whose library the case links (-lcublas): its libraries, fetched now.
+        if env is not None and env.provider == "wheels":
+            for component, flag in linked_components(variant.flags).items():
+                linked = self.envs.component_libraries(env, component, flag)
+                if isinstance(linked, str):
+                    return [StageResult("compile", "error",
+                                        f"{component} libraries for {flag}: {linked}")], versions
+                env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
+                versions.update(linked.packages)
+        if prebuilt is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir(parents=True)
+        named = variant.host_compiler or cell.host_compiler
+        host = self.host_compiler(named) if prebuilt is None else None
+        if isinstance(host, StageResult):
+            return [host], versions
+        if host:
+            versions["host_compiler"] = f"{named} {host[1]}"
+        job = Job(
+            cell_id=cell.id, arch=cell.arch, source=self.resolved(variant.source),
+            frontend=cell.frontend, workdir=f"{self.resolved(workdir.parent)}/{workdir.name}",
+            timeout=self.time_left(variant.timeout or self.options.cell_timeout),
+            flags=variant.flags,
+            kernel=variant.kernel, arch_flag=variant.arch_flag,
+            artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
+                             "why": a.why} for a in variant.artifacts),
+            run={**variant.run, **({"time": dict(variant.time)} if variant.time else {})},
+            env=env, library=library,
+            gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
+            prebuilt=str(prebuilt) if prebuilt else None,
+            memory_bytes=self.memory_bytes,
+            host_compiler=host[0] if host else None,
+            host_compiler_version=host[1] if host else None,
+            budgets=dict(variant.resources),
+            disassembler=self.envs.sass_tools() if prebuilt is not None
+            and (variant.artifacts or variant.build) else None)
+        prepare = preparation(spec)
+        if prepare is not None:
+            prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,
+                                                    prebuilt is not None, versions))
+            if isinstance(prepared, StageResult):
+                return [prepared], versions
+            job = prepared
+        return job, versions
+
+    def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
+                        ) -> Path | list[StageResult]:
+        """The cell's folder from an earlier run (--prebuilt, another machine's compile),
+        copied into this run's, its versions recorded; or that run's stages, when it never
+        compiled there, or why it is not there."""
+        assert self.options.prebuilt is not None
+        earlier = self.options.prebuilt / ARTIFACTS_DIR / cell.slug
+        record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
+        if (earlier / COMPILE_RECORD).exists():
+            if earlier.resolve() != workdir.resolve():
+                shutil.rmtree(workdir, ignore_errors=True)
+                shutil.copytree(earlier, workdir)
+            if record.exists():
+                versions.update(json.loads(record.read_text()).get("versions", {}))
+            return workdir
+        if record.exists():  # it never compiled there: its stages are the whole story
+            data = json.loads(record.read_text())
+            versions.update(data["versions"])
+            return [StageResult.from_dict(s) for s in data["stages"]]
+        return [StageResult("compile", "unavailable", f"not built in {self.options.prebuilt}")]
+
+    def host_compiler(self, name: str | None) -> tuple[str, str] | StageResult | None:
+        """The host compiler a variant or the tier's axis names for nvcc (path, version), or
+        why it cannot have it here; None when none is named (the run's choice for the
+        toolkit)."""
+        if not name:
+            return None
+        found = self.envs.toolkit_provider.host_compiler(name)
+        return StageResult("compile", "unavailable", found) if isinstance(found, str) else found
+

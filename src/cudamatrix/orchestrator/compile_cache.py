@@ -1,0 +1,346 @@
+"""The compile cache: a cell whose compile inputs have not changed is not compiled again.
+
+A compile's outcome, refusals included, is decided by the source and every file
+it reads, the flags, the frontend, the target arch, and the exact toolkit and
+library builds (package versions, tool versions). The key hashes all of them.
+Which files a compile reads cannot all be read off the source (``#include MACRO``, a
+module a script imports), and NVRTC 11.8 to 13.0 have no dependency output; so the key
+holds every file the compile *could* read outside the toolkit: the whole case folder,
+every include folder its flags name, and every file its include lines reach wherever
+it lies (``#include "../common/h.h"``, a folder behind a link: stages/includes.py). An
+edit anywhere there recompiles; an unchanged tree never replays a stale verdict.
+
+The cache is shared by every case and every run, and case code runs beside it, so an
+entry is written only by this process (never by a cell), from regular files in the
+cell's own folder opened without following links, copied (never linked) in and out,
+and carries a SHA-256 per file that is checked on every read: a damaged entry is
+dropped and compiled again, with a note. Only a compiler's verdict on its inputs is
+kept: a signal, the memory limit, a timeout or a crash say nothing about the code.
+Entries are written under a temporary name and renamed into place, so a run killed
+mid-store, or two shards storing the same entry, leave no half entry.
+
+Other caches can be read beside the run's own (``--compile-cache-from``): one a CI job
+restored, a team's shared folder, the test suite's cache of the shipped corpus. They are
+read only: an entry is served from them when the run's own cache lacks it, checked the
+same way, and a damaged one there is passed over (said, never removed: it is not ours).
+The key is the content of every input, so an entry found there is the verdict this very
+compile would reach here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..stages.cell_files import ARTIFACTS, COMPILE_RECORD
+from ..stages.flags import include_folders
+from ..stages.includes import IncludedFiles, included_files
+from ..stages.job import Job
+from ..stages.result import StageResult
+
+# Bump when what a compile stage records or produces changes shape.
+CACHE_FORMAT = 3
+CACHEABLE = frozenset({"ok", "failed", "unsupported"})
+RECORD = COMPILE_RECORD
+MANIFEST = "manifest.json"
+# No artifact a compile stage makes comes near this: anything larger is not stored.
+MAX_ARTIFACT_BYTES = 1 << 30
+# What nvcc (NVCC_*), GCC and clang (include and program paths) take from the environment
+# into a compile, as the compiler of a cell inherits it.
+COMPILER_ENVIRONMENT = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH",
+                        "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH",
+                        "GCC_EXEC_PREFIX", "COMPILER_PATH")
+# Folders no compile reads that change on their own (Python's bytecode caches).
+_SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
+
+
+@functools.lru_cache(maxsize=65536)
+def _file_digest(path: str, identity: tuple[int, int, int]) -> str:
+    """A file's SHA-256, remembered for as long as its inode, size and mtime stay the same."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
+    """Every file under `folders` by path, with its hash; a link by where it points,
+    never followed (a link is the case's own statement, its target may be anything)."""
+    files: dict[str, str] = {}
+    for folder in dict.fromkeys(folders):
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS)
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    files[path] = "link:" + os.readlink(path)
+                elif stat.S_ISREG(info.st_mode):
+                    files[path] = _file_digest(path, (info.st_ino, info.st_size,
+                                                      info.st_mtime_ns))
+    return files
+
+
+@functools.cache
+def stage_code_digest() -> str:
+    """A hash of the code that compiles and reads compilers' output.
+
+    A cached verdict is only as good as the code that reached it: when the compile stage
+    changes (how NVRTC is called, how a log is read), entries made by the old code must
+    not be served as if this code had made them.
+    """
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]  # the cudamatrix package
+    for path in stage_code_files():
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def stage_code_files() -> list[Path]:
+    """Every module of the cell side (the frontends' package and the readers of what a
+    build ships, stages/binaries, too): the code a cached compile's verdict came from."""
+    package = Path(__file__).resolve().parents[1]  # the cudamatrix package
+    return sorted(package.joinpath("stages").rglob("*.py"))
+
+
+def key_folders(job: Job) -> list[Path]:
+    """The folders whose every file a compile could read and its key therefore holds: the
+    case's own and each include folder its flags name."""
+    source = Path(job.source)
+    folders = [source.parent, *map(Path, include_folders(job.flags, str(source.parent),
+                                                         job.env))]
+    return [f for f in folders if f.is_dir()]
+
+
+def key_files(job: Job, folders: list[Path]) -> IncludedFiles:
+    """Every file the job's include lines reach outside the toolkit and the library (whose
+    versions stand for their folders), searched as the compilers search: its own folder
+    first, then `folders` (the case's and its -I folders), the toolkit's and the library's."""
+    stood_for = [*(job.env.include_dirs if job.env else ()),
+                 *(job.library.include_dirs if job.library else ())]
+    search = [*map(str, folders[1:]), str(folders[0]) if folders else "", *stood_for]
+    return included_files([job.source], [s for s in search if s], stood_for)
+
+
+def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
+                included: IncludedFiles | None = None) -> str:
+    """Everything that decides a compile's outcome, hashed.
+
+    `provider` says where the compile runs: a toolkit-free frontend (the DSL's own
+    compiler) behaves differently in a container than on the host. `folders` and
+    `included`: the job's key_folders and key_files, where the caller has them already.
+    """
+    source = Path(job.source)
+    env = job.env
+    folders = key_folders(job) if folders is None else folders
+    files = folder_inputs(folders)
+    included = key_files(job, folders) if included is None else included
+    material: dict[str, Any] = {
+        "format": CACHE_FORMAT,
+        "stage_code": stage_code_digest(),
+        "provider": provider,
+        "frontend": job.frontend,
+        "arch": job.arch,
+        "arch_flag": job.arch_flag,
+        "flags": list(job.flags),
+        "host_entry": job.host_entry,
+        # NVRTC instantiates and lowers the kernel the case names (a name expression).
+        "kernel": job.kernel,
+        "options": job.options,
+        "host_compiler": [job.host_compiler, job.host_compiler_version],
+        # Where the case is: its logs name its paths, so another copy of it is another key.
+        "source": str(source),
+        "files": files,
+        "toolkit": None if env is None else {
+            "version": env.toolkit, "provider": env.provider,
+            "packages": env.packages, "tools": env.tool_versions,
+            # A host toolkit has no package versions: its location tells builds apart.
+            "root": env.root if not env.packages else "",
+            # In a container, its image (tagged by a hash of all that went into it): the
+            # same packages on another base (another GCC, Python's headers) are another
+            # compile.
+            "image": env.image},
+        "library": None if job.library is None else {
+            "name": job.library.name, "version": job.library.version,
+            "packages": job.library.packages},
+    }
+    # The variables nvcc and the host compiler read as flags and include paths: a cell's
+    # compiler inherits this process's environment. Only the ones set go in, so every
+    # key made without them stays what it was.
+    said = {name: os.environ[name] for name in COMPILER_ENVIRONMENT if name in os.environ}
+    if said:
+        material["environment"] = said
+    # Files the include lines reach that the folders above did not hash (their content, a
+    # link's target read through it), and quoted names found nowhere (the file appearing
+    # later is another compile). A case with none keeps the key it had.
+    hashed = {os.path.realpath(path) for path, digest in files.items()
+              if not digest.startswith("link:")}
+    outside = {path: _file_digest(path, _identity(path)) for path in included.files
+               if path not in hashed and os.path.isfile(path)}
+    if outside:
+        material["included"] = outside
+    if included.unresolved:
+        material["unresolved"] = list(included.unresolved)
+    text = json.dumps(material, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_regular(path: Path, limit: int = MAX_ARTIFACT_BYTES) -> bytes | None:
+    """A cell's file as the cell left it: a regular file of its own, read without following
+    a link (a case can make kernel.ptx point at any file of the host); None otherwise."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return handle.read(limit + 1)[:limit]
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A fresh file of our own, never through a link a cell may have left in its folder."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class CompileCache:
+    """Compile results by key under ``<cache>/compile``, and read-only under each of
+    `read_from`'s; disabled, it reads and writes nothing."""
+
+    def __init__(self, root: Path, enabled: bool = True, read_from: Iterable[Path] = ()) -> None:
+        self.root, self.enabled = root / "compile", enabled
+        self.read_from = tuple(folder / "compile" for folder in read_from
+                               if (folder / "compile").resolve() != self.root.resolve())
+
+    def _entry(self, key: str, root: Path | None = None) -> Path:
+        return (root or self.root) / key[:2] / key
+
+    def _verified(self, entry: Path) -> tuple[dict[str, bytes] | None, str]:
+        """The entry's files, each checked against its manifest; or why it cannot be used."""
+        manifest = _read_regular(entry / MANIFEST, 1 << 20)
+        if manifest is None:
+            return None, "no manifest"
+        try:
+            expected = json.loads(manifest)
+            names = dict(expected["files"])
+        except (ValueError, KeyError, TypeError):
+            return None, "its manifest is damaged"
+        if RECORD not in names or not set(names) <= {RECORD, *ARTIFACTS}:
+            return None, "its manifest names unexpected files"
+        files: dict[str, bytes] = {}
+        for name, digest in names.items():
+            data = _read_regular(entry / name)
+            if data is None:
+                return None, f"{name} is missing"
+            if _sha256(data) != digest:
+                return None, f"{name} does not match its hash"
+            files[name] = data
+        return files, ""
+
+    def restore(self, key: str, workdir: Path) -> tuple[StageResult | None, str]:
+        """Put a cached compile's artifacts into `workdir`: its compile stage (None on a miss)
+        and a note when an entry was there but damaged (the run's own is then dropped)."""
+        if not self.enabled:
+            return None, ""
+        notes: list[str] = []
+        for root in (self.root, *self.read_from):
+            entry = self._entry(key, root)
+            if not entry.is_dir():
+                continue
+            stage, files, problem = self._read(entry)
+            if stage is not None:  # what was passed over on the way is said in the hit
+                return self._restored(key, stage, files, workdir, root, notes), ""
+            if root == self.root:
+                shutil.rmtree(entry, ignore_errors=True)
+                notes.append(f"compile cache entry {key[:16]} dropped ({problem}); "
+                             "compiled again")
+            else:
+                notes.append(f"compile cache entry {key[:16]} in {root.parent} passed over "
+                             f"({problem})")
+        return None, "; ".join(notes)
+
+    def _read(self, entry: Path) -> tuple[StageResult | None, dict[str, bytes], str]:
+        """An entry's compile stage and artifacts, or why it cannot be used."""
+        files, problem = self._verified(entry)
+        if files is None:
+            return None, {}, problem
+        try:
+            stage = StageResult.from_dict(json.loads(files.pop(RECORD)))
+        except (ValueError, KeyError, TypeError):
+            return None, {}, f"{RECORD} is damaged"
+        return stage, files, ""
+
+    def _restored(self, key: str, stage: StageResult, files: dict[str, bytes], workdir: Path,
+                  root: Path, notes: list[str]) -> StageResult:
+        """The entry's artifacts written into the cell's folder, its stage marked a hit."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            _write_new(workdir / name, data)
+        details = {**stage.details, "cache": "hit", "cache_key": key[:16]}
+        if root != self.root:
+            details["cache_from"] = str(root.parent)
+        if notes:
+            details["cache_note"] = "; ".join(notes)
+        restored = StageResult(stage.stage, stage.status, stage.message, stage.log, stage.seconds,
+                               details)
+        _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())
+        return restored
+
+    def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
+        """Keep a compiler's verdict; False when the stage says nothing about the code
+        (a timeout, a crash, a signal, the memory limit) or its artifacts are not plain files."""
+        if not self.enabled or stage.stage != "compile" or stage.status not in CACHEABLE \
+                or stage.details.get("accident"):
+            return False
+        entry = self._entry(key)
+        if entry.is_dir():
+            return True
+        files = {RECORD: json.dumps(stage.to_dict()).encode()}
+        if stage.status == "ok":
+            for name in ARTIFACTS:
+                if not os.path.lexists(workdir / name):
+                    continue
+                data = _read_regular(workdir / name)
+                if data is None:  # a link or a device where an artifact should be
+                    return False
+                files[name] = data
+        staging = entry.with_name(f"{entry.name}.partial-{os.getpid()}-{id(stage)}")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            staging.mkdir(parents=True)
+            for name, data in files.items():
+                _write_new(staging / name, data)
+            manifest = {"format": CACHE_FORMAT,
+                        "files": {name: _sha256(data) for name, data in files.items()}}
+            _write_new(staging / MANIFEST, json.dumps(manifest).encode())
+            try:
+                staging.rename(entry)
+            except OSError:  # another process stored it first
+                shutil.rmtree(staging, ignore_errors=True)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            return False
+        return True

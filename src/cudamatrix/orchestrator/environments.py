@@ -1,0 +1,302 @@
+"""The run's toolkit and library environments, from the provider the run settled on.
+
+Each environment is prepared once, on first demand, under a lock (cells ask from
+many threads), and a failure is kept as its reason: the user's to fix, reported
+once the other cells are done.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from ..common.up_to_date import LEDGER
+from ..config.defaults import CONTAINERS
+from ..config.matrix import Matrix
+from ..config.options import DEFAULT_CONTAINER_TIMEOUT_S
+from ..config.sources import Source, SourceSpec, fetch
+from ..errors import EnvironmentUnavailable, UserError
+from ..providers import Environment, LibraryEnvironment
+from ..providers.clang_cuda import cuda_path, find_clang
+from ..providers.docker import (
+    BASE_TAG,
+    CUDA_COMPAT_IN_IMAGE,
+    engine,
+    ensure_base_image,
+    image_exists,
+)
+from ..providers.sass_tools import prepare_sass_tools
+from ..providers.toolkit_layouts import ToolkitLayouts
+from ..providers.toolkits import TOOLKIT_PROVIDERS, CellSite, ProviderSetting, ToolkitNotHere
+from ..providers.wheels import (
+    prepare_build_tools,
+    prepare_component_libraries,
+    prepare_library,
+    prepare_library_source,
+)
+from .executors import Executor, make_executor
+
+
+class Notes(Protocol):
+    def note(self, text: str) -> None: ...
+
+
+def choose_provider(provider: str, flavour: str, cuda_compat: bool,
+                    progress: Notes) -> tuple[str, str]:
+    """The provider to run with and how it was chosen. ``auto``: containers where a Docker
+    engine and its base image are ready, else wheels; the choice is printed, as an engine
+    that appears on a runner would otherwise change the verdicts silently."""
+    if cuda_compat and (provider != "docker" or flavour != "nvidia"):
+        raise UserError("--cuda-compat needs --provider docker --docker-flavour nvidia: only "
+                        f"NVIDIA's images carry the forward-compatibility libraries "
+                        f"({CUDA_COMPAT_IN_IMAGE}); PyPI has no wheel of them")
+    if provider == "docker":
+        try:
+            engine()
+        except EnvironmentUnavailable as exc:
+            raise UserError(f"--provider docker: {exc}") from None
+        chosen, why = "docker", "named (--provider docker)"
+    elif provider != "auto":
+        chosen, why = provider, f"named (--provider {provider})"
+    else:
+        try:
+            client = engine()
+        except EnvironmentUnavailable as exc:
+            chosen, why = "wheels", f"auto: no Docker engine ({exc})"
+        else:
+            if flavour == "wheels" and not image_exists(client, BASE_TAG):
+                chosen, why = "wheels", (f"auto: a Docker engine answers, but the base image "
+                                         f"{BASE_TAG} is missing (its containers/base.sh makes it)")
+            else:
+                chosen, why = "docker", "auto: a Docker engine and its images are ready"
+    progress.note(f"provider: {chosen} ({why})")
+    return chosen, why
+
+
+class Environments:
+    """Toolkit and library environments, prepared once per run and shared by every cell."""
+
+    def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Notes,
+                 containers: Path = CONTAINERS, flavour: str = "wheels", *,
+                 container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S,
+                 cuda_compat: bool = False) -> None:
+        # Absolute: every compiler and tool found under the cache runs in a cell's own
+        # folder, where a path relative to this process's folder names nothing.
+        cache = cache.absolute()
+        self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
+        self._base: str | None = None
+        self.toolkits: dict[str, Environment | str] = {}
+        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
+        # The provider by its name; the container options are its to keep (the others
+        # ignore them).
+        self.toolkit_provider = TOOLKIT_PROVIDERS[provider](ProviderSetting(
+            matrix, cache, progress, containers, flavour, self.docker_client, self.base_image,
+            container_timeout, cuda_compat))
+        self.sources: dict[str, Source | str] = {}
+        # What could not be installed or found, by environment: the user's to fix.
+        self.failures: dict[str, str] = {}
+        # Cells ask from many threads; each environment must be prepared exactly once.
+        self._lock = threading.Lock()
+        # The toolkits laid out as build systems and CuPy expect them (folders of links).
+        self.layouts = ToolkitLayouts(cache)
+        self._sass_tools: list[str | None] = []  # prepared once, on first use
+
+    @property
+    def local(self) -> bool:
+        """Cells run on this machine, with its own programs (not in containers)."""
+        return self.toolkit_provider.local
+
+    def executor(self, site: CellSite) -> Executor:
+        """What runs the cells: the executor the provider's cells need, made by the run."""
+        choice = self.toolkit_provider.executor(site)
+        return make_executor(choice.kind, choice.options)
+
+    def docker_client(self) -> object:
+        return engine()  # one connection per process, made when the provider was chosen
+
+    def base_image(self) -> str | None:
+        """The docker provider's base image (for cells that bring their own toolchain)."""
+        with self._lock:
+            if self._base is None:
+                try:
+                    ensure_base_image(self.docker_client())
+                    self._base = BASE_TAG
+                except EnvironmentUnavailable as exc:
+                    self.failures["docker base image"] = str(exc)
+                    self._base = ""
+            return self._base or None
+
+    def source(self, spec: str, base: Path) -> Source | str:
+        """A build's project (path, sdist, wheel, git), fetched once per run; or why not."""
+        key = f"{spec}@{base}"
+        with self._lock:
+            if key not in self.sources:
+                started = time.monotonic()
+                try:
+                    parsed = SourceSpec.parse(spec, str(base))
+                    self.sources[key] = fetch(parsed, base, self.cache)
+                    if parsed.scheme in ("path", "file"):  # read in place: an input as it is
+                        LEDGER.watch(base / parsed.value)
+                    self.progress.note(f"source {spec}: ready "
+                                       f"({time.monotonic() - started:.1f}s)")
+                except (EnvironmentUnavailable, UserError, OSError) as exc:
+                    self.sources[key] = self.failures[spec] = str(exc)
+            return self.sources[key]
+
+    def build_tools(self, requires: tuple[str, ...]) -> LibraryEnvironment | str:
+        """A build's own tools from PyPI (cmake, scikit-build-core, pybind11), installed
+        once per set of requirements; or why not."""
+        key = ("(build tools)", ",".join(requires), None)
+        with self._lock:
+            if key not in self.libraries:
+                self.progress.note(f"preparing build tools {' '.join(requires)}")
+                try:
+                    self.libraries[key] = prepare_build_tools(requires, self.cache)
+                except EnvironmentUnavailable as exc:
+                    self.libraries[key] = self.failures[f"build tools {', '.join(requires)}"] \
+                        = str(exc)
+            return self.libraries[key]
+
+    def with_clang(self, env: Environment) -> Environment:
+        """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""
+        with self._lock:
+            known = self.toolkits.get(env.toolkit)
+            if isinstance(known, Environment) and (known.clang or known.clang_unusable):
+                return known
+            return self._make_clang(env)
+
+    def _make_clang(self, env: Environment) -> Environment:
+        found = find_clang()
+        if not self.local:
+            made = replace(env, clang_unusable="the clang frontend runs with the wheels or host "
+                                               "provider: the toolkit images carry no clang")
+        elif found is None:
+            made = replace(env, clang_unusable="no clang++ on this machine for the clang "
+                                               "frontend (apt-get install clang-19)")
+        else:
+            try:
+                folder = cuda_path(env, self.cache)
+                made = replace(env, clang=found.path, clang_cuda_path=str(folder),
+                               tool_versions={**env.tool_versions, "clang": found.version})
+            except (EnvironmentUnavailable, OSError) as exc:
+                made = replace(env, clang_unusable=f"clang cannot use toolkit {env.toolkit}: "
+                                                   f"{exc}")
+        self.toolkits[env.toolkit] = made
+        return made
+
+    def sass_tools(self) -> str | None:
+        """The run's cuobjdump (NVIDIA's 13.x wheels, once per run), for a cell whose own
+        toolkit is not prepared here (a prebuilt one)."""
+        with self._lock:
+            if not self._sass_tools:
+                self._sass_tools.append(prepare_sass_tools(self.cache))
+            return self._sass_tools[0]
+
+    def toolkit(self, version: str) -> Environment | str:
+        """The environment, or the reason it could not be had."""
+        with self._lock:
+            return self._toolkit(version)
+
+    def _toolkit(self, version: str) -> Environment | str:
+        if version in self.toolkits:
+            return self.toolkits[version]
+        started = time.monotonic()
+        self.progress.note(f"preparing toolkit {version} ({self.provider})")
+        result: Environment | str
+        try:
+            result = self.toolkit_provider.toolkit(version)
+        except ToolkitNotHere as exc:  # a run's selection, not the user's to fix
+            result = str(exc)
+        except EnvironmentUnavailable as exc:
+            result = self.failures[f"toolkit {version}"] = str(exc)
+        except OSError as exc:  # the cache cannot hold it (a file in the way, a full disk)
+            result = self.failures[f"toolkit {version}"] = \
+                f"{exc.strerror or exc}: {exc.filename or self.cache}"
+        if isinstance(result, Environment) and result.cuobjdump is None:
+            # In containers too: the run mounts the cache's tools folder into them.
+            result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
+        if isinstance(result, Environment):
+            for tool, accepted in (("ptxas", result.known_archs), ("NVRTC", result.nvrtc_archs),
+                                   ("nvcc", result.nvcc_archs)):
+                for said in self.matrix.arch_disagreements(version, accepted, tool) \
+                        if accepted else ():
+                    self.progress.note(f"warning: {said}")
+        state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
+        self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
+        self.toolkits[version] = result
+        return result
+
+    def library(self, name: str, version: str, cuda_major: int | None,
+                toolkit: Environment | None = None) -> LibraryEnvironment | str:
+        """A library version for a cell; one from a source the project names is built (where
+        it must be) with the cell's toolkit, once per toolkit."""
+        spec = self.matrix.libraries[name].sources.get(version)
+        if spec is not None:
+            return self._library_from_source(name, version, spec, toolkit)
+        key = (name, version, cuda_major)
+        with self._lock:
+            return self._library(key)
+
+    def _library_from_source(self, name: str, version: str, spec: str,
+                             toolkit: Environment | None) -> LibraryEnvironment | str:
+        # A project's paths are absolute already; the matrix file's own start from its folder.
+        source = self.source(spec, self.matrix.path.parent)
+        if isinstance(source, str):
+            return source
+        builds = not source.is_wheel and name != "cutlass"
+        key = (name, version, None) if not builds else (name, f"{version}@{toolkit.toolkit}"
+                                                        if toolkit else version, None)
+        build_env: dict[str, str] = {}
+        if builds and toolkit is not None and toolkit.nvcc is not None:
+            home = str(self.layouts.cuda_home(toolkit))
+            build_env = {"CUDA_HOME": home, "CUDA_PATH": home, "CUDACXX": f"{home}/bin/nvcc",
+                         "PATH": f"{home}/bin:{os.environ.get('PATH', '')}"}
+        with self._lock:
+            if key not in self.libraries:
+                started = time.monotonic()
+                self.progress.note(f"preparing {name} {version} from {spec}")
+                try:
+                    self.libraries[key] = prepare_library_source(
+                        self.matrix, name, version, source, self.cache,
+                        toolkit.toolkit if builds and toolkit else None, build_env)
+                except (EnvironmentUnavailable, OSError) as exc:
+                    self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+                self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+            return self.libraries[key]
+
+    def component_libraries(self, env: Environment, component: str, flag: str
+                            ) -> LibraryEnvironment | str:
+        """A component's libraries, for the cells whose flags link them (`flag`), once per
+        toolkit; said in the run's progress, as every environment is."""
+        key = (f"{component} (libraries)", env.toolkit, None)
+        with self._lock:
+            if key not in self.libraries:
+                started = time.monotonic()
+                try:
+                    got: LibraryEnvironment | str = prepare_component_libraries(
+                        env, component, self.cache)
+                except (EnvironmentUnavailable, OSError) as exc:
+                    got = self.failures[f"{component} libraries {env.toolkit}"] = str(exc)
+                said = ", ".join(f"{n} {v}" for n, v in got.packages.items()) \
+                    if isinstance(got, LibraryEnvironment) else f"unavailable: {got}"
+                self.progress.note(f"toolkit {env.toolkit}: {component} libraries for {flag}: "
+                                   f"{said} ({time.monotonic() - started:.1f}s)")
+                self.libraries[key] = got
+            return self.libraries[key]
+
+    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
+        name, version, cuda_major = key
+        if key not in self.libraries:
+            started = time.monotonic()
+            self.progress.note(f"preparing {name} {version}")
+            try:
+                self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
+                                                      self.cache)
+            except EnvironmentUnavailable as exc:
+                self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+            self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
+        return self.libraries[key]

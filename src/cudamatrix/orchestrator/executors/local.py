@@ -1,0 +1,230 @@
+"""Cells as processes of this machine, forked from a warm server per environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from ...stages.cell_files import CUBIN, JOB_FILE, PTX
+from ...stages.environment import Environment
+from ...stages.forkserver import OUTPUT_FILE
+from ...stages.frontends import frontend
+from ...stages.inspect import lowered_kernel
+from ...stages.job import Job
+from ...stages.limits import read_bounded
+from ...stages.result import StageResult
+from ...stages.worker import PARENT_ENV
+from .gpus import GpuPool, visible_gpus
+from .outcome import collect_stages, timed_out
+
+# How long past a cell's limit its worker is given before it is stopped from outside: a
+# compiler past the limit is killed by the worker itself (SIGKILL, at the limit), which
+# then writes what it found in well under a second; a cell stuck in its own process
+# (NVRTC, a frontend's Python) is only stopped from here. It was 15 s: every hang cost
+# 15 s more than the limit the case or the run had set.
+WORKER_GRACE_S = 3.0
+
+
+class ForkServer:
+    """One warm worker parent for one worker environment (see stages/forkserver.py)."""
+
+    def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
+        self.socket_path = str(folder / f"server-{number}.sock")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cudamatrix.stages.forkserver", self.socket_path],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            self.stop()
+            raise RuntimeError(f"cell worker server did not start: {ready}"
+                               f"{self.process.stdout.read()[-2000:]}")
+
+    def start_cell(self, job_file: Path) -> tuple[socket.socket, _Lines, int]:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(60)
+        connection.connect(self.socket_path)
+        connection.sendall(f"{job_file}\n".encode())
+        lines = _Lines(connection)
+        return connection, lines, int(lines.read())
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+class _Lines:
+    """The lines a cell's server sends (the worker's pid, then its exit status). A fast
+    worker's two lines can arrive in one read: what follows the first is kept for the next."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection, self._pending = connection, b""
+
+    def read(self) -> str:
+        while b"\n" not in self._pending:
+            chunk = self.connection.recv(64)
+            if not chunk:
+                raise ConnectionError("cell worker server closed the connection")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode().strip()
+
+
+class LocalExecutor:
+    """Cell worker processes: each cell a process of its own, in a process group of its own
+    (so a timeout kills its compilers), forked from a warm server per environment; with
+    `gpu_server`, a cell's load and run stages go to its GPU's server (gpus.py), which holds
+    one context for the run, instead of a context of the cell's own."""
+
+    def __init__(self, gpu_server: bool = False,
+                 say: Callable[[str], None] = lambda text: None) -> None:
+        self._running: set[int] = set()
+        self._servers: dict[tuple[str, str], ForkServer] = {}
+        self._lock = threading.Lock()
+        # UNIX socket paths must stay under ~100 bytes: a long $TMPDIR falls back to /tmp.
+        folder = tempfile.mkdtemp(prefix="cudamatrix-workers-")
+        if len(folder) > 80 and os.path.isdir("/tmp"):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = tempfile.mkdtemp(prefix="cm-", dir="/tmp")
+        self._folder = Path(folder)
+        self.stopping = False
+        self.gpus: GpuPool | None = None
+        if gpu_server:
+            found = visible_gpus()
+            if found:
+                self.gpus = GpuPool(found, self._folder, worker_env(None), say)
+
+    def _server(self, env: dict[str, str]) -> ForkServer:
+        key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))
+        with self._lock:
+            if self.stopping:
+                raise KeyboardInterrupt
+            if key not in self._servers:
+                self._servers[key] = ForkServer(env, self._folder, len(self._servers))
+            return self._servers[key]
+
+    def run(self, job: Job) -> list[StageResult]:
+        """The cell's stages: its own process's, then, where a GPU's server takes them, its
+        load and run stages from there."""
+        served = self.gpus is not None and job.gpu_stages and served_by_gpu_server(job)
+        stages = self._run_worker(replace(job, gpu_stages=False) if served else job)
+        if not served or not wants_gpu_stages(stages):
+            return stages
+        assert self.gpus is not None
+        inspected = next((s for s in stages if s.stage == "inspect"), None)
+        ptx, cubin = job.work / PTX, job.work / CUBIN
+        try:
+            served_stages = self.gpus.run(lowered_kernel(job, inspected),
+                                          ptx if ptx.exists() else None,
+                                          cubin if cubin.exists() else None)
+        except RuntimeError as exc:  # no GPU of the machine could start its server
+            served_stages = [StageResult("load", "error", str(exc))]
+        return [*stages, *served_stages]
+
+    def _run_worker(self, job: Job) -> list[StageResult]:
+        if self.stopping:
+            raise KeyboardInterrupt
+        env = worker_env(job.env)
+        job_file = job.work / JOB_FILE
+        job_file.write_text(job.to_json())
+        connection, lines, pid = self._server(env).start_cell(job_file)
+        with self._lock:
+            self._running.add(pid)
+        try:
+            connection.settimeout(job.timeout + WORKER_GRACE_S)
+            try:
+                code = int(lines.read())
+                killed = False
+            except TimeoutError:
+                self._kill(pid)
+                connection.settimeout(30)
+                code, killed = int(lines.read()), True
+        finally:
+            connection.close()
+            with self._lock:
+                self._running.discard(pid)
+        output_file = job.work / OUTPUT_FILE
+        output = read_bounded(output_file).strip()
+        if killed:
+            return [timed_out(job, output)]
+        if code != 0 and self.stopping:
+            raise KeyboardInterrupt
+        how = (f"killed by {signal.Signals(-code).name}" if code < 0
+               else f"exited with status {code}")
+        return collect_stages(job, code, how, output)
+
+    @staticmethod
+    def _kill(pid: int) -> None:
+        """Stop a cell: SIGTERM lets its worker end the compilers it runs (each in a group
+        of its own); whatever is left of its group is killed a moment later."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        self.stopping = True
+        with self._lock:
+            for pid in list(self._running):
+                self._kill(pid)
+
+    def close(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.stop()
+        if self.gpus is not None:
+            self.gpus.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def served_by_gpu_server(job: Job) -> bool:
+    """Whether a GPU's server runs this cell's GPU stages: a module the tool built, loaded
+    and launched by the driver API. What runs code of its own in a process keeps that
+    process (and its own context): a frontend that tells its whole story (CuPy, a build
+    case's test command) and a built library's host entry."""
+    return frontend(job.frontend).stages is None and not job.host_entry and not job.group
+
+
+def wants_gpu_stages(stages: list[StageResult]) -> bool:
+    """The worker stopped where its own process would have gone on to the GPU: a compile
+    that worked, and no inspect that found the case's own error (an artifact or budget
+    failure still runs on the GPU: what the build does there is evidence)."""
+    return bool(stages) and stages[0].stage == "compile" and stages[0].status == "ok" \
+        and all(s.status != "error" for s in stages) \
+        and not any(s.stage in ("load", "run") for s in stages)
+
+
+
+def worker_env(env: Environment | None) -> dict[str, str]:
+    variables = dict(os.environ)
+    variables[PARENT_ENV] = str(os.getpid())
+    if env is not None and env.nvrtc:  # loaded once by the warm server, not per cell
+        variables["CUDAMATRIX_PRELOAD"] = env.nvrtc
+    folders = list(env.library_dirs if env else ())
+    if variables.get("LD_LIBRARY_PATH"):
+        folders.append(variables["LD_LIBRARY_PATH"])
+    if folders:
+        variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
+    return variables

@@ -1,0 +1,52 @@
+"""What a cell's worker left behind: its stages, or why it left none."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from ...stages.cell_files import RESULT_FILE
+from ...stages.hang import innermost_frame, stack_of, stage_entered
+from ...stages.job import Job
+from ...stages.logs import error_lines
+from ...stages.result import StageResult
+
+
+def timed_out(job: Job, output: str = "") -> StageResult:
+    """The stopped cell's result: the stage it was in and where its Python stack was."""
+    stack = stack_of(job.work)
+    where = innermost_frame(stack)
+    message = f"cell ran past its {job.timeout:.0f} s limit and was killed"
+    if where:
+        message += f"; it was in {where}"
+    log = stack
+    if output:  # what it said before it was stopped is a clue too
+        log = f"{log}\n--- process output ---\n{output[-20_000:]}".strip()
+    return StageResult(stage_entered(job.work), "timeout", message, log,
+                       details={"limit_s": round(job.timeout, 1),
+                                **({"stopped_in": where} if where else {})})
+
+
+def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
+    """The stages a finished worker left in its folder, or why it left none."""
+    result_file = job.work / RESULT_FILE
+    if code != 0 or not result_file.exists():
+        return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
+    stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
+    return with_process_output(stages, output)
+
+
+def with_process_output(stages: list[StageResult], output: str) -> list[StageResult]:
+    """Device printf and library chatter belong to the last stage's story: its log, and its
+    message where it failed and said nothing of its own."""
+    if not output or not stages:
+        return stages
+    last = stages[-1]
+    said = error_lines(output)
+    message = last.message
+    if last.status != "ok" and said and said[0] not in message:
+        message = f"{message} (process output: {said[0][:200]})"
+    stages = list(stages)
+    stages[-1] = replace(last, message=message,
+                         log=f"{last.log}\n--- process output ---\n{output[-20_000:]}".strip())
+    return stages

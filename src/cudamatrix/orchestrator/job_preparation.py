@@ -1,0 +1,98 @@
+"""What a cell's job needs beyond its case, prepared on the orchestrator's side before a
+worker runs it: each frontend's `prepare` (stages/frontends.py) is one function here,
+found by the name the frontend gives it (the cell side never imports this module)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..config.corpus import Variant
+from ..config.sources import tree_digest
+from ..providers import Environment
+from ..stages.frontends import Frontend
+from ..stages.job import Job
+from ..stages.result import StageResult
+from .cupy_warmup import JitifyWarmups
+from .environments import Environments
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a frontend's `prepare` may use: the cell's variant and toolkit, the run's
+    environments and warm-ups, and the cell's recorded versions (which it may add to)."""
+
+    variant: Variant
+    env: Environment | None
+    envs: Environments
+    warmups: JitifyWarmups
+    prebuilt: bool  # its artifacts come from an earlier run (--prebuilt)
+    versions: dict[str, str]
+
+
+def preparation(spec: Frontend) -> Callable[[Job, JobContext], Job | StageResult] | None:
+    """A frontend's orchestrator-side function: given, or named as "module:function"."""
+    if spec.prepare is None or callable(spec.prepare):
+        return spec.prepare
+    module, _, name = spec.prepare.partition(":")
+    found: Callable[[Job, JobContext], Job | StageResult] = getattr(
+        importlib.import_module(module), name)
+    return found
+
+
+def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
+    """CuPy finds its toolkit as a classic CUDA folder; with Jitify, the run's one warm-up
+    of its headers seeds the cell."""
+    env = context.env
+    if env is not None and env.provider == "wheels":
+        job = replace(job, options={**job.options,
+                                    "cuda_path": str(context.envs.layouts.classic_root(env))})
+    return context.warmups.prepare(job) if job.options.get("jitify") else job
+
+
+def prepare_build(job: Job, context: JobContext) -> Job | StageResult:
+    """A build cell: its project's folder, the toolkit as ``$CUDA_HOME``, its tools."""
+    made = build_options(context.variant, context.env, context.envs, context.prebuilt,
+                         context.versions)
+    return made if isinstance(made, StageResult) else replace(job, options=made)
+
+
+def build_options(variant: Variant, env: Environment | None, envs: Environments,
+                  prebuilt: bool, versions: dict[str, str]) -> dict[str, Any] | StageResult:
+    """What a build cell's worker needs: the project's folder, the toolkit as
+    ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
+    options: dict[str, Any] = {k: v for k, v in variant.build.items()
+                               if k not in ("project", "requires")}
+    if prebuilt:  # built elsewhere: its folder came with it
+        return options
+    if not envs.local:
+        return StageResult("compile", "unavailable", "the build frontend runs with the "
+                           "wheels or host provider (--provider wheels)")
+    spec = variant.build.get("project")
+    if spec:
+        got = envs.source(spec, variant.source)
+        if isinstance(got, str):  # the user's to fix: reported again at the end
+            return StageResult("compile", "error", got)
+        if got.is_wheel:
+            return StageResult("compile", "error", f"project {spec}: a wheel is built "
+                               "already; a build needs a folder, an sdist or a checkout")
+        options.update(project=str(got.path), project_label=got.label)
+    else:
+        digest = tree_digest(variant.source)
+        options.update(project=str(variant.source),
+                       project_label=f"{variant.source.name}/ ({digest[:12]})")
+    versions["project"] = options["project_label"]
+    requires = tuple(variant.build.get("requires", ()))
+    if requires:
+        tools = envs.build_tools(requires)
+        if isinstance(tools, str):
+            return StageResult("compile", "error", f"build tools: {tools}")
+        options.update(tools_path=list(tools.python_path),
+                       tools_bin=[str(Path(tools.root) / "bin")])
+        versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
+    if env is not None:
+        options["cuda_home"] = str(envs.layouts.cuda_home(env))
+    return options

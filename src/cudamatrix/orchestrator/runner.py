@@ -1,0 +1,518 @@
+"""One matrix run: plan the cells, prepare environments, run every cell, keep every result.
+
+Cells run in worker processes (one each, here in its own process group or in its
+toolkit's container, under a time limit; see executors/) from a thread pool sized
+to the cores, after the compile cache had its say. Each result is saved the moment
+it exists, so an interrupted run loses nothing it finished.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from packaging.version import InvalidVersion, Version
+
+from .. import __version__
+from ..common.removal import FolderRemoval
+from ..common.revision import source_revision
+from ..common.up_to_date import LEDGER, forget
+from ..config.corpus import Variant
+from ..config.options import CACHE_ENV, RunOptions, default_cell_memory, repro_arguments
+from ..config.plan import BUNDLED, Cell
+from ..config.planning import Plan, make_plan
+from ..errors import UserError
+from ..providers import Environment, LibraryEnvironment
+from ..providers.toolkits import CellSite
+from ..record.results import ARTIFACTS_DIR, CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from ..record.slowdowns import judge_slowdowns
+from ..record.verdict import judge
+from ..stages.cell_files import CUBIN, PTX, READ_OUTSIDE
+from ..stages.frontends import frontend
+from ..stages.inspect import inspect_job
+from ..stages.job import Job
+from ..stages.result import StageResult
+from .cell_jobs import CellJobs
+from .cell_timings import CellTimings
+from .compile_cache import CompileCache, compile_key, key_files, key_folders
+from .cupy_warmup import JitifyWarmups
+from .environments import Environments, choose_provider
+from .executors import Executor
+from .gpu import DeviceInfo, run_device
+from .progress import Progress
+
+# Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
+NOT_STARTED = "not_started"
+
+
+def _found(path: Path) -> Path | None:
+    return path if path.exists() else None
+
+
+class CellRunner:
+    def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
+                 executor: Executor, started: float | None = None) -> None:
+        self.plan, self.options, self.envs = plan, options, envs
+        self.device, self.executor = device, executor
+        self.cache = CompileCache(options.cache, enabled=options.compile_cache,
+                                  read_from=options.compile_cache_from)
+        # The run's limit counts from its start, set-up included: a CI job's own limit does.
+        begun = time.monotonic() if started is None else started
+        self.deadline = (begun + options.run_timeout) if options.run_timeout else None
+        self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
+                             else default_cell_memory(options.jobs))
+        self.warmups = JitifyWarmups(options.cache, options.out, options.jitify_warmup_timeout,
+                                     self.execute, lambda text: self.envs.progress.note(text))
+        self.jobs = CellJobs(options, envs, device, self.warmups, self.memory_bytes,
+                             self.time_left)
+
+    def time_left(self, cell_limit: float) -> float:
+        """A cell's limit, cut to what is left of the run's own (--run-timeout)."""
+        if self.deadline is None:
+            return cell_limit
+        return max(1.0, min(cell_limit, self.deadline - time.monotonic()))
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def prepare(self, cell: Cell) -> Prepared:
+        """The cell's job and what the compile cache has for it, or the stages that say at
+        once why nothing can run."""
+        began = time.monotonic()
+        prepared = Prepared(cell, self.plan.variant(cell))
+        if self.out_of_time():
+            prepared.stages = [StageResult(
+                "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
+                "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
+            LEDGER.refuse("the run's time limit left cells unstarted")
+            return prepared
+        job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
+        if isinstance(job, list):
+            prepared.stages = job
+        else:
+            prepared.job = job
+            if job.prebuilt is None and frontend(cell.frontend).cached:
+                folders = key_folders(job)
+                included = key_files(job, folders)
+                prepared.key = compile_key(job, self.envs.provider, folders, included)
+                prepared.covered = frozenset(included.files)
+                for folder in folders:
+                    LEDGER.watch(folder)
+                for file in (*included.files, *included.absent):  # headers outside them
+                    LEDGER.watch(file, 0)
+                prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
+                                                                          job.work)
+        prepared.spent = time.monotonic() - began
+        return prepared
+
+    def compile_together(self, group: Sequence[Prepared]) -> None:
+        """One compile for the cells of `group` that still need one and differ only in
+        arch (compile_together); each cell it decided then goes on as a cache hit would.
+        Cells it left (another arch's own step failed first) are built together again,
+        without that arch; where the shared build cannot stand for each cell alone, every
+        cell is left to build by itself."""
+        todo = [p for p in group if p.job is not None and p.cached is None
+                and p.job.arch_flag and p.job.prebuilt is None]
+        if frontend(group[0].cell.frontend).compile_together is None:
+            return
+        while len(todo) > 1 and not self.out_of_time():
+            stages = self.build_together(todo)
+            if len(stages) != len(todo):
+                for member in todo:  # said in each cell, which then builds alone
+                    member.apart = stages[0].message
+                return
+            again = []
+            for member, stage in zip(todo, stages, strict=True):
+                assert member.job is not None
+                if stage.status == "skipped":
+                    again.append(member)
+                    continue
+                if not (member.key and self.keep(member, stage)):
+                    LEDGER.refuse(f"{member.cell.id}: its compile was not kept")
+                member.cached = stage
+            todo = again
+
+    def build_together(self, todo: Sequence[Prepared]) -> list[StageResult]:
+        """The worker's compile stages for `todo`'s cells, built by one job; each cell is
+        charged its share of the time."""
+        first = todo[0].job
+        assert first is not None
+        began = time.monotonic()
+        workdir = first.work.parent / f"{first.work.name}.together"
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        job = replace(first, workdir=str(workdir.resolve()), group=tuple(
+            {"cell_id": p.cell.id, "arch": p.cell.arch, "workdir": str(p.job.work)}
+            for p in todo if p.job is not None))
+        try:  # whether the run can be recorded is each cell's (compile_together)
+            return self.executor.run(job)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+            for member in todo:
+                member.spent += (time.monotonic() - began) / len(todo)
+
+    def keep(self, prepared: Prepared, stage: StageResult) -> bool:
+        """Store a compile in the compile cache, unless the compiler says it read a file
+        its key did not hold (a computed `#include` outside the case's folders, which no
+        reading of the text can follow): that compile would be served to an edit of the
+        file, so it is not kept (the run then leaves no record, as for any compile not kept;
+        the stage's `read_outside` names what the compiler read)."""
+        assert prepared.key is not None and prepared.job is not None
+        missed = [f for f in stage.details.get(READ_OUTSIDE, ()) or ()
+                  if f not in prepared.covered]
+        if missed:
+            return False
+        return self.cache.store(prepared.key, prepared.job.work, stage)
+
+    def stages_for(self, prepared: Prepared) -> list[StageResult]:
+        """Run the cell's stages (from the compile cache, or the group's shared compile,
+        where it can)."""
+        job, cached = prepared.job, prepared.cached
+        if job is None:
+            return prepared.stages
+        workdir = job.work
+        if cached is not None and cached.status == "ok" and self.device.present:
+            job = replace(job, prebuilt=str(workdir))
+        if cached is not None and job.prebuilt is None:
+            stages = [cached]
+            inspected = inspect_job(job, _found(workdir / PTX), _found(workdir / CUBIN),
+                                    cached.details) if cached.status == "ok" else None
+            if inspected is not None:
+                stages.append(inspected)
+        else:
+            stages = self.executor.run(job)
+            kept = prepared.key is not None and cached is None \
+                and self.keep(prepared, stages[0])
+            # A compile the cache kept is what a re-run would take from it as it is (the run
+            # can still be recorded: up_to_date); a GPU stage it would ask again.
+            if not kept or job.gpu_stages:
+                LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
+        if prepared.cache_note:
+            stages[0] = replace(stages[0], details={**stages[0].details,
+                                                    "cache": prepared.cache_note})
+        if prepared.apart:  # its group's one compile could not stand for it
+            stages[0] = replace(stages[0], details={**stages[0].details,
+                                                    "built_alone": prepared.apart})
+        if not self.device.present and stages[0].status == "ok" \
+                and stages[-1].status in ("ok", "failed"):
+            stages.append(StageResult("load", "skipped", self.device.reason))
+        return stages
+
+    def execute(self, job: Job) -> list[StageResult]:
+        """A worker runs the job (in the cell's container, or as a process here), which a
+        re-run would run again: the run leaves no record (up_to_date)."""
+        LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
+        return self.executor.run(job)
+
+    def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
+        """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""
+        load = next((s for s in stages if s.stage == "load"
+                     and s.details.get("via") == "ptx-jit"), None)
+        matrix = self.plan.matrix
+        # The driver branch's CUDA version comes from the matrix's table; the version the
+        # driver itself reports stands in for branches the table does not list.
+        driver_cuda = matrix.driver_supports(self.device.driver) or self.device.driver_cuda
+        driver_toolkit = matrix.toolkits.get(driver_cuda)
+        if load is None or driver_toolkit is None:
+            return None
+        ptx_version = str(load.details.get("ptx_version", "?"))
+        try:
+            predicted = Version(ptx_version) <= Version(driver_toolkit.ptx_isa)
+        except InvalidVersion:
+            return None
+        measured = load.status == "ok"
+        return {"ptx_version": ptx_version, "driver_cuda": driver_cuda,
+                "driver_ptx_isa": driver_toolkit.ptx_isa,
+                "predicted": "loads" if predicted else "refused",
+                "measured": "loads" if measured else "refused",
+                "agrees": predicted == measured}
+
+    def run_cells(self, cells: Sequence[Cell]) -> list[CellResult]:
+        """The cells of one arch group (one cell, or the cells that differ only in arch),
+        their compiles shared where their frontend can (compile_together)."""
+        prepared = [self.prepare(cell) for cell in cells]
+        if len(prepared) > 1 and not self.out_of_time():
+            self.compile_together(prepared)
+        results = []
+        for cell in prepared:
+            began = time.monotonic()
+            stages = self.stages_for(cell)
+            results.append(self.judged(cell, stages, cell.spent + time.monotonic() - began))
+        return results
+
+    def run_cell(self, cell: Cell) -> CellResult:
+        return self.run_cells([cell])[0]
+
+    def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
+               ) -> CellResult:
+        cell, variant = prepared.cell, prepared.variant
+        case = self.plan.cases[cell.case]
+        device = self.device.to_dict() if self.device.present else None
+        prediction = self.predict_ptx_jit(stages)
+        verdict, expectation, diagnosis = judge(cell, variant, stages, device,
+                                                prepared.versions, prediction)
+        return CellResult(
+            prediction=prediction,
+            cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
+            message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
+            note=expectation.note,
+            diagnosis=diagnosis, stages=tuple(stages),
+            seconds=seconds,
+            title=case.title, upstream=case.upstream, versions=prepared.versions, device=device)
+
+
+@dataclass
+class Prepared:
+    """A cell on its way: its job (or the stages that say why it has none), what the
+    compile cache had for it, and whether a shared compile built it."""
+
+    cell: Cell
+    variant: Variant
+    job: Job | None = None
+    stages: list[StageResult] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    key: str | None = None
+    # The files the key holds by their bytes beyond its folders (compile_cache.key_files).
+    covered: frozenset[str] = frozenset()
+    cached: StageResult | None = None
+    cache_note: str = ""
+    apart: str = ""  # why its group's compile could not stand for it
+    # Its seconds so far: its preparation and its share of its group's compile.
+    spent: float = 0.0
+
+
+def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """The cells that differ only in arch, together (in the order of their first cell):
+    one compile can build them (compile_together); every other cell alone."""
+    groups: dict[Cell, list[Cell]] = {}
+    for cell in cells:
+        shares = frontend(cell.frontend).compile_together is not None
+        groups.setdefault(replace(cell, arch="") if shares else cell, []).append(cell)
+    return list(groups.values())
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def execute(options: RunOptions, progress: Progress,
+            on_result: Callable[[CellResult], None] | None = None,
+            device: DeviceInfo | None = None) -> tuple[RunInfo, list[CellResult]]:
+    """Run the planned cells; returns the run record and every cell's result. `device`:
+    the GPU as the caller already probed it (run_device), else probed here."""
+    LEDGER.start()
+    plan = make_plan(options)
+    started_at, started = _now(), time.monotonic()
+    for reason, count in sorted(plan.pruned.items()):
+        progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
+    out = options.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe_file = out / ".write-test"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as exc:
+        raise UserError(f"{out}: output folder is not writable ({exc.strerror})") from None
+    try:
+        options.cache.mkdir(parents=True, exist_ok=True)
+        probe_file = options.cache / f".write-test-{os.getpid()}"
+        probe_file.write_text("")
+        probe_file.unlink()
+    except OSError as exc:
+        raise UserError(f"{options.cache}: cache folder is not writable ({exc.strerror}); "
+                        f"give another with --cache or ${CACHE_ENV}") from None
+    lock = lock_output(out)
+    try:
+        return _execute(options, plan, progress, on_result, started_at, started,
+                        device or run_device(options.gpu))
+    finally:
+        lock.close()
+
+
+def lock_output(out: Path) -> IO[str]:
+    """Hold `out` for this run alone: two runs writing one folder's cells and artifacts
+    corrupt each other's compiles (ptxas finding its input gone) and results."""
+    handle = (out / ".cudamatrix.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise UserError(f"{out}: another run is writing this folder ({holder}); wait for it "
+                        "or give another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {platform.node()}")
+    handle.flush()
+    return handle
+
+
+def _execute(options: RunOptions, plan: Plan, progress: Progress,
+             on_result: Callable[[CellResult], None] | None, started_at: str,
+             started: float, device: DeviceInfo) -> tuple[RunInfo, list[CellResult]]:
+    out = options.out
+    done: dict[str, CellResult] = {}
+    forget(out)  # the last run's record stops holding as this one starts writing
+    removal = FolderRemoval(out)
+    if options.resume:
+        done = {r.cell.id: r for r in load_cells(out) if r.cell in set(plan.cells)}
+        if done:
+            progress.note(f"resuming: {len(done)} of {len(plan.cells)} cells already done")
+    else:
+        removal.discard(out / CELLS_DIR)
+        # The last run's artifacts (each cell's folder is made anew), unless they are what
+        # this run takes its builds from (--prebuilt naming this --out).
+        if not (options.prebuilt and options.prebuilt.resolve() == out.resolve()):
+            removal.discard(out / ARTIFACTS_DIR)
+    progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
+                  else f"GPU: none ({device.reason})")
+    provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
+                                                options.cuda_compat, progress)
+    envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
+                        options.docker_flavour, container_timeout=options.container_timeout,
+                        cuda_compat=options.cuda_compat)
+    todo = [c for c in plan.cells if c.id not in done]
+    compiled_here = [c for c in todo
+                     if not options.prebuilt or c.frontend in options.compile_here]
+    # Prepare environments up front, in order, so their progress lines are not interleaved.
+    for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
+                          key=lambda v: tuple(int(p) for p in v.split("."))):
+        envs.toolkit(toolkit)
+    executor = envs.executor(CellSite(options.out, options.corpus, device.present,
+                                      options.gpu_server, progress.note))
+    runner = CellRunner(plan, options, envs, device, executor, started)
+    results = list(done.values())
+    progress.start(len(plan.cells))
+    for result in results:
+        progress.cell_done(result)
+
+    # Longest first, by what each cell took last time, so the run does not end on one.
+    timings = CellTimings(options.cache)
+    groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
+    unwritten = _run_pool(timings.schedule_groups(groups), runner, executor, options,
+                          progress, on_result, results)
+    timings.record(r for r in results if r.cell.id not in done)
+    removal.wait()
+    if unwritten:
+        raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
+                        f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
+    # A timed kernel against the same cell on another toolkit: known once every cell ran.
+    results = judge_slowdowns(results, plan.cases)
+    toolkits, libraries = _environment_facts(options, envs)
+    info = RunInfo(
+        started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
+        provider_choice=provider_choice,
+        host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()})",
+        tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
+        libraries=libraries, runner_label=options.runner_label,
+        environment_errors=dict(envs.failures),
+        command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
+        wall_seconds=round(time.monotonic() - started, 1), revision=source_revision(),
+        repro_args=shlex.join(repro_arguments(options, Path.cwd())),
+        repro_folder=str(Path.cwd()))
+    return info, results
+
+
+def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Executor,
+              options: RunOptions, progress: Progress,
+              on_result: Callable[[CellResult], None] | None,
+              results: list[CellResult]) -> list[str]:
+    """Run the groups of cells (see arch_groups) on a thread pool, saving each result as it
+    comes; the cells the run could not write (a full disk, a read-only folder), where it
+    then stopped."""
+    out = options.out
+    # Where the run could not write (a full disk, a read-only folder): it stops there.
+    unwritten: list[str] = []
+    cells_of: dict[Future[list[CellResult]], Sequence[Cell]] = {}
+
+    def stop_writing(cell: Cell, exc: OSError) -> None:
+        unwritten.append(f"{cell.id}: {exc.strerror} writing {exc.filename or out / CELLS_DIR}")
+        for pending in futures:
+            pending.cancel()
+
+    def finished(future: Future[list[CellResult]]) -> None:
+        if future.cancelled():
+            return
+        failure = future.exception()
+        if isinstance(failure, OSError):
+            stop_writing(cells_of[future][0], failure)
+        if failure is not None:
+            return
+        for result in future.result():
+            if not result.stages[0].details.get(NOT_STARTED):
+                try:
+                    save_cell(out, result)
+                except OSError as exc:
+                    stop_writing(result.cell, exc)
+                    return
+            results.append(result)
+            progress.cell_done(result)
+            if on_result:
+                on_result(result)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    futures = []
+    try:
+        for group in todo:  # in the order given: the schedule
+            future = pool.submit(runner.run_cells, group)
+            cells_of[future] = group
+            future.add_done_callback(finished)
+            futures.append(future)
+        wait(futures)
+        for future in futures:  # a cell the run broke on (not one it cancelled) is raised
+            failure = None if future.cancelled() else future.exception()
+            if failure is not None and not isinstance(failure, OSError):
+                future.result()
+    except KeyboardInterrupt:
+        # Cancel what has not started before stopping what has, so no queued cell starts
+        # against a stopped worker pool and reports that as its result.
+        for future in futures:
+            future.cancel()
+        executor.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        executor.close()
+        progress.finish()
+        raise
+    pool.shutdown(wait=True)
+    executor.close()
+    progress.finish()
+    return unwritten
+
+
+def _environment_facts(options: RunOptions, envs: Environments
+                       ) -> tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]:
+    """What each toolkit and library of the run was (with --prebuilt, what built the
+    artifacts, on the machine that built them)."""
+    toolkits: dict[str, dict[str, object]] = {}
+    libraries: dict[str, dict[str, object]] = {}
+    earlier = options.prebuilt / "results.json" if options.prebuilt else None
+    if earlier and earlier.exists():  # what built the artifacts, on the machine that built them
+        built = json.loads(earlier.read_text())["run"]
+        for version, facts in built.get("toolkits", {}).items():
+            toolkits[version] = {**facts, "built_on": built.get("host", "")}
+        libraries.update(built.get("libraries", {}))
+    toolkits.update({v: {"provider": e.provider, "packages": e.packages,
+                         "tool_versions": e.tool_versions}
+                     for v, e in envs.toolkits.items() if isinstance(e, Environment)})
+    libraries.update({f"{n} {v}": {"packages": e.packages}
+                      for (n, v, _), e in envs.libraries.items()
+                      if isinstance(e, LibraryEnvironment)})
+    return toolkits, libraries
+
+
+def exit_status(results: Sequence[CellResult]) -> int:
+    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0

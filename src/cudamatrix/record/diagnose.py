@@ -1,0 +1,100 @@
+"""Naming the cause of a non-pass cell, from rules kept as data in ``rules.toml``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+from ..common.tomlfile import tomllib
+from ..stages.logs import error_lines
+from ..stages.result import StageResult
+
+UNCLASSIFIED = "unclassified"
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    title: str
+    explanation: str
+    fix: str
+    links: tuple[str, ...]
+    statuses: tuple[str, ...] = ()
+    # Tried on the decisive message alone: its words also close logs it does not explain.
+    decisive_only: bool = False
+    # Applies only when the compile did (True) or did not (False) name a target arch: the
+    # same words ("incomplete type") mean "no arch reached the preprocessor" without one
+    # and "this type needs a newer arch" with one. None: either.
+    arch_reached: bool | None = None
+
+    def fits(self, arch_reached: bool | None) -> bool:
+        return self.arch_reached is None or self.arch_reached == arch_reached
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    rule: str
+    title: str
+    explanation: str = ""
+    fix: str = ""
+    links: tuple[str, ...] = ()
+    evidence: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    text = resources.files("cudamatrix.record").joinpath("rules.toml").read_text()
+    return tuple(
+        Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
+             tuple(r.get("links", ())), tuple(r.get("status", ())),
+             bool(r.get("decisive_only", False)), r.get("arch_reached"))
+        for r in tomllib.loads(text)["rule"]
+    )
+
+
+def diagnose(message: str, lines: Sequence[str] = (),
+             arch_reached: bool | None = None) -> Diagnosis:
+    """The first rule that matches the decisive message, else one of the error lines.
+    `arch_reached`: whether the compile named its target arch (None: not known)."""
+    return _diagnose(message, tuple(lines), arch_reached)
+
+
+@lru_cache(maxsize=4096)
+def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -> Diagnosis:
+    # Remembered: the cells of a tier repeat a few messages over every toolkit and arch.
+    for index, text in enumerate((message, *lines)):
+        for rule in rules():
+            if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
+                continue
+            if text and rule.pattern.search(text):
+                return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
+                                 text)
+    return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
+
+
+def diagnose_stage(message: str, stage: StageResult,
+                   arch_reached: bool | None = None) -> Diagnosis:
+    """A cell's diagnosis from its decisive message, the stage that decided it and whether
+    the compile named its target arch.
+
+    A stage that timed out or crashed is named by its status first: its output, cut
+    short, may mention anything.
+    """
+    for rule in rules():
+        if stage.status in rule.statuses:
+            return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
+                             message)
+    return _diagnose(message, _error_lines(stage.log), arch_reached)
+
+
+@lru_cache(maxsize=256)
+def _error_lines(log: str) -> tuple[str, ...]:
+    return tuple(error_lines(log))

@@ -1,0 +1,315 @@
+"""The cell record and the run record: written as each cell finishes, read back by reports.
+
+Every finished cell lands atomically in ``<out>/cells/<slug>.json`` (write to a
+temporary name, then rename), so a run killed at any moment keeps every cell
+it finished, and ``--resume`` or ``merge`` can pick them up again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..common import recorded
+from ..common.versions import Arch
+from ..config.plan import BUNDLED, Cell
+from ..errors import UserError
+from ..stages.result import StageResult
+from .verdict import OUTCOMES
+
+SCHEMA_VERSION = 1
+CELLS_DIR = "cells"
+# Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
+ARTIFACTS_DIR = "artifacts"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    outcome: str
+    stage: str
+    reached: str
+    message: str
+    reason: str
+    expected: str
+    diagnosis: dict[str, Any] | None
+    stages: tuple[StageResult, ...]
+    seconds: float
+    title: str = ""
+    upstream: tuple[str, ...] = ()
+    versions: dict[str, str] = field(default_factory=dict)
+    device: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    # The case author's note on the expectation that decided the cell (why it is expected).
+    note: str = ""
+
+    def _compiled(self, key: str) -> list[Any]:
+        """A list the compile stage recorded about the build (empty without one)."""
+        for stage in self.stages:
+            if stage.stage == "compile":
+                return list(stage.details.get(key, []))
+        return []
+
+    @property
+    def resources(self) -> list[dict[str, Any]]:
+        """Each kernel's resource usage: ptxas's figures from the compile (registers, shared
+        memory, stack, spills), or for a build's modules cuobjdump's from the inspect."""
+        compiled = self._compiled("resources")
+        if compiled:
+            return compiled
+        for stage in self.stages:
+            if stage.stage == "inspect" and isinstance(stage.details.get("resources"), list):
+                return list(stage.details["resources"])
+        return []
+
+    @property
+    def kernel(self) -> dict[str, str] | None:
+        """The case's kernel as it was found in the module: the name the case wrote, the
+        name in the module (what the load and run stages used) and its C++ signature."""
+        for stage in self.stages:
+            # An inspect stage that looked for no kernel records `"kernel": null`.
+            if stage.stage == "inspect" and isinstance(stage.details.get("kernel"), dict):
+                return dict(stage.details["kernel"])
+        return None
+
+    @property
+    def timing(self) -> dict[str, Any] | None:
+        """How long the case's kernel took on the GPU ([variant.time], stages/timing.py):
+        median and minimum microseconds, noise, samples, L2 state, clocks."""
+        for stage in self.stages:
+            if stage.stage == "run" and isinstance(stage.details.get("timing"), dict):
+                return dict(stage.details["timing"])
+        return None
+
+    @property
+    def gpu_name(self) -> str:
+        """The GPU the cell's kernel ran on, by name (its kind): the load stage's GPU where a
+        GPU server recorded one, else the run's device; empty where none ran it."""
+        for stage in self.stages:
+            gpu = stage.details.get("gpu") if stage.stage == "load" else None
+            if isinstance(gpu, dict) and isinstance(gpu.get("name"), str):
+                return str(gpu["name"])
+        return str((self.device or {}).get("name") or "")
+
+    @property
+    def ships(self) -> list[dict[str, Any]]:
+        """What the build ships: its cubin's and PTX's facts (arch, ISA, size, kernels)."""
+        return self._compiled("ships")
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the compilers warned about: shown with the cell, never a verdict by itself."""
+        return self._compiled("warnings")
+
+    @property
+    def log(self) -> str:
+        return "\n".join(f"== {s.stage}: {s.status}\n{s.log}".rstrip() for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.cell.id,
+            "case": self.cell.case,
+            "variant": self.cell.variant,
+            "toolkit": self.cell.toolkit,
+            "arch": self.cell.arch,
+            "frontend": self.cell.frontend,
+            "library": self.cell.library,
+            "library_version": self.cell.library_version,
+            "runner": self.cell.runner,
+            "host_compiler": self.cell.host_compiler,
+            "outcome": self.outcome,
+            "stage": self.stage,
+            "reached": self.reached,
+            "message": self.message,
+            "reason": self.reason,
+            "expected": self.expected,
+            "note": self.note,
+            "diagnosis": self.diagnosis,
+            "resources": self.resources,
+            "kernel": self.kernel,
+            "warnings": self.warnings,
+            "seconds": round(self.seconds, 3),
+            "title": self.title,
+            "upstream": list(self.upstream),
+            "versions": self.versions,
+            "device": self.device,
+            "prediction": self.prediction,
+            "stages": [s.to_dict() for s in self.stages],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        """A recorded cell, each field of the type the reports read (recorded.py); a field
+        of another type, an unknown outcome or an arch that is none is a ValueError naming
+        it."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a cell record is an object, got {type(data).__name__}")
+        toolkit, arch = recorded.text(data, "toolkit"), recorded.text(data, "arch")
+        if toolkit != BUNDLED and not re.fullmatch(r"\d+(\.\d+)*", toolkit):
+            raise ValueError(f"toolkit: expected a version such as 12.4, got {toolkit!r}")
+        Arch.parse(arch)  # a ValueError naming it
+        outcome = recorded.text(data, "outcome")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome: expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        cell = Cell(recorded.text(data, "case"), recorded.text(data, "variant"), toolkit, arch,
+                    recorded.text(data, "frontend"), recorded.optional_text(data, "library"),
+                    recorded.optional_text(data, "library_version"),
+                    recorded.text(data, "runner", ""),
+                    recorded.optional_text(data, "host_compiler"))
+        stages = data.get("stages", [])
+        if not isinstance(stages, list):
+            raise ValueError(f"stages: expected a list, got {type(stages).__name__}")
+        return cls(
+            cell=cell,
+            outcome=outcome,
+            stage=recorded.text(data, "stage"),
+            reached=recorded.text(data, "reached", ""),
+            message=recorded.text(data, "message", ""),
+            reason=recorded.text(data, "reason", ""),
+            expected=recorded.text(data, "expected", ""),
+            note=recorded.text(data, "note", ""),
+            diagnosis=recorded.diagnosis(data),
+            stages=tuple(StageResult.from_dict(s) for s in stages),
+            seconds=recorded.number(data, "seconds"),
+            title=recorded.text(data, "title", ""),
+            upstream=tuple(recorded.texts(data, "upstream")),
+            versions=recorded.text_table(data, "versions"),
+            device=recorded.table(data, "device", optional=True),
+            prediction=recorded.table(data, "prediction", optional=True),
+        )
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where and with what a run happened: printed in every report's header."""
+
+    started: str
+    finished: str
+    tier: str
+    provider: str
+    host: str
+    tool_version: str
+    device: dict[str, Any] | None = None
+    toolkits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    libraries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runner_label: str = ""
+    command: str = ""
+    wall_seconds: float = 0.0
+    # How the provider was chosen: named, or what `--provider auto` found (an engine that
+    # appears changes the verdicts, so the report says why this provider ran).
+    provider_choice: str = ""
+    # Environments that could not be prepared (a pin pip cannot satisfy, no Docker engine):
+    # the user's to fix, so the run ends with status 2 once every other cell is done.
+    environment_errors: dict[str, str] = field(default_factory=dict)
+    # The commit the run was made from ($GITHUB_SHA in Actions, else git's HEAD where the
+    # run started): what history names as the first run where a cell flipped.
+    revision: str = ""
+    # `cudamatrix bisect`'s answer, where the run was one: the axis, its values, the changes.
+    bisect: dict[str, Any] | None = None
+    # What a cell's repro command carries besides the cell (options.repro_arguments: its
+    # corpus, tier, matrix, cache, GPU or not, ...), shell-quoted, and the folder it is
+    # run from: the report prints it, and it reruns the cell as this run ran it.
+    repro_args: str = ""
+    repro_folder: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        """A recorded run, each field of the type the reports' headers read."""
+        if not isinstance(data, dict):
+            raise ValueError(f"run: expected an object, got {type(data).__name__}")
+        tables = {key: recorded.table(data, key) or {} for key in ("toolkits", "libraries")}
+        for key, entries in tables.items():
+            for name, facts in entries.items():
+                if not isinstance(facts, dict):
+                    raise ValueError(f"{key}.{name}: expected an object, got {facts!r:.60}")
+                recorded.table(facts, "tool_versions")
+                recorded.table(facts, "packages")
+        return cls(
+            started=recorded.text(data, "started"), finished=recorded.text(data, "finished"),
+            tier=recorded.text(data, "tier"), provider=recorded.text(data, "provider"),
+            host=recorded.text(data, "host"), tool_version=recorded.text(data, "tool_version"),
+            device=recorded.table(data, "device", optional=True),
+            toolkits=tables["toolkits"], libraries=tables["libraries"],
+            runner_label=recorded.text(data, "runner_label", ""),
+            command=recorded.text(data, "command", ""),
+            wall_seconds=recorded.number(data, "wall_seconds"),
+            provider_choice=recorded.text(data, "provider_choice", ""),
+            environment_errors=recorded.text_table(data, "environment_errors"),
+            revision=recorded.text(data, "revision", ""),
+            bisect=recorded.table(data, "bisect", optional=True),
+            repro_args=recorded.text(data, "repro_args", ""),
+            repro_folder=recorded.text(data, "repro_folder", ""))
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        # mkstemp makes owner-only files; reports are for publishing (Pages, artifacts).
+        os.chmod(temporary, 0o666 & ~_UMASK)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def save_cell(out: Path, result: CellResult) -> None:
+    write_atomic(out / CELLS_DIR / f"{result.cell.slug}.json", json.dumps(result.to_dict()))
+
+
+def load_cell(path: Path) -> CellResult:
+    """One saved cell; a damaged file is a UserError that names it."""
+    try:
+        return CellResult.from_dict(recorded.read_json(path, 64 << 20))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path}: damaged cell record ({type(exc).__name__}: {exc}); "
+                        "delete it to run that cell again") from None
+
+
+def load_cells(folder: Path) -> list[CellResult]:
+    return [load_cell(p) for p in sorted((folder / CELLS_DIR).glob("*.json"))]
+
+
+def summary(results: Iterable[CellResult]) -> dict[str, int]:
+    counts = Counter(r.outcome for r in results)
+    return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
+
+
+def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:
+    return {
+        "schema": "cudamatrix-results",
+        "schema_version": SCHEMA_VERSION,
+        "run": info.to_dict(),
+        "summary": summary(results),
+        "cells": [r.to_dict() for r in results],
+    }
+
+
+def load_results(path: Path) -> tuple[RunInfo, list[CellResult]]:
+    """A results.json; anything else (unreadable, not JSON, damaged) is a UserError naming it."""
+    try:
+        data = recorded.read_json(path)
+    except recorded.UnreadableRecord as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != "cudamatrix-results":
+        raise UserError(f"{path}: not a cudamatrix results file")
+    try:
+        return RunInfo.from_dict(data["run"]), [CellResult.from_dict(c) for c in data["cells"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{path}: damaged results file ({type(exc).__name__}: {exc})") from None
