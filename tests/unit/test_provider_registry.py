@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.cli import build_parser
-from cudamatrix.defaults import DEFAULT_MATRIX
-from cudamatrix.environments import Environments
-from cudamatrix.executors.local import LocalExecutor
-from cudamatrix.matrix import load_matrix
-from cudamatrix.providers.environment import Environment
+from cudamatrix.config.defaults import DEFAULT_MATRIX
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.orchestrator.environments import Environments
+from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.providers.toolkits import (
     TOOLKIT_PROVIDERS,
     CellSite,
     ExecutorChoice,
     ProviderSetting,
 )
+from cudamatrix.stages.environment import Environment
 
 
 class Quiet:
@@ -66,8 +66,8 @@ def test_the_docker_provider_asks_for_containers_the_run_can_make(tmp_path: Path
     mismatch would show only where a Docker engine runs."""
     import inspect
 
-    from cudamatrix.executors import EXECUTORS
-    from cudamatrix.executors.containers import ContainerExecutor
+    from cudamatrix.orchestrator.executors import EXECUTORS
+    from cudamatrix.orchestrator.executors.containers import ContainerExecutor
     from cudamatrix.providers.toolkits import DockerToolkits
 
     provider = DockerToolkits(load_matrix(DEFAULT_MATRIX), tmp_path / "cache", tmp_path,
@@ -79,3 +79,18 @@ def test_the_docker_provider_asks_for_containers_the_run_can_make(tmp_path: Path
     # answers here, so the signature is checked rather than a pool started.
     taken = set(inspect.signature(ContainerExecutor).parameters)
     assert set(choice.options) == taken, (sorted(choice.options), sorted(taken))
+
+
+def test_the_old_path_of_environment_still_works_and_says_it_is_deprecated() -> None:
+    """Issue 39: a provider written outside the package against
+    `cudamatrix.providers.environment` (before the layout) keeps working, warned once."""
+    import importlib
+    import sys
+
+    from cudamatrix.stages import environment
+
+    sys.modules.pop("cudamatrix.providers.environment", None)
+    with pytest.warns(DeprecationWarning, match=r"cudamatrix\.stages\.environment"):
+        old = importlib.import_module("cudamatrix.providers.environment")
+    assert old.Environment is environment.Environment
+    assert old.LibraryEnvironment is environment.LibraryEnvironment
