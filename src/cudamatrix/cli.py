@@ -1,4 +1,4 @@
-"""Command line: the parser, and the dispatch to what each command does (commands.py).
+"""Command line: the parser, and the dispatch to what each command does (commands/dispatch.py).
 
 Only the parser is imported at start: `cudamatrix --version` and argument errors answer
 without loading the runner, the reports or the providers.

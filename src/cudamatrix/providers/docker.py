@@ -1,5 +1,5 @@
 """The docker provider: each toolkit in its own image (its cells run in its container:
-executors/containers.py).
+orchestrator/executors/containers.py).
 
 Images are built locally through the docker SDK and tagged by a hash of everything
 that goes into them (Dockerfile, build arguments, the toolkit's exact packages,

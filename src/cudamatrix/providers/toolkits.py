@@ -3,7 +3,8 @@
 The run asks a provider for a toolkit by version and gets an `Environment`, or an
 `EnvironmentUnavailable` saying why not; the provider also says which kind of executor its
 cells need (processes here, or its toolkits' containers) and with what, and the run makes
-it from the executors' own registry (executors/__init__.py): a provider never builds one.
+it from the executors' own registry (orchestrator/executors/__init__.py): a provider
+never builds one.
 Whether cells execute on this machine (`local`) is the provider's fact, so the features
 that need this machine's own programs (a named host compiler, clang, a project's build
 tools) ask it instead of comparing provider names.
