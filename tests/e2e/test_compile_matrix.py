@@ -78,7 +78,7 @@ def test_cupy_cells_are_skips_with_the_reason(run) -> None:
 
 
 def test_results_json_follows_its_schema(run) -> None:
-    schema = json.loads(resources.files("cudamatrix").joinpath(
+    schema = json.loads(resources.files("cudamatrix.record").joinpath(
         "schema/results.schema.json").read_text())
     jsonschema.validate(run.results, schema)
     toolkits = run.results["run"]["toolkits"]

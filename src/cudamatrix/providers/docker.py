@@ -99,7 +99,7 @@ def ensure_base_image(client: Any, tag: str = BASE_TAG,
         raise EnvironmentUnavailable(
             f"base image {tag} is missing and cannot be made here: it needs root and "
             "debootstrap (apt-get install debootstrap), or run the package's "
-            "data/containers/base.sh")
+            "config/data/containers/base.sh")
     with tempfile.TemporaryDirectory(prefix="cudamatrix-rootfs-") as folder:
         root = Path(folder) / "rootfs"
         done = subprocess.run(["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}",
