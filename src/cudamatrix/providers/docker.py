@@ -50,7 +50,7 @@ from .wheels import prepare_toolkit
 BASE_PACKAGES = "python3,python3-dev,python3-packaging,g++,g++-11"
 BASE_GCC = (11, 12)  # the GCC majors of the base image, each as /usr/bin/g++-N
 # Named by its package list: another list is another image, never an older base taken
-# for this one (data/containers/base.sh reads both from here).
+# for this one (config/data/containers/base.sh reads both from here).
 BASE_TAG = ("cudamatrix/base:bookworm-"
             + hashlib.sha256(BASE_PACKAGES.encode()).hexdigest()[:8])
 IMAGE_REPOSITORY = "cudamatrix/toolkit"
