@@ -61,3 +61,37 @@ def test_a_prebuilt_cells_machine_code_checks_and_kernel_name_are_judged_again(
     cell = again.cells()[cell_id]
     assert cell["outcome"] == "xfail" and "cubin contains" in cell["message"], cell["message"]
     assert cell["kernel"]["lowered"] == "_ZN2ns5spillILi64EEEvPf", cell["kernel"]
+
+
+def test_a_prebuilt_shared_library_is_loaded_with_its_toolkits_runtime(tmp_path: Path) -> None:
+    """A host-entry case's libcase.so links its toolkit's CUDA runtime; on the GPU machine
+    that takes it prebuilt, the toolkit is prepared by that machine's provider for it, so
+    the library finds libcudart there (it was a skip there: "libcudart.so.12: cannot open
+    shared object file"). CUTLASS's Hopper GEMM built by the 13.0 wheels' nvcc."""
+    from cudamatrix.orchestrator.cell_jobs import RUNTIME_FOR_LIBRARY
+
+    selection = ("--known-bugs", "--case", "cutlass-sm90", "--toolkit", "13.0",
+                 "--arch", "sm_90a")
+    built = cudamatrix("run", *selection, "--no-gpu", out=tmp_path / "built")
+    assert built.code == 0, built.output[-2000:]
+    libraries = sorted(p.parent.name for p in (tmp_path / "built" / "artifacts").glob(
+        "*/libcase.so"))
+    assert libraries, built.output[-2000:]
+    again = cudamatrix("run", *selection, "--no-gpu", "--prebuilt", str(tmp_path / "built"),
+                       out=tmp_path / "again")
+    said = {cell_id: c["versions"].get(RUNTIME_FOR_LIBRARY)
+            for cell_id, c in again.cells().items()}
+    with_runtime = [v for v in said.values() if v is not None]
+    assert len(with_runtime) == len(libraries), (said, libraries)
+    assert set(with_runtime) == {"toolkit 13.0 (wheels)"}
+    assert any(v is None for v in said.values())  # the bundled CUTLASS Python cells: none
+    # Where the machine's provider cannot prepare the toolkit (the host provider pointed at
+    # a folder with no CUDA in it), the cells go on as before: no runtime named, and no
+    # environment error the run would blame the user for, since no cell needed it.
+    (tmp_path / "no-cuda").mkdir()
+    elsewhere = cudamatrix("run", *selection, "--no-gpu", "--provider", "host", "--prebuilt",
+                           str(tmp_path / "built"), out=tmp_path / "elsewhere",
+                           env={"CUDA_HOME": str(tmp_path / "no-cuda")})
+    assert elsewhere.results["run"]["environment_errors"] == {}, elsewhere.output[-2000:]
+    assert not any(c["versions"].get(RUNTIME_FOR_LIBRARY)
+                   for c in elsewhere.cells().values())

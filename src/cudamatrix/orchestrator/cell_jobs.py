@@ -18,7 +18,7 @@ from ..config.plan import BUNDLED, Cell
 from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
 from ..record.results import ARTIFACTS_DIR, CELLS_DIR
-from ..stages.cell_files import COMPILE_RECORD
+from ..stages.cell_files import COMPILE_RECORD, LIBRARY
 from ..stages.frontends import frontend
 from ..stages.job import Job
 from ..stages.result import StageResult
@@ -26,6 +26,9 @@ from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .gpu import DeviceInfo
 from .job_preparation import JobContext, preparation
+
+# The versions key naming the toolkit whose runtime a prebuilt shared library loads with.
+RUNTIME_FOR_LIBRARY = "runtime for the prebuilt library"
 
 
 class CellJobs:
@@ -57,6 +60,9 @@ class CellJobs:
             if isinstance(imported, list):
                 return imported, versions
             prebuilt = imported
+            env = self.runtime_for_prebuilt(cell, prebuilt)
+            if env is not None:  # which runtime the prebuilt library is loaded with, said
+                versions[RUNTIME_FOR_LIBRARY] = f"toolkit {cell.toolkit} ({env.provider})"
         if cell.toolkit != BUNDLED and prebuilt is None:
             got = self.envs.toolkit(cell.toolkit)
             if isinstance(got, str):
@@ -140,6 +146,17 @@ class CellJobs:
                 return [prepared], versions
             job = prepared
         return job, versions
+
+    def runtime_for_prebuilt(self, cell: Cell, prebuilt: Path) -> Environment | None:
+        """A prebuilt shared library (a host-entry case's libcase.so, linked against its
+        toolkit's CUDA runtime) needs that runtime where it is loaded: the cell's toolkit as
+        this machine's provider prepares it, its libraries on the cell's path. None where
+        nothing was built as a library, or the provider cannot prepare the toolkit here
+        (the load then says which library is missing)."""
+        if cell.toolkit == BUNDLED or not (prebuilt / LIBRARY).is_file():
+            return None
+        got = self.envs.toolkit(cell.toolkit, wanted=False)
+        return None if isinstance(got, str) else got
 
     def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
                         ) -> Path | list[StageResult]:

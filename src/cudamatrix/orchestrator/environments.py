@@ -196,14 +196,24 @@ class Environments:
                 self._sass_tools.append(prepare_sass_tools(self.cache))
             return self._sass_tools[0]
 
-    def toolkit(self, version: str) -> Environment | str:
-        """The environment, or the reason it could not be had."""
+    def toolkit(self, version: str, wanted: bool = True) -> Environment | str:
+        """The environment, or the reason it could not be had. A toolkit the cells could do
+        without (`wanted=False`: a prebuilt library's runtime) is tried, but its failure is
+        neither the run's environment error nor kept for a cell that needs it."""
         with self._lock:
-            return self._toolkit(version)
+            return self._toolkit(version, wanted)
 
-    def _toolkit(self, version: str) -> Environment | str:
+    def _toolkit(self, version: str, wanted: bool = True) -> Environment | str:
         if version in self.toolkits:
             return self.toolkits[version]
+        if not wanted:
+            failures = dict(self.failures)
+            tried = self._toolkit(version)
+            if isinstance(tried, str):
+                self.failures.clear()
+                self.failures.update(failures)
+                del self.toolkits[version]
+            return tried
         started = time.monotonic()
         self.progress.note(f"preparing toolkit {version} ({self.provider})")
         result: Environment | str
