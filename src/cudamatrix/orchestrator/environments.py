@@ -206,26 +206,20 @@ class Environments:
     def _toolkit(self, version: str, wanted: bool = True) -> Environment | str:
         if version in self.toolkits:
             return self.toolkits[version]
-        if not wanted:
-            failures = dict(self.failures)
-            tried = self._toolkit(version)
-            if isinstance(tried, str):
-                self.failures.clear()
-                self.failures.update(failures)
-                del self.toolkits[version]
-            return tried
         started = time.monotonic()
         self.progress.note(f"preparing toolkit {version} ({self.provider})")
         result: Environment | str
+        users = False  # whether the failure is the user's to fix
         try:
             result = self.toolkit_provider.toolkit(version)
         except ToolkitNotHere as exc:  # a run's selection, not the user's to fix
             result = str(exc)
         except EnvironmentUnavailable as exc:
-            result = self.failures[f"toolkit {version}"] = str(exc)
+            result, users = str(exc), True
         except OSError as exc:  # the cache cannot hold it (a file in the way, a full disk)
-            result = self.failures[f"toolkit {version}"] = \
-                f"{exc.strerror or exc}: {exc.filename or self.cache}"
+            result, users = f"{exc.strerror or exc}: {exc.filename or self.cache}", True
+        if isinstance(result, str) and users and wanted:
+            self.failures[f"toolkit {version}"] = result
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
             result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
@@ -237,7 +231,8 @@ class Environments:
                     self.progress.note(f"warning: {said}")
         state = "ready" if isinstance(result, Environment) else f"unavailable: {result}"
         self.progress.note(f"toolkit {version}: {state} ({time.monotonic() - started:.1f}s)")
-        self.toolkits[version] = result
+        if wanted or isinstance(result, Environment):  # an unwanted failure: a cell that
+            self.toolkits[version] = result            # needs the toolkit tries again
         return result
 
     def library(self, name: str, version: str, cuda_major: int | None,
