@@ -466,8 +466,9 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
             expected = planned_shards(args.plan, args.matrix, parser) if args.plan else ()
             info, results = merge_results(args.shards, expected)
-            # max_slowdown against a toolkit another shard ran: only the merge has both.
-            cases = _cases_here(args)
+            # max_slowdown against a toolkit another shard ran: only the merge has both (the
+            # cases are read only where some cell was timed).
+            cases = _cases_here(args) if any(r.timing for r in results) else {}
             if cases:
                 from ..record.slowdowns import judge_slowdowns
                 results = judge_slowdowns(results, cases)
