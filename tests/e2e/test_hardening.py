@@ -194,9 +194,9 @@ def test_ids_that_join_alike_keep_their_own_files(tmp_path: Path, cache_copy: Pa
     ("../../secret.cu", "[]", "source '../../secret.cu' leads outside the corpus folder"),
     ("{secret}", "[]", "is an absolute path"),
     ("link.cu", "[]", "link.cu: a link that leads outside the corpus folder"),
-    ("k.cu", '["-I../.."]', "include folder '../..' leads outside the corpus folder"),
+    ("k.cu", '["-I../.."]', "path '../..' leads outside the corpus folder"),
     ("k.cu", "[]", "inc: a link that leads outside the corpus folder"),
-    ("k.cu", '["--include-path=/etc"]', "include folder '/etc' is an absolute path"),
+    ("k.cu", '["--include-path=/etc"]', "path '/etc' is an absolute path"),
 ])
 def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flags: str,
                                                says: str) -> None:

@@ -141,14 +141,20 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "o.h").write_text("#define O 1\n")
+    (outside / "pre.h").write_text("#define P 1\n")
     env = Environment(toolkit="13.0", provider="wheels", root="/tk", include_dirs=("/tk/inc",),
                       packages={"nvidia-cuda-nvcc": "13.0.88"}, tool_versions={"nvcc": "13.0.88"})
-    library = LibraryEnvironment("cccl", "13.1.115", "/lib", include_dirs=("/lib/inc",),
+    headers = tmp_path / "lib"
+    (headers / "pkg" / "data" / "inc").mkdir(parents=True)
+    (headers / "pkg" / "data" / "inc" / "lib.h").write_text("#define L 1\n")
+    library = LibraryEnvironment("cccl", "13.1.115", str(headers),
+                                 include_dirs=(str(headers / "pkg"),),
                                  packages={"nvidia-cuda-cccl (headers)": "13.1.115"})
     base = Job(cell_id="c", arch="sm_90a", source=str(case / "k.cu"), frontend="nvcc",
                workdir=str(tmp_path / "w"), timeout=60, env=env, library=library,
-               flags=("-Iinc", f"-I{outside}"), kernel="k", host_compiler="g++-12",
-               host_compiler_version="12.2.0", options={"o": 1})
+               flags=("-Iinc", f"-I{outside}", "-include", "../outside/pre.h"), kernel="k",
+               host_compiler="g++-12", host_compiler_version="12.2.0", options={"o": 1},
+               case_dir=str(case))
     key = compile_key(base, "wheels")
     assert compile_key(base, "wheels") == key
     changed = {
@@ -168,12 +174,20 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
         "library version": replace(base, library=replace(library, version="13.2.86")),
         "library packages": replace(base, library=replace(library, packages={})),
         "no library": replace(base, library=None),
+        # Issue 47: `include = ["pkg/data/inc"]` added to a header library replayed the
+        # cached failure without it.
+        "library include folders": replace(base, library=replace(
+            library, include_dirs=(str(headers / "pkg" / "data" / "inc"),))),
+        "case folder": replace(base, case_dir=str(tmp_path)),
     }
     for what, job in changed.items():
         assert compile_key(job, "wheels") != key, f"{what} left the key as it was"
     assert compile_key(base, "docker") != key, "the provider left the key as it was"
     for what, path in (("the case's header", case / "inc" / "k.h"),
                        ("a header of an -I folder outside the case", outside / "o.h"),
+                       ("a header the flags include first", outside / "pre.h"),
+                       ("a header under the library's include folder",
+                        headers / "pkg" / "data" / "inc" / "lib.h"),
                        ("the source", case / "k.cu")):
         path.write_text(path.read_text() + "// edited\n")
         assert compile_key(base, "wheels") != key, f"an edit of {what} left the key"

@@ -23,7 +23,7 @@ from ..common.versions import HOST_COMPILER, WHEN_KEYS
 from ..errors import UserError
 from ..stages.build import BUILD_PLACEHOLDERS
 from ..stages.expressions import RefusedExpression, parse_check
-from ..stages.flags import PLACEHOLDERS, path_values, unknown_placeholders
+from ..stages.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
 from ..stages.frontends import REGISTRY
 from .case_tables import ArtifactCheck, Expectation, Spec, TableReader, selects
 from .sources import SourceSpec
@@ -84,6 +84,9 @@ class Variant:
     # [variant.time]: the kernel timed after its run stage passed (l2, noise, max_seconds,
     # max_us); empty: not timed.
     time: Mapping[str, Any] = field(default_factory=dict)
+    # The case folder: every relative path of the variant (its source, its include
+    # folders) means a path from here, wherever the source itself lies (stages/flags.py).
+    case_dir: Path | None = None
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -122,7 +125,7 @@ class _Reader(TableReader):
         if os.path.isabs(value):
             raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
                             "to the case folder (or use a {toolkit_...} placeholder)")
-        resolved = (directory / value).resolve()
+        resolved = Path(case_path(value, str(directory))).resolve()
         if not resolved.is_relative_to(self.root):
             raise self.fail(where, f"{what} {value!r} leads outside the corpus folder "
                             f"{self.root} (to {resolved})")
@@ -194,7 +197,7 @@ class _Reader(TableReader):
         flags = self.strings(f"{where}.flags", raw.get("flags", []))
         for folder in path_values(flags):
             if not folder.startswith("{"):
-                self.inside(f"{where}.flags", "include folder", folder, directory)
+                self.inside(f"{where}.flags", "path", folder, directory)
         for flag in flags:
             unknown_names = unknown_placeholders(flag)
             if unknown_names:
@@ -222,6 +225,7 @@ class _Reader(TableReader):
             resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
             libraries=libraries,
             time=self.time_table(f"{where}.time", raw.get("time"), run),
+            case_dir=directory.resolve(),
         )
 
     def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:

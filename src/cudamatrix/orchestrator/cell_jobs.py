@@ -137,7 +137,8 @@ class CellJobs:
             host_compiler_version=host[1] if host else None,
             budgets=dict(variant.resources),
             disassembler=self.envs.sass_tools() if prebuilt is not None
-            and (variant.artifacts or variant.build) else None)
+            and (variant.artifacts or variant.build) else None,
+            case_dir=self.resolved(variant.case_dir or variant.source.parent))
         prepare = preparation(spec)
         if prepare is not None:
             prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,

@@ -95,6 +95,26 @@ def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
     return files
 
 
+def _below(path: str, root: str) -> str:
+    """`path` from `root` where it lies under it (a key that holds across cache folders)."""
+    return os.path.relpath(path, root) if _inside(path, root) else path
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def library_digest(folders: Iterable[str]) -> str:
+    """One hash of every file under a library's include folders, by its path there: its
+    package versions name the release, this says what the folders hold."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path, value in sorted(folder_inputs([Path(folder)]).items()):
+            digest.update(f"{os.path.relpath(path, folder)}\0{value}\0".encode())
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
 @functools.cache
 def stage_code_digest() -> str:
     """A hash of the code that compiles and reads compilers' output.
@@ -119,11 +139,19 @@ def stage_code_files() -> list[Path]:
 
 def key_folders(job: Job) -> list[Path]:
     """The folders whose every file a compile could read and its key therefore holds: the
-    case's own and each include folder its flags name."""
+    source's own (its quoted includes start there), the case's, and each include folder
+    its flags name (from the case folder, as the compilers are given them)."""
     source = Path(job.source)
-    folders = [source.parent, *map(Path, include_folders(job.flags, str(source.parent),
-                                                         job.env))]
-    return [f for f in folders if f.is_dir()]
+    folders = [source.parent, Path(job.case_folder),
+               *map(Path, include_folders(job.flags, job.case_folder, job.env))]
+    return [f for f in dict.fromkeys(folders) if f.is_dir()]
+
+
+def flag_files(job: Job) -> list[str]:
+    """The files the case's flags name themselves (``-include pre.h``): read whole by the
+    compile, so their bytes are in the key."""
+    return [f for f in include_folders(job.flags, job.case_folder, job.env)
+            if os.path.isfile(f)]
 
 
 def key_files(job: Job, folders: list[Path]) -> IncludedFiles:
@@ -176,7 +204,13 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
             "image": env.image},
         "library": None if job.library is None else {
             "name": job.library.name, "version": job.library.version,
-            "packages": job.library.packages},
+            "packages": job.library.packages,
+            # Which of its folders go on the include path ([libraries.X] include), and
+            # what they hold: a changed `include` is another compile.
+            "include_dirs": [_below(d, job.library.root) for d in job.library.include_dirs],
+            "headers": library_digest(job.library.include_dirs)},
+        # Where the case's relative include folders start.
+        "case_dir": job.case_folder,
     }
     # The variables nvcc and the host compiler read as flags and include paths: a cell's
     # compiler inherits this process's environment. Only the ones set go in, so every
@@ -189,7 +223,8 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
     # later is another compile). A case with none keeps the key it had.
     hashed = {os.path.realpath(path) for path, digest in files.items()
               if not digest.startswith("link:")}
-    outside = {path: _file_digest(path, _identity(path)) for path in included.files
+    outside = {path: _file_digest(path, _identity(path))
+               for path in (*included.files, *map(os.path.realpath, flag_files(job)))
                if path not in hashed and os.path.isfile(path)}
     if outside:
         material["included"] = outside

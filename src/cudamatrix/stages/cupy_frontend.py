@@ -23,7 +23,7 @@ from .result import Stage, StageResult
 
 
 def _options(job: Job) -> list[str]:
-    options = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    options = resolve_flags(job.flags, job.case_folder, job.env)
     if job.arch_flag:
         options.append(f"-arch={job.arch}")
     return options

@@ -18,8 +18,15 @@ from .environment import Environment
 # {toolkit_includes}, a flag of its own, stands for one -I per include folder of the toolkit.
 PLACEHOLDERS = ("toolkit_root", "toolkit_include", "toolkit_includes")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
-# Options whose value is a folder: joined (-Ifoo, --include-path=foo) or the next word.
-_PATH_OPTIONS = ("-I", "-isystem", "--include-path", "--system-include")
+# Options whose value is a path the compiler reads (an include folder, a header included
+# first, a library folder): (option, the joined form's prefix or None where only the
+# next word is its value). Every one of them is a path from the case folder.
+_PATH_OPTIONS: tuple[tuple[str, str | None], ...] = (
+    ("-I", "-I"), ("-isystem", "-isystem"), ("-iquote", "-iquote"),
+    ("-idirafter", "-idirafter"), ("--include-path", "--include-path="),
+    ("--system-include", "--system-include="), ("-include", None),
+    ("--pre-include", "--pre-include="), ("-L", "-L"), ("--library-path", "--library-path="),
+)
 
 
 def unknown_placeholders(flag: str) -> list[str]:
@@ -35,12 +42,27 @@ def _fill(flag: str, env: Environment | None) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), flag)
 
 
-def _absolute(path: str, case_dir: str) -> str:
+def case_path(path: str, case_dir: str) -> str:
+    """What a path a case writes means: absolute as given, else from the case folder
+    (never from the source's folder, nor from where the tool was started). `validate` and
+    every frontend read a case's paths through this one function."""
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(case_dir, path))
 
 
+def _path_option(flag: str) -> tuple[str, str | None] | None:
+    """The path option `flag` is: (option, None) when its value is the next word,
+    (prefix, value) when joined; None when it names no path."""
+    for option, joined in _PATH_OPTIONS:
+        if flag == option:
+            return option, None
+        if joined and flag.startswith(joined) and len(flag) > len(joined):
+            return joined, flag[len(joined):]
+    return None
+
+
 def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) -> list[str]:
-    """Placeholders filled in, every include folder made absolute against the case folder."""
+    """Placeholders filled in, every path an option names made absolute against the case
+    folder."""
     resolved: list[str] = []
     takes_path = False
     for raw in flags:
@@ -49,38 +71,37 @@ def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) 
             continue
         flag = _fill(raw, env)
         if takes_path:
-            resolved.append(_absolute(flag, case_dir))
+            resolved.append(case_path(flag, case_dir))
             takes_path = False
             continue
-        for option in _PATH_OPTIONS:
-            if flag == option:
-                takes_path = True
-                break
-            joined = option + "=" if option.startswith("--") else option
-            if flag.startswith(joined) and len(flag) > len(joined):
-                flag = joined + _absolute(flag[len(joined):], case_dir)
-                break
+        option = _path_option(flag)
+        if option is not None and option[1] is None:
+            takes_path = True
+        elif option is not None and option[1] is not None:
+            flag = option[0] + case_path(option[1], case_dir)
         resolved.append(flag)
     return resolved
 
 
 def path_values(flags: Sequence[str]) -> list[str]:
-    """The folder each include option names, as written (``-Ifoo``, ``-I foo``,
-    ``--include-path=foo``)."""
+    """The path each path option names, as written (``-Ifoo``, ``-I foo``,
+    ``--include-path=foo``, ``-include pre.h``, ``-Llib``)."""
     found: list[str] = []
     for index, flag in enumerate(flags):
-        for option in _PATH_OPTIONS:
-            joined = option + "=" if option.startswith("--") else option
-            if flag == option and index + 1 < len(flags):
-                found.append(flags[index + 1])
-            elif flag.startswith(joined) and len(flag) > len(joined):
-                found.append(flag[len(joined):])
+        option = _path_option(flag)
+        if option is None:
+            continue
+        if option[1] is not None:
+            found.append(option[1])
+        elif index + 1 < len(flags):
+            found.append(flags[index + 1])
     return found
 
 
 def include_folders(flags: Sequence[str], case_dir: str, env: Environment | None) -> list[str]:
-    """The folders the flags put on the include path, the toolkit's own left out (its
-    package versions stand for them): where a case's headers live besides its folder."""
+    """The paths the flags name (include and library folders, headers included first),
+    the toolkit's own left out (its package versions stand for them): what a case's
+    compile reads besides its folder."""
     found = path_values(resolve_flags(flags, case_dir, env))
     root = env.root.rstrip("/") + "/" if env is not None and env.root else None
     return [f for f in found if root is None or not (f + "/").startswith(root)]

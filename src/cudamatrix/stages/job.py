@@ -44,6 +44,14 @@ class Job:
     # The cells built by this one compile (compile_together): each one's cell_id, arch and
     # workdir; the job itself is any of them, its workdir the shared build's own.
     group: tuple[dict[str, str], ...] = ()
+    # The case folder, which every relative path of the case starts from (its include
+    # folders, as `validate` read them); empty for a job made without a case (a toy).
+    case_dir: str = ""
+
+    @property
+    def case_folder(self) -> str:
+        """Where the case's relative paths start: its folder, else the source's own."""
+        return self.case_dir or str(Path(self.source).parent)
 
     @property
     def cuobjdump(self) -> str | None:

@@ -133,6 +133,7 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
     if env is not None and env.cuobjdump:
         env = replace(env, cuobjdump=inside(env.cuobjdump))
     return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
+                   case_dir=inside(job.case_dir) if job.case_dir else "",
                    env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None,
                    disassembler=inside(job.disassembler) if job.disassembler else None,
                    group=tuple({**member, "workdir": inside(member["workdir"])}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ...common.versions import Arch
 from ..cell_files import CUBIN, PTX
@@ -21,7 +20,7 @@ def compile_clang(job: Job) -> Build:
     half: a cubin for the cell's arch (through the toolkit's ptxas) and the PTX."""
     started = time.monotonic()
     assert job.env is not None and job.env.clang and job.env.clang_cuda_path
-    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    flags = resolve_flags(job.flags, job.case_folder, job.env)
     # A header library's folders come first: -I is searched before the CUDA path's own.
     libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
     base = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",

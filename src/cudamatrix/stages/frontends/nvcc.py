@@ -37,7 +37,7 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
     """The nvcc command for `job` (its flags, host compiler, library headers, the
     intermediates kept in `keep`), and how the log shows it (the keep folder left out)."""
     assert job.env is not None and job.env.nvcc is not None
-    flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+    flags = resolve_flags(job.flags, job.case_folder, job.env)
     # nvcc's own list of every file it read (-MD), for the compile cache to check its key
     # against (compile_inputs.py).
     command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
@@ -63,7 +63,7 @@ def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
     entries = entry_names(ptx.read_text(errors="replace")) if ptx.is_file() else None
 
     def command(source: Path, out: Path) -> list[str]:
-        flags = resolve_flags(job.flags, str(Path(job.source).parent), job.env)
+        flags = resolve_flags(job.flags, job.case_folder, job.env)
         host = job.host_compiler or (job.env.host_compiler if job.env else None)
         arch = [f"--gpu-architecture={Arch.parse(job.arch).compute}"] if job.arch_flag else []
         return [nvcc, *(["-ccbin", host] if host else []), *flags, "-ptx", *arch,
@@ -84,7 +84,7 @@ def read_outside(job: Job, listing: Path | None = None) -> dict[str, object]:
         return {}
     assert job.env is not None
     stood_for = [job.env.root, *(job.library.include_dirs if job.library else ()),
-                 str(Path(job.source).parent), "/usr/", "/lib/", "/opt/"]
+                 job.case_folder, str(Path(job.source).parent), "/usr/", "/lib/", "/opt/"]
     found = []
     for word in text.replace("\\\n", " ").split()[1:]:
         if word.endswith(":"):

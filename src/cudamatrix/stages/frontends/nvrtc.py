@@ -43,7 +43,7 @@ def compile_nvrtc(job: Job) -> Build:
     started = time.monotonic()
     assert job.env is not None and job.env.nvrtc is not None
     source = Path(job.source)
-    options = resolve_flags(job.flags, str(source.parent), job.env)
+    options = resolve_flags(job.flags, job.case_folder, job.env)
     if job.arch_flag:
         options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
     # NVRTC sees the source as text with a bare name: the case's own headers must be
