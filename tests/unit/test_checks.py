@@ -11,7 +11,7 @@ import pytest
 
 from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.stages.checks import _rng_array
+from cudamatrix.stages.checks import input_array
 from cudamatrix.stages.expressions import RefusedExpression, evaluate, parse_check
 
 CASE = """title = "run table"
@@ -73,9 +73,9 @@ def test_an_in_place_argument_and_fixed_contents(tmp_path: Path) -> None:
                     '{ name = "w", values = [1, 2, 3] }, { name = "a", dtype = "float32", '
                     'value = 2.5 }', 'y = "2.5 * x + y_in"')
     rng = np.random.default_rng(0)
-    assert (_rng_array({"shape": [2, 2], "fill": 0, "output": True}, rng) == 0).all()
-    assert _rng_array({"values": [1, 2, 3], "dtype": "int32"}, rng).tolist() == [1, 2, 3]
-    assert np.isnan(_rng_array({"shape": [3], "output": True}, rng)).all()
+    assert (input_array({"shape": [2, 2], "fill": 0, "output": True}, rng) == 0).all()
+    assert input_array({"values": [1, 2, 3], "dtype": "int32"}, rng).tolist() == [1, 2, 3]
+    assert np.isnan(input_array({"shape": [3], "output": True}, rng)).all()
 
 
 def test_the_evaluator_computes_what_numpy_would() -> None:
@@ -116,3 +116,37 @@ def test_the_hostile_run_tables_are_refused_when_read(folder: Path) -> None:
     said = str(caught.value)
     assert said.startswith(f"{folder / 'case.toml'}: variant 'v'.run") and "\n" not in said
     assert not Path("/tmp/pwned").exists()
+    # Issue 47: values the GPU cannot take passed, and killed the GPU's server.
+    named = {"seed": ".seed:", "shared": ".shared_bytes:", "rtol": ".rtol:", "atol": ".atol:",
+             "grid": ".grid:", "block": ".block:", "value": "value", "fill": "fill",
+             "values": "values", "arguments": "GiB together"}
+    first = folder.name.split("-")[0]
+    word = named.get(folder.name.split("-")[1] if first in ("int32", "uint8", "int8",
+                                                           "float16") else first)
+    assert word is None or word in said, said
+
+
+def test_readmes_saxpy_checks_its_scalar_argument_by_name() -> None:
+    """Issue 47: README's saxpy, `check = { y = "a * x + y_in" }` with `a` a scalar, was
+    refused on the GPU ("'a' is no argument of the case"): a right kernel reported fail.
+    The arguments as launched, the kernel's work done in NumPy, then the check."""
+    from cudamatrix.stages.checks import case_arguments, compare_outputs
+    from cudamatrix.stages.job import Job
+
+    run = {"grid": [4], "block": [256], "check": {"y": "a * x + y_in"},
+           "args": [{"name": "n", "dtype": "int32", "value": 1024},
+                    {"name": "a", "dtype": "float32", "value": 2.5},
+                    {"name": "x", "dtype": "float32", "shape": [1024]},
+                    {"name": "y", "dtype": "float32", "shape": [1024], "inout": True},
+                    {"value": 7, "dtype": "int32"}]}
+    job = Job(cell_id="c", arch="sm_80", source="k.cu", frontend="nvcc", workdir="/w",
+              timeout=1, run=run)
+    launched, named = case_arguments(job)
+    assert [a.name for a in launched] == ["n", "a", "x", "y", "arg4"]
+    assert [a.scalar for a in launched] == [True, True, False, False, True]
+    assert set(named) == {"n", "a", "x", "y", "y_in", "arg4"}
+    named["y"][:] = np.float32(2.5) * named["x"] + named["y_in"]  # what the kernel does
+    status, message, _, _ = compare_outputs(job, named)
+    assert (status, message) == ("ok", "")
+    named["y"][3] += 1
+    assert compare_outputs(job, named)[0] == "failed"

@@ -19,6 +19,37 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float16", "float32", "float64", "complex64", "complex128")
 # The most elements one array argument may have (1 GiB of float32).
 MAX_ELEMENTS = 1 << 28
+# The most bytes a cell's arguments may take together (each is made on the host and on
+# the GPU): 64 arguments of 2^28 complex128 asked for 256 GiB.
+MAX_ARGUMENT_BYTES = 4 << 30
+# The launch limits CUDA defines for every GPU since compute capability 3.0: a grid of
+# 2^31-1 x 65535 x 65535 blocks, blocks of 1024 x 1024 x 64 threads, at most 1024 in all.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+# The dynamic shared memory a launch can ask for (an unsigned int of the driver API).
+MAX_SHARED_BYTES = 2**32 - 1
+ITEM_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
+              "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8,
+              "complex64": 8, "complex128": 16}
+# The largest finite float16 (a float32 or float64 number is checked by Python's float).
+FLOAT16_MAX = 65504.0
+
+
+def integer_range(dtype: str) -> tuple[int, int] | None:
+    """The smallest and largest value of an integer dtype (bool: 0 and 1); None for floats."""
+    if dtype == "bool":
+        return 0, 1
+    if dtype.startswith("uint"):
+        return 0, 2 ** int(dtype[4:]) - 1
+    if dtype.startswith("int"):
+        bits = int(dtype[3:])
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class RunTableReader(TableReader):
@@ -32,7 +63,9 @@ class RunTableReader(TableReader):
         args = run.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, dict) for a in args):
             raise self.fail(f"{where}.args", "expected a list of tables")
+        self.launch(where, run)
         names: list[str] = []
+        total = 0
         for number, arg in enumerate(args):
             at = f"{where}.args[{number}]"
             check_keys(at, arg, ARG_KEYS, self.fail)
@@ -49,11 +82,14 @@ class RunTableReader(TableReader):
                 raise self.fail(at, f"dtype must be one of NumPy's {', '.join(DTYPES)}, "
                                 f"got {dtype!r:.60}")
             if "value" in arg:
-                self.scalar(at, arg)
+                self.scalar(at, arg, dtype)
             else:
-                self.array(at, arg, dtype)
+                total += self.array(at, arg, dtype)
             if arg.get("inout"):
                 names.append(f"{name}_in")
+        if total > MAX_ARGUMENT_BYTES:
+            raise self.fail(f"{where}.args", f"the arguments take {total / (1 << 30):.1f} GiB "
+                            f"together (at most {MAX_ARGUMENT_BYTES >> 30} GiB a cell)")
         checks = run.get("check", {})
         if not isinstance(checks, dict):
             raise self.fail(f"{where}.check", "expected a table of output = \"expression\"")
@@ -68,17 +104,20 @@ class RunTableReader(TableReader):
             except RefusedExpression as exc:
                 raise self.fail(f"{where}.check.{output}", str(exc)) from None
 
-    def scalar(self, at: str, arg: Mapping[str, Any]) -> None:
+    def scalar(self, at: str, arg: Mapping[str, Any], dtype: str) -> None:
         value = arg["value"]
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or (isinstance(value, float) and not math.isfinite(value)):
             raise self.fail(at, f"value is a scalar argument's number, got {value!r:.60}")
+        self.fits(at, "value", value, dtype)
         for key in ("shape", "fill", "values", "output", "inout", "range"):
             if key in arg:
                 raise self.fail(at, f"value makes a scalar, which takes no {key}: an array "
                                 "of one value is shape = [N] with fill = VALUE")
 
-    def array(self, at: str, arg: Mapping[str, Any], dtype: str) -> None:
+    def array(self, at: str, arg: Mapping[str, Any], dtype: str) -> int:
+        """Checks an array argument; the bytes it takes on the GPU (twice over with its
+        input kept, inout)."""
         shape = arg.get("shape", [len(arg["values"])] if isinstance(arg.get("values"), list)
                         else [1])
         if not isinstance(shape, list) or not shape or not all(
@@ -100,6 +139,8 @@ class RunTableReader(TableReader):
         fill = arg.get("fill")
         if fill is not None and (isinstance(fill, bool) or not isinstance(fill, int | float)):
             raise self.fail(at, f"fill is a number, got {fill!r:.60}")
+        if fill is not None:
+            self.fits(at, "fill", fill, dtype)
         values = arg.get("values")
         if values is not None:
             if not isinstance(values, list) or not all(
@@ -108,6 +149,8 @@ class RunTableReader(TableReader):
             if len(values) != elements:
                 raise self.fail(at, f"{len(values)} values for shape {shape} "
                                 f"({elements} elements)")
+            for value in values:
+                self.fits(at, "values", value, dtype)
         span = arg.get("range")
         if span is not None:
             if not dtype.startswith(("int", "uint")):
@@ -117,3 +160,63 @@ class RunTableReader(TableReader):
                     isinstance(v, int) and not isinstance(v, bool) for v in span) \
                     or span[0] >= span[1]:
                 raise self.fail(at, f"range is [low, high) of whole numbers, got {span!r:.60}")
+            low, high = integer_range(dtype) or (0, 0)
+            if span[0] < low or span[1] - 1 > high:
+                raise self.fail(at, f"range {span} leaves {dtype} (its values are {low} to "
+                                f"{high})")
+        copies = 2 if arg.get("inout") else 1
+        return copies * elements * ITEM_BYTES.get(dtype, 16)
+
+    def fits(self, at: str, key: str, value: int | float, dtype: str) -> None:
+        """A number `dtype` holds as written: a whole number in an integer dtype's range,
+        a float that stays finite (1.5 for an int32 was silently 1; 1000 for an int8 was
+        another number; 1e5 for a float16 infinity)."""
+        bounds = integer_range(dtype)
+        if bounds is not None:
+            if isinstance(value, float) and not value.is_integer():
+                raise self.fail(at, f"{key} {value!r:.40} is no whole number, which {dtype} "
+                                "holds")
+            if not bounds[0] <= value <= bounds[1]:
+                raise self.fail(at, f"{key} {value!r:.40} is outside {dtype} ({bounds[0]} to "
+                                f"{bounds[1]})")
+        elif dtype == "float16" and abs(value) > FLOAT16_MAX:
+            raise self.fail(at, f"{key} {value!r:.40} is outside float16 (at most "
+                            f"{FLOAT16_MAX:g} in magnitude)")
+        elif dtype in ("float32", "complex64") and abs(value) > 3.4028234663852886e38:
+            raise self.fail(at, f"{key} {value!r:.40} is outside {dtype}")
+
+    def launch(self, where: str, run: Mapping[str, Any]) -> None:
+        """The launch as the driver takes it: grid and block within the limits CUDA defines,
+        dynamic shared memory an unsigned int, a seed NumPy takes, tolerances finite and
+        not negative. A value the GPU cannot take failed only there (a server died)."""
+        for key, limits in (("grid", MAX_GRID), ("block", MAX_BLOCK)):
+            if key not in run:
+                continue
+            sizes = run[key]
+            if not isinstance(sizes, list) or not 1 <= len(sizes) <= 3 or not all(
+                    isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+                raise self.fail(f"{where}.{key}", f"expected 1 to 3 whole numbers, got "
+                                f"{sizes!r:.60}")
+            for axis, (n, limit) in enumerate(zip(sizes, limits, strict=False)):
+                if not 1 <= n <= limit:
+                    raise self.fail(f"{where}.{key}", f"{'xyz'[axis]} = {n} is outside 1 to "
+                                    f"{limit}, what CUDA allows")
+            if key == "block" and math.prod(sizes) > MAX_THREADS_PER_BLOCK:
+                raise self.fail(f"{where}.block", f"{math.prod(sizes)} threads a block (at "
+                                f"most {MAX_THREADS_PER_BLOCK})")
+        shared = run.get("shared_bytes", 0)
+        if not isinstance(shared, int) or isinstance(shared, bool) \
+                or not 0 <= shared <= MAX_SHARED_BYTES:
+            raise self.fail(f"{where}.shared_bytes", f"a whole number of bytes from 0 to "
+                            f"{MAX_SHARED_BYTES}, got {shared!r:.40}")
+        if "shared_opt_in" in run and not isinstance(run["shared_opt_in"], bool):
+            raise self.fail(f"{where}.shared_opt_in", "expected true or false")
+        seed = run.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+            raise self.fail(f"{where}.seed", f"a whole number from 0 to 2^63-1, got "
+                            f"{seed!r:.40}")
+        for key in ("rtol", "atol"):
+            value = run.get(key, 0.0)
+            if not _number(value) or not math.isfinite(value) or value < 0:
+                raise self.fail(f"{where}.{key}", f"a finite number, 0 or more, got "
+                                f"{value!r:.40}")

@@ -3,6 +3,7 @@ its own NumPy (a CuPy environment) can use them without the driver bindings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,19 @@ from .job import Job
 from .result import Status
 
 
-def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+def argument_name(spec: dict[str, Any], index: int) -> str:
+    """An argument's name in checks: its own, or ``argN`` (its place) for an unnamed
+    scalar, as the case reader names it (config/run_table.py)."""
+    return str(spec.get("name", f"arg{index}"))
+
+
+def scalar_argument(spec: dict[str, Any]) -> np.ndarray:
+    """A scalar argument (`value`) as a 0-d array of its dtype: launched by value, and a
+    name in the checks as README's saxpy writes it (``y = "a * x + y_in"``)."""
+    return np.asarray(spec["value"], dtype=np.dtype(spec.get("dtype", "int32")))
+
+
+def input_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     dtype = np.dtype(spec.get("dtype", "float32"))
     shape = tuple(spec.get("shape", [len(spec["values"])] if "values" in spec else [1]))
     if "values" in spec:
@@ -32,7 +45,40 @@ def _rng_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     return rng.integers(low, high, size=shape).astype(dtype)
 
 
-def _compare(job: Job, arrays: dict[str, np.ndarray]) -> tuple[Status, str, str, dict[str, Any]]:
+@dataclass(frozen=True)
+class Argument:
+    """One kernel argument as launched: a scalar passed by value, or an array the launch
+    gets a device copy of (`written`: read back after the launch, for the checks)."""
+
+    name: str
+    value: np.ndarray
+    scalar: bool
+    written: bool
+
+
+def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
+    """The case's arguments in launch order, and every name its checks may use: each
+    argument (scalars too) and each inout's input as ``NAME_in``. One reading for every
+    path that launches (the driver API, CuPy), the same as the case reader's."""
+    rng = np.random.default_rng(int(job.run.get("seed", 2024)))
+    arguments: list[Argument] = []
+    named: dict[str, np.ndarray] = {}
+    for index, spec in enumerate(job.run.get("args", [])):
+        name = argument_name(spec, index)
+        if "value" in spec:
+            named[name] = scalar_argument(spec)
+            arguments.append(Argument(name, named[name], True, False))
+            continue
+        named[name] = input_array(spec, rng)
+        if spec.get("inout"):
+            named[f"{name}_in"] = named[name].copy()
+        arguments.append(Argument(name, named[name], False,
+                                  bool(spec.get("output") or spec.get("inout"))))
+    return arguments, named
+
+
+def compare_outputs(job: Job, arrays: dict[str, np.ndarray]
+                    ) -> tuple[Status, str, str, dict[str, Any]]:
     checks = job.run.get("check", {})
     rtol, atol = float(job.run.get("rtol", 1e-5)), float(job.run.get("atol", 1e-5))
     lines, worst = [], {}

@@ -74,9 +74,8 @@ def cupy_stages(job: Job) -> list[StageResult]:
         return jitify_warmup(job)
     _cupy_environment(job)
     import cupy
-    import numpy as np
 
-    from .checks import _compare, _rng_array
+    from .checks import case_arguments, compare_outputs
 
     options = _options(job)
     jitify = bool(job.options.get("jitify", False))
@@ -115,20 +114,9 @@ def cupy_stages(job: Job) -> list[StageResult]:
     enter_stage(job.work, "run")
     started = time.monotonic()
     try:
-        rng = np.random.default_rng(int(job.run.get("seed", 2024)))
-        host: dict[str, Any] = {}
-        arguments = []
-        device: dict[str, Any] = {}
-        for spec in job.run.get("args", []):
-            if "value" in spec:
-                arguments.append(np.dtype(spec.get("dtype", "int32")).type(spec["value"]))
-                continue
-            array = _rng_array(spec, rng)
-            host[spec["name"]] = array
-            if spec.get("inout"):
-                host[f"{spec['name']}_in"] = array.copy()
-            device[spec["name"]] = cupy.asarray(array)
-            arguments.append(device[spec["name"]])
+        launched, host = case_arguments(job)
+        device = {a.name: cupy.asarray(a.value) for a in launched if not a.scalar}
+        arguments = [a.value[()] if a.scalar else device[a.name] for a in launched]
         grid = tuple([*job.run.get("grid", [1]), 1, 1][:3])
         block = tuple([*job.run.get("block", [32]), 1, 1][:3])
         shared = int(job.run.get("shared_bytes", 0))
@@ -136,10 +124,10 @@ def cupy_stages(job: Job) -> list[StageResult]:
             kernel.max_dynamic_shared_size_bytes = shared
         kernel(grid, block, tuple(arguments), shared_mem=shared)
         cupy.cuda.Device().synchronize()
-        for spec in job.run.get("args", []):
-            if spec.get("output") or spec.get("inout"):
-                host[spec["name"]] = cupy.asnumpy(device[spec["name"]])
-        status, message, log, more = _compare(job, host)
+        for argument in launched:
+            if argument.written:
+                host[argument.name] = cupy.asnumpy(device[argument.name])
+        status, message, log, more = compare_outputs(job, host)
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         return [compiled, loaded, StageResult("run", "failed", text.splitlines()[0], text,
