@@ -155,3 +155,42 @@ def test_a_cell_whose_server_died_or_hung_names_the_gpu_it_was_on(
     assert stages[0].status == ("timeout" if behaviour == "hangs" else "crashed"), stages
     assert stages[0].details["gpu"] == A100.to_dict()
     assert stages[0].details["server_replaced"]
+
+
+def test_no_cell_of_its_own_process_does_gpu_work_beside_a_timed_cell() -> None:
+    """Issue 47: a cell kept in its own process (CuPy, a host entry, a build's test) ran
+    GPU work while the server timed another cell on that GPU, its launches timed as the
+    timed kernel's. A timed cell waits until no such cell holds its GPU, and none starts
+    there while it is timed; an untimed cell shares the GPU with them."""
+    server = FakeServer(H100, seconds=0.3)
+    pool = _pool(server)
+    events: list[str] = []
+    timed = Job(cell_id="timed", arch="sm_90", source="k.cu", frontend="nvrtc", workdir="/w",
+                timeout=10, run={"time": {"l2": "cold"}})
+
+    def own_process(name: str, seconds: float) -> None:
+        with pool.lent("sm_90") as gpu:
+            assert gpu == H100
+            events.append(f"{name} starts")
+            time.sleep(seconds)
+            events.append(f"{name} ends")
+
+    first = threading.Thread(target=own_process, args=("cupy", 0.6))
+    first.start()
+    time.sleep(0.05)
+    timer = threading.Thread(target=lambda: (pool.run(timed, None, None),
+                                             events.append("timed ends")))
+    timer.start()
+    time.sleep(0.05)
+    second = threading.Thread(target=own_process, args=("build-test", 0.01))
+    time.sleep(0.05)
+    second.start()
+    for thread in (first, timer, second):
+        thread.join()
+    assert events.index("cupy ends") < events.index("timed ends")
+    assert events.index("build-test starts") > events.index("timed ends"), events
+    # An untimed cell runs beside one that holds the GPU.
+    with pool.lent("sm_90"):
+        started = time.monotonic()
+        pool.run(_job("untimed", "sm_90"), None, None)
+        assert time.monotonic() - started < 1.0

@@ -7,11 +7,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .binaries.facts import shipped_images
 from .job import Job
 from .kernel_names import cpp_names
-from .logs import decisive_line, missing_include, resource_usage, warning_lines
+from .limits import run_tool
+from .logs import (
+    cuobjdump_resource_usage,
+    decisive_line,
+    missing_include,
+    resource_usage,
+    warning_lines,
+)
 from .result import StageResult, Status
 
 
@@ -44,13 +52,46 @@ def build_failure(job: Job, log: str, started: float, accident: str | None = Non
                              dict(details)))
 
 
+def module_figures(job: Job, ptx: Path | None, cubin: Path) -> tuple[list[dict[str, Any]], str]:
+    """Each kernel's figures from what was built, where the compiler's log holds none
+    (a compiler's own cache answered, which prints nothing): registers, stack and static
+    shared memory from the cubin's attributes (``cuobjdump -res-usage``), spills from the
+    toolkit's ``ptxas -v`` on the kept PTX for the cell's arch. Never a budget left
+    unjudged because a cache answered; the record says where the figures came from."""
+    if not job.cuobjdump:
+        return [], ""
+    read = run_tool([job.cuobjdump, "-res-usage", str(cubin)], 60, cwd=job.work)
+    records = [{k: v for k, v in r.items() if k != "arch"}
+               for r in cuobjdump_resource_usage(read.output)]
+    said = "the cubin (cuobjdump -res-usage)"
+    ptxas = job.env.ptxas if job.env else None
+    if records and ptx is not None and ptx.is_file() and ptxas:
+        spills = run_tool([ptxas, f"-arch={job.arch}", "-v", "-o", "/dev/null", str(ptx)], 300,
+                          memory_bytes=job.memory_bytes, cwd=job.work)
+        found = {u["kernel"]: u for u in resource_usage(spills.output)}
+        for record in records:
+            for key in ("spill_store_bytes", "spill_load_bytes"):
+                if key in found.get(record["kernel"], {}):
+                    record[key] = found[record["kernel"]][key]
+        said += " and the kept PTX's spills (ptxas -v)"
+    return records, said
+
+
 def build_success(job: Job, log: str, started: float, details: dict[str, object],
-              ptx: Path | None, cubin: Path | None, library: Path | None = None) -> Build:
-    """A successful compile: its resource usage and warnings read off the tools' own log,
+              ptx: Path | None, cubin: Path | None, library: Path | None = None,
+              figures_from_module: bool = False) -> Build:
+    """A successful compile: its resource usage and warnings read off the tools' own log
+    (`figures_from_module`: off the built module where the log holds none, for a compiler
+    whose own cache may answer silently: module_figures),
     and what the build ships (SASS arch, PTX ISA, sizes), read off the artifacts as the
     audit reads a wheel's."""
     # Each kernel also by the name its author writes (the report shows that one).
     usages = resource_usage(log)
+    details["resources_from"] = "the compiler's log (ptxas -v)"
+    if not usages and figures_from_module and cubin is not None and cubin.is_file():
+        usages, details["resources_from"] = module_figures(job, ptx, cubin)
+    if not usages:
+        details.pop("resources_from")
     details["resources"] = [{**usage, "name": name} for usage, name in
                             zip(usages, cpp_names([u["kernel"] for u in usages]), strict=True)]
     details["warnings"] = warning_lines(log)

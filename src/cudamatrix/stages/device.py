@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from cuda.bindings import driver as cu
 
 from ..common.versions import Arch, sass_runs_on
 from . import timing
-from .checks import _compare, _rng_array
+from .checks import case_arguments, compare_outputs
 from .hang import enter_stage
 from .job import Job
 from .result import Stage, StageResult, Status
@@ -66,7 +67,17 @@ def _timed(stage: Stage, body: Callable[[], DeviceSaid]) -> StageResult:
     except DriverError as exc:
         return StageResult(stage, "failed", str(exc), str(exc), time.monotonic() - started,
                            {"driver_error": exc.status_name})
+    except Exception as exc:  # whatever a value raises ends its cell alone
+        return StageResult(stage, "error", raised(exc), traceback.format_exc()[-20_000:],
+                           time.monotonic() - started)
     return StageResult(stage, status, message, log, time.monotonic() - started, details)
+
+
+def raised(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's last line (what a traceback
+    ends in), for a cell's message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
 
 
 class GpuSession:
@@ -189,6 +200,29 @@ class GpuSession:
         status, free, _ = cu.cuMemGetInfo()
         return int(free) if status == cu.CUresult.CUDA_SUCCESS else -1
 
+    # The context's limits a cell can change or use up (cuCtxSetLimit's): the device
+    # heap (malloc/new in a kernel), the printf buffer, the per-thread stack.
+    LIMITS = ("CU_LIMIT_MALLOC_HEAP_SIZE", "CU_LIMIT_PRINTF_FIFO_SIZE", "CU_LIMIT_STACK_SIZE")
+
+    def limits(self) -> dict[str, int]:
+        """The context's limits now, by name."""
+        found = {}
+        for name in self.LIMITS:
+            status, value = cu.cuCtxGetLimit(getattr(cu.CUlimit, name))
+            if status == cu.CUresult.CUDA_SUCCESS:
+                found[name] = int(value)
+        return found
+
+    def restore_limits(self, saved: dict[str, int]) -> str:
+        """Each limit a cell changed set back to what the context started with; why the
+        context cannot be given to the next cell where one will not go back."""
+        for name, value in self.limits().items():
+            if saved.get(name, value) != value:
+                (status,) = cu.cuCtxSetLimit(getattr(cu.CUlimit, name), saved[name])
+                if status != cu.CUresult.CUDA_SUCCESS:
+                    return f"the cell changed {name} ({value}, was {saved[name]})"
+        return ""
+
     def unusable(self, free_at_start: int, slack: int) -> str:
         """Why the next cell must not have this context (an empty string when it may): a
         sticky fault left it broken, or device memory went missing beyond what the driver
@@ -210,22 +244,17 @@ class GpuSession:
 
 def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], list[Any],
                                                         list[tuple[Any, np.ndarray]]]:
-    rng = np.random.default_rng(int(job.run.get("seed", 2024)))
-    arrays: dict[str, np.ndarray] = {}
+    arguments, arrays = case_arguments(job)
     values: list[Any] = []
     outputs: list[tuple[Any, np.ndarray]] = []
-    for spec in job.run.get("args", []):
-        if "value" in spec:
-            values.append(np.asarray([spec["value"]], dtype=np.dtype(spec.get("dtype", "int32"))))
+    for argument in arguments:
+        if argument.scalar:
+            values.append(argument.value.reshape(1))
             continue
-        array = _rng_array(spec, rng)
-        pointer = gpu.upload(array)
-        arrays[spec["name"]] = array
+        pointer = gpu.upload(argument.value)
         values.append(pointer)
-        if spec.get("inout"):  # the reference sees the input as <name>_in
-            arrays[f"{spec['name']}_in"] = array.copy()
-        if spec.get("output") or spec.get("inout"):
-            outputs.append((pointer, array))
+        if argument.written:
+            outputs.append((pointer, argument.value))
     return arrays, values, outputs
 
 
@@ -256,7 +285,7 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     _check("cuCtxSynchronize", cu.cuCtxSynchronize())
     for pointer, array in outputs:
         gpu.download(pointer, array)
-    status, message, log, details = _compare(job, arrays)
+    status, message, log, details = compare_outputs(job, arrays)
     settings = job.run.get("time")
     if status != "ok" or not isinstance(settings, dict):
         return status, message, log, details
@@ -279,7 +308,7 @@ def _call_host_entry(job: Job, gpu: GpuSession, library: ctypes.CDLL
         return "failed", f"{job.kernel} returned status {status}", "", {"status": status}
     for pointer, array in outputs:
         gpu.download(pointer, array)
-    return _compare(job, arrays)
+    return compare_outputs(job, arrays)
 
 
 def load_and_run(job: Job, ptx: Path | None, cubin: Path | None,
@@ -368,3 +397,14 @@ def _ptx_version(ptx: Path) -> str:
         if line.startswith(".version"):
             return line.split()[1]
     return "?"
+
+
+def uses_device_heap(ptx: Path | None, cubin: Path | None) -> bool:
+    """Whether a module calls the device heap (malloc, free, new): what it took from the
+    heap, a context keeps for good, so the next cell would find less of it."""
+    for path in (ptx, cubin):
+        if path is not None and path.is_file():
+            data = path.read_bytes()
+            if b"malloc" in data:  # free and new call it too
+                return True
+    return False

@@ -12,7 +12,10 @@ Faults still cost one cell. After each cell it asks the context whether it still
 (a synchronize and an allocation: an illegal address, a trap, a device assert leave it
 unusable for good) and whether device memory went missing since it started beyond what
 the driver reserves once for itself; either, and it answers, then exits: the run starts a
-fresh one for the next cell. A cell cannot run code of its own here (a library's host
+fresh one for the next cell; so does a cell whose module used the device heap (what
+a kernel's malloc took stays taken) or changed a limit that will not go back. Whatever a
+cell's values raise ends that cell alone, with the exception's last line: the server goes
+on. A cell cannot run code of its own here (a library's host
 entry keeps its own process), and its module is unloaded and every allocation freed. A
 kernel that never returns is stopped from outside at the cell's limit (the server's group is
 killed), with every thread's stack written to the cell's folder just before, as a cell's
@@ -28,11 +31,14 @@ import json
 import os
 import socket
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 from .hang import arm_stack_dump
+from .hermetic import make_this_process_hermetic
 from .job import Job
+from .result import StageResult
 from .worker import _die_with_parent
 
 # Device memory the driver may take for itself over a server's life before the server is
@@ -73,11 +79,12 @@ def _read_line(connection: socket.socket) -> bytes:
 
 
 def serve(socket_path: str) -> None:
-    from .device import GpuSession, load_and_run
+    from .device import GpuSession, load_and_run, raised, uses_device_heap
 
     session = GpuSession()
     session.warm_up()
     free_at_start = session.free_bytes()
+    limits_at_start = session.limits()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(socket_path)
@@ -89,12 +96,20 @@ def serve(socket_path: str) -> None:
         with connection:
             request = json.loads(_read_line(connection))
             job = Job.from_json(request["job"])
-            with _output_to(job.work / GPU_OUTPUT_FILE), \
-                    arm_stack_dump(job.work, float(request["timeout"])):
-                ptx, cubin = (Path(p) if p else None for p in (request["ptx"], request["cubin"]))
-                stages = load_and_run(job, ptx, cubin, session=session)
+            ptx, cubin = (Path(p) if p else None for p in (request["ptx"], request["cubin"]))
+            try:
+                with _output_to(job.work / GPU_OUTPUT_FILE), \
+                        arm_stack_dump(job.work, float(request["timeout"])):
+                    stages = load_and_run(job, ptx, cubin, session=session)
+                    faulthandler.cancel_dump_traceback_later()
+            except Exception as exc:  # the cell's alone: the server goes on
                 faulthandler.cancel_dump_traceback_later()
-            why = session.unusable(free_at_start, DRIVER_RESERVES_BYTES)
+                stages = [StageResult("load", "error", raised(exc),
+                                      traceback.format_exc()[-20_000:])]
+            why = session.unusable(free_at_start, DRIVER_RESERVES_BYTES) \
+                or session.restore_limits(limits_at_start) \
+                or ("the cell used the device heap (malloc, new): what it took stays taken"
+                    if uses_device_heap(ptx, cubin) else "")
             connection.sendall(json.dumps({"stages": [s.to_dict() for s in stages],
                                            "ended": why}).encode() + b"\n")
         if why:  # the next cell gets a fresh context, in a fresh process
@@ -103,6 +118,7 @@ def serve(socket_path: str) -> None:
 
 def main() -> None:
     _die_with_parent()
+    make_this_process_hermetic()
     serve(sys.argv[1])
 
 

@@ -47,6 +47,9 @@ class Job:
     # The case folder, which every relative path of the case starts from (its include
     # folders, as `validate` read them); empty for a job made without a case (a toy).
     case_dir: str = ""
+    # The GPU (its UUID) a cell that runs GPU work in its own process is lent for it,
+    # while no GPU server times a cell there; empty: the process sees every GPU.
+    gpu: str = ""
 
     @property
     def case_folder(self) -> str:

@@ -25,6 +25,7 @@ from .cell_files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
 from .compile import Build
 from .frontends import frontend
 from .hang import arm_stack_dump, enter_stage, tool_timed_out
+from .hermetic import make_this_process_hermetic
 from .inspect import inspect_job, lowered_kernel
 from .job import Job
 from .library_path import library_first
@@ -159,7 +160,10 @@ def _compile_together(job: Job) -> list[StageResult]:
 
 
 def run_job_file(path: str) -> None:
+    make_this_process_hermetic()
     job = Job.from_json(Path(path).read_text())
+    if job.gpu:  # the GPU the run lent this cell: its own process sees that one alone
+        os.environ["CUDA_VISIBLE_DEVICES"] = job.gpu
     with arm_stack_dump(job.work, job.timeout):
         stages = execute(job)
     (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))

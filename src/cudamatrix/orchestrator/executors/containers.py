@@ -29,6 +29,7 @@ from ...providers.docker import (
 from ...record.results import ARTIFACTS_DIR
 from ...stages.cell_files import JOB_FILE
 from ...stages.environment import LibraryEnvironment
+from ...stages.hermetic import hermetic
 from ...stages.job import Job
 from ...stages.result import StageResult
 from .outcome import collect_stages, timed_out
@@ -286,7 +287,7 @@ class ContainerExecutor:
         folders = list(job.env.library_dirs) if job.env else []
         if self.compat:  # NVIDIA's forward-compatibility libcuda before the host driver's
             folders.insert(0, CUDA_COMPAT_IN_IMAGE)
-        variables = {"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {}
+        variables = hermetic({"LD_LIBRARY_PATH": os.pathsep.join(folders)} if folders else {})
         code, output = container.exec_worker(f"{inside.workdir}/job.json", job.timeout,
                                              variables,
                                              f"{uid}:{CELL_UID}" if uid is not None else None)

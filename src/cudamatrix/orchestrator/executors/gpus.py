@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,55 @@ class GpuPool:
         self.free = list(self.servers)
         self.condition = threading.Condition()
         self.say = say
+        # Cells running GPU work in their own processes, per GPU (its UUID), and the GPUs
+        # whose server is timing a cell: the two never overlap on one GPU.
+        self.borrowers: dict[str, int] = {}
+        self.timing: set[str] = set()
+
+    @contextlib.contextmanager
+    def lent(self, arch: str) -> Iterator[Gpu]:
+        """A GPU for a cell that runs GPU work in its own process (CuPy, a host entry, a
+        build's test): of its arch where the machine has one, the least busy, never one
+        whose server is timing a cell (it waits for that to end). Many such cells may
+        share a GPU; a timed cell waits until none is on its GPU."""
+        target = Arch.parse(arch)
+        with self.condition:
+            while True:
+                gpus = [s.gpu for s in self.servers]
+                if not gpus:
+                    raise RuntimeError("no GPU of this machine could start a server")
+                native = [g for g in gpus if sass_runs_on(target, Arch.parse(g.arch))]
+                open_ = [g for g in (native or gpus) if g.uuid not in self.timing]
+                if open_:
+                    gpu = min(open_, key=lambda g: self.borrowers.get(g.uuid, 0))
+                    self.borrowers[gpu.uuid] = self.borrowers.get(gpu.uuid, 0) + 1
+                    break
+                self.condition.wait()
+        try:
+            yield gpu
+        finally:
+            with self.condition:
+                self.borrowers[gpu.uuid] -= 1
+                self.condition.notify_all()
+
+    @contextlib.contextmanager
+    def timed_alone(self, server: GpuServer, job: Job) -> Iterator[None]:
+        """A timed cell's GPU to itself: no cell's own process does GPU work there while
+        its kernel is timed (their launches would be timed as its own)."""
+        if not job.run.get("time"):
+            yield
+            return
+        uuid = server.gpu.uuid
+        with self.condition:
+            self.timing.add(uuid)
+            while self.borrowers.get(uuid, 0):
+                self.condition.wait()
+        try:
+            yield
+        finally:
+            with self.condition:
+                self.timing.discard(uuid)
+                self.condition.notify_all()
 
     def _take(self, arch: str) -> GpuServer:
         """A free server: of a GPU where `arch`'s SASS runs natively, where the machine has
@@ -226,7 +275,8 @@ class GpuPool:
         while True:
             server = self._take(job.arch)
             try:
-                stages = server.run(job, ptx, cubin)
+                with self.timed_alone(server, job):
+                    stages = server.run(job, ptx, cubin)
             except RuntimeError as exc:  # it would not start: busy or broken
                 self._drop(server, str(exc))
                 continue

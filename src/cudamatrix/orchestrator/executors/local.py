@@ -20,6 +20,7 @@ from ...stages.cell_files import CUBIN, JOB_FILE, PTX
 from ...stages.environment import Environment
 from ...stages.forkserver import OUTPUT_FILE
 from ...stages.frontends import frontend
+from ...stages.hermetic import hermetic
 from ...stages.inspect import lowered_kernel
 from ...stages.job import Job
 from ...stages.limits import read_bounded
@@ -120,6 +121,11 @@ class LocalExecutor:
         """The cell's stages: its own process's, then, where a GPU's server takes them, its
         load and run stages from there."""
         served = self.gpus is not None and job.gpu_stages and served_by_gpu_server(job)
+        if self.gpus is not None and job.gpu_stages and not served:
+            # GPU work of its own (CuPy, a host entry, a build's test): on a GPU lent to it
+            # alone, never beside a cell a server is timing there.
+            with self.gpus.lent(job.arch) as gpu:
+                return self._run_worker(replace(job, gpu=gpu.uuid))
         stages = self._run_worker(replace(job, gpu_stages=False) if served else job)
         if not served or not wants_gpu_stages(stages):
             return stages
@@ -218,7 +224,7 @@ def wants_gpu_stages(stages: list[StageResult]) -> bool:
 
 
 def worker_env(env: Environment | None) -> dict[str, str]:
-    variables = dict(os.environ)
+    variables = hermetic(os.environ)
     variables[PARENT_ENV] = str(os.getpid())
     if env is not None and env.nvrtc:  # loaded once by the warm server, not per cell
         variables["CUDAMATRIX_PRELOAD"] = env.nvrtc

@@ -84,7 +84,7 @@ def compile_nvrtc(job: Job) -> Build:
     if output.cubin:
         cubin = job.work / CUBIN
         cubin.write_bytes(output.cubin)
-        return build_success(job, log, started, details, ptx, cubin)
+        return build_success(job, log, started, details, ptx, cubin, figures_from_module=True)
     return _ptxas(job, ptx, started, log, details)
 
 
