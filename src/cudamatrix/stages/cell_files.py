@@ -12,6 +12,8 @@ RESULT_FILE = "stages.json"  # the worker's stage records, written last
 COMPILE_RECORD = "compile.json"  # the compile stage's record (cached; what --prebuilt imports)
 PTX = "kernel.ptx"
 CUBIN = "kernel.cubin"
+# The object a kernel case's compile makes (host and device code), as a build's would be.
+OBJECT = "kernel.o"
 LIBRARY = "libcase.so"  # a host-entry case's shared library
 ARTIFACTS = (PTX, CUBIN, LIBRARY)  # what the compile cache keeps beside the record
 STAGE_FILE = "stage.txt"  # the stage the worker entered last (where a stopped cell was)

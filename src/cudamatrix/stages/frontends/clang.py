@@ -1,11 +1,12 @@
-"""clang: clang as the CUDA compiler, device code only, through the toolkit's ptxas."""
+"""clang: clang as the CUDA compiler, through the toolkit's ptxas: the device code for the
+cell's arch (a cubin and the PTX) and the host code (an object), as a build compiles it."""
 
 from __future__ import annotations
 
 import time
 
 from ...common.versions import Arch
-from ..cell_files import CUBIN, PTX
+from ..cell_files import CUBIN, OBJECT, PTX
 from ..compile import Build, build_failure, build_success
 from ..flags import resolve_flags, shown
 from ..inspect import entry_names
@@ -23,14 +24,17 @@ def compile_clang(job: Job) -> Build:
     flags = resolve_flags(job.flags, job.case_folder, job.env)
     # A header library's folders come first: -I is searched before the CUDA path's own.
     libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
-    base = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
-            f"--cuda-gpu-arch={Arch.parse(job.arch).name}", "--cuda-device-only", *flags,
-            *libraries]
+    common = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
+              f"--cuda-gpu-arch={Arch.parse(job.arch).name}"]
+    base = [*common, "--cuda-device-only", *flags, *libraries]
     cubin, ptx = job.work / CUBIN, job.work / PTX
     logs: list[str] = []
     details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}
-    for outputs in (["-c", "-Xcuda-ptxas", "-v", "-o", str(cubin)], ["-S", "-o", str(ptx)]):
-        command = [*base, *outputs, job.source]
+    # The device code for the arch, its PTX, then the host code: a host-only error is
+    # the compile's failure, with clang's own line.
+    host = [*common, "--cuda-host-only", *flags, *libraries, "-c", "-o", str(job.work / OBJECT)]
+    for command in ([*base, "-c", "-Xcuda-ptxas", "-v", "-o", str(cubin), job.source],
+                    [*base, "-S", "-o", str(ptx), job.source], [*host, job.source]):
         tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
                         memory_bytes=job.memory_bytes, cwd=job.work)
         logs.append(f"$ {shown(command)}\n{tool.output}")

@@ -1,5 +1,7 @@
-"""nvcc: a cubin for the cell's arch with the PTX kept, or a whole shared library when the
-case calls a host entry."""
+"""nvcc: the translation unit compiled as a build compiles it (``nvcc -c``: the device
+code for the cell's arch and the host code by the host compiler), its cubin and PTX taken
+from nvcc's kept intermediates; or a whole shared library when the case calls a host
+entry. A host-only error fails the compile, with the host compiler's own line."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 from ...common.versions import Arch
 from ..binaries.elf import UnknownImage, UnreadableFile, prune_fatbins
-from ..cell_files import CUBIN, DEPENDENCIES, LIBRARY, PTX, READ_OUTSIDE
+from ..cell_files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX, READ_OUTSIDE
 from ..compile import Build, build_failure, build_success
 from ..environment import Environment
 from ..flags import resolve_flags, shown
@@ -134,9 +136,11 @@ def compile_nvcc(job: Job) -> Build:
     keep.mkdir(parents=True, exist_ok=True)
     cubin = job.work / CUBIN
     library = job.work / LIBRARY
-    # A host-entry case is built whole, as a shared library the run stage calls;
-    # the PTX and cubin come out of the kept intermediate files either way.
-    output = library_output(job, library) if job.host_entry else ["-cubin", "-o", str(cubin)]
+    # A host-entry case is built whole, as a shared library the run stage calls; any other
+    # as an object, host code and all (what CMake and setuptools run); the PTX and cubin
+    # come out of the kept intermediate files either way.
+    output = library_output(job, library) if job.host_entry \
+        else ["-c", "-o", str(job.work / OBJECT)]
     command, logged = nvcc_command(job, keep, output,
                                    [gencode(job.arch)] if job.arch_flag else [])
     try:
@@ -189,7 +193,7 @@ def compile_together(job: Job) -> list[StageResult]:
     keep.mkdir(parents=True)
     library = job.work / LIBRARY
     output = library_output(job, library) if job.host_entry \
-        else ["-fatbin", "-o", str(job.work / "kernels.fatbin")]
+        else ["-c", "-o", str(job.work / OBJECT)]
     command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs])
     try:
         tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
