@@ -11,7 +11,9 @@ from pathlib import Path
 # What differs between runs and says nothing about the verdict: folders and times.
 _NOISE = [(re.compile(r"/tmp/[^\s:'\"]+"), "<tmp>"),
           (re.compile(r"\d+(\.\d+)? ?(s|ms|us)\b"), "<time>"),
-          (re.compile(r"cell-[0-9a-f]+|-[0-9a-f]{12}\b"), "<id>")]
+          (re.compile(r"cell-[0-9a-f]+|-[0-9a-f]{12}\b"), "<id>"),
+          # A device assert's first thread to report: the GPU's choice, run by run.
+          (re.compile(r"block: \[[\d,]+\], thread: \[[\d,]+\]"), "<first thread>")]
 
 
 def verdicts(folder: Path) -> dict[str, tuple[str, str, str]]:
