@@ -50,14 +50,40 @@ class Diagnosis:
 
 
 @cache
+def _table() -> dict[str, Any]:
+    return tomllib.loads(resources.files("cudamatrix.record").joinpath("rules.toml").read_text())
+
+
+@cache
 def rules() -> tuple[Rule, ...]:
-    text = resources.files("cudamatrix.record").joinpath("rules.toml").read_text()
     return tuple(
         Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
              tuple(r.get("links", ())), tuple(r.get("status", ())),
              bool(r.get("decisive_only", False)), r.get("arch_reached"))
-        for r in tomllib.loads(text)["rule"]
+        for r in _table()["rule"]
     )
+
+
+def option_releases() -> dict[str, str]:
+    """The first CUDA release whose nvcc takes each option (rules.toml's table)."""
+    return dict(_table().get("option_releases", {}))
+
+
+def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
+    """The rule's diagnosis with the pattern's groups filled in ({arch}, {option}), and
+    the first release of a caught option ({first_release})."""
+    values = {k: v for k, v in found.groupdict().items() if v is not None}
+    if "option" in values:
+        first = option_releases().get(values["option"])
+        values["first_release"] = first or "N.N"
+        values["first_release_said"] = (f"CUDA {first} was the first release whose nvcc has it"
+                                        if first else "a later CUDA release may have it")
+
+    def fill(words: str) -> str:
+        return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), words)
+
+    return Diagnosis(rule.name, fill(rule.title), fill(rule.explanation), fill(rule.fix),
+                     rule.links, text)
 
 
 def diagnose(message: str, lines: Sequence[str] = (),
@@ -74,9 +100,9 @@ def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -
         for rule in rules():
             if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
                 continue
-            if text and rule.pattern.search(text):
-                return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
-                                 text)
+            found = rule.pattern.search(text) if text else None
+            if found is not None:
+                return _said(rule, found, text)
     return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
 
 
