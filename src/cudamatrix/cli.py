@@ -164,6 +164,10 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "process, not in its GPU's server (one context per GPU)")
     run.add_argument("--no-compile-cache", action="store_true",
                      help="compile every cell afresh, neither reading nor filling the cache")
+    run.add_argument("--order", choices=("cost", "plan", "reversed"), default="cost",
+                     help="the order cells start in: the longest expected first (cost), "
+                     "the plan's, or the plan's reversed (a determinism check: no verdict "
+                     "may change)")
     run.add_argument("--compile-apart", action="store_true",
                      help="build each cell by itself, one nvcc per arch (by default the "
                           "cells that differ only in arch share one nvcc, a -gencode each)")

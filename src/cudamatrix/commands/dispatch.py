@@ -97,7 +97,7 @@ def _options(args: argparse.Namespace, **extra: object) -> RunOptions:
         tier=args.tier, toolkits=tuple(args.toolkit),
         archs=tuple(args.arch), cases=tuple(args.case), cell_ids=tuple(args.cell),
         host_compilers=tuple(args.host_compiler),
-        shard=args.shard)
+        shard=args.shard, paths=project.paths)
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
 
@@ -118,7 +118,7 @@ def _cases_here(args: argparse.Namespace) -> dict[str, Case]:
     project = find_project(Path.cwd())
     folders = (*project.cases, *args.corpus, *((KNOWN_BUGS,) if args.known_bugs
                                                 or project.known_bugs else ()))
-    return {case.id: case for case in load_corpus(folders)} if folders else {}
+    return {case.id: case for case in load_corpus(folders, project.paths)} if folders else {}
 
 
 def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.ArgumentParser
@@ -180,7 +180,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         gpu_server=not getattr(args, "context_per_cell", False),
         runner_label=args.runner_label,
         prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
-        compile_together=not args.compile_apart,
+        compile_together=not args.compile_apart, order=args.order,
         compile_here=tuple(args.compile_here or default("compile_here")),
         containers=args.containers, docker_flavour=args.docker_flavour,
         container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,
@@ -412,10 +412,16 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         if args.command == "validate":
             plan = make_plan(_options(args))
             console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "
-                          f"{len(plan.cells)} cells in tier {plan.tier.name}")
+                          f"{len(plan.cells)} cells in tier {plan.tier.name}"
+                          + (f" (and {len(plan.ruled_out)} the matrix rules out, each a "
+                             "skip)" if plan.ruled_out else ""))
         elif args.command == "list":
-            for cell in make_plan(_options(args)).cells:
-                console.print(cell.id)
+            listed = make_plan(_options(args))
+            for cell in listed.cells:
+                console.print(cell.id, markup=False)
+            for cell, why in listed.ruled_out:  # listed too (each a skip), why on stderr
+                console.print(cell.id, markup=False)
+                print(f"{cell.id}: a skip: {why}", file=sys.stderr)
         elif args.command == "report":
             from ..record.rejudge import rejudge
             from ..record.results import load_results

@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ LOAD_MODES = ("auto", "cubin", "ptx")
 CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
-                "resources", "libraries", "time")
+                "resources", "libraries", "time", "flags_if", "defines")
 # [variant.time]: how a kernel that ran is timed (stages/timing.py).
 TIME_KEYS = ("l2", "noise", "max_seconds", "max_us", "max_slowdown")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
@@ -79,6 +79,19 @@ class Variant:
     # The case folder: every relative path of the variant (its source, its include
     # folders) means a path from here, wherever the source itself lies (stages/flags.py).
     case_dir: Path | None = None
+    # [[variant.flags_if]]: flags added, in order, to the cells whose axes `when` selects
+    # (ggml's `-compress-mode=size` from CUDA 12.8 on).
+    flags_if: tuple[tuple[Mapping[str, Spec], tuple[str, ...]], ...] = ()
+    # [variant.defines] once expanded: this variant's one value of each (NAME, VALUE),
+    # its cells' -DNAME=VALUE; before, each NAME with all its values.
+    defines: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def flags_for(self, axes: Mapping[str, str | None]) -> tuple[str, ...]:
+        """The cell's flags: the variant's, each flags_if's whose `when` matches, in order,
+        and its defines."""
+        added = [flag for when, flags in self.flags_if if selects(when, axes) for flag in flags]
+        defines = [f"-D{name}={values[0]}" for name, values in self.defines if len(values) == 1]
+        return (*self.flags, *added, *defines)
 
     def selects(self, axes: Mapping[str, str | None]) -> bool:
         """Whether a cell with these axis values belongs to this variant at all."""
@@ -105,15 +118,43 @@ class _Reader(RunTableReader):
     """Validates one case.toml, prefixing every error with the file and entry: the case,
     its variants, their sources and builds (each table of a variant: case_tables.py)."""
 
-    def __init__(self, path: Path, root: Path) -> None:
+    def __init__(self, path: Path, root: Path, trees: Mapping[str, Path] | None = None) -> None:
         super().__init__(path)
         # The corpus folder the case came from: its sources and include folders stay inside.
         self.root = root.resolve()
+        # The project's [paths]: folders its cases may name as {NAME}, and nothing above.
+        self.trees = {name: folder.resolve() for name, folder in (trees or {}).items()}
+
+    def tree_path(self, where: str, what: str, value: str) -> Path | None:
+        """`value` that starts with a [paths] name (``{ggml}/src/x.cu``) as the path it
+        names, kept inside that tree; None when it starts with none."""
+        found = re.match(r"\{([a-z][a-z0-9_]*)\}(/.*)?$", value)
+        if found is None or found.group(1) in PLACEHOLDERS:
+            return None
+        if found.group(1) not in self.trees:
+            raise self.fail(where, f"{what} {value!r:.80} names {{{found.group(1)}}}, which the "
+                            "project's [paths] (cudamatrix.toml) does not declare")
+        tree = self.trees[found.group(1)]
+        resolved = Path(str(tree) + (found.group(2) or "")).resolve()
+        if not resolved.is_relative_to(tree):
+            raise self.fail(where, f"{what} {value!r} leads outside [paths] {found.group(1)} "
+                            f"({tree})")
+        return resolved
+
+    def expand_trees(self, text: str) -> str:
+        """{NAME} of the project's [paths] replaced by its folder."""
+        return re.sub(r"\{([a-z][a-z0-9_]*)\}",
+                      lambda m: str(self.trees[m.group(1)]) if m.group(1) in self.trees
+                      else m.group(0), text)
 
     def inside(self, where: str, what: str, value: str, directory: Path) -> Path:
-        """`value`, relative to the case folder, as a path inside the corpus folder; a path
-        that leaves it (``../..``, absolute, a link out) would let a case read any file of
-        the machine into the reports."""
+        """`value`, relative to the case folder, as a path inside the corpus folder (or a
+        tree of the project's [paths], as {NAME}/...); a path that leaves it (``../..``,
+        absolute, a link out) would let a case read any file of the machine into the
+        reports."""
+        in_tree = self.tree_path(where, what, value)
+        if in_tree is not None:
+            return in_tree
         if os.path.isabs(value):
             raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
                             "to the case folder (or use a {toolkit_...} placeholder)")
@@ -186,16 +227,19 @@ class _Reader(RunTableReader):
             if "nvcc" not in REGISTRY[frontend].needs:
                 raise self.fail(f"{where}.host_compiler", f"the {frontend} frontend runs no "
                                 "host compiler (nvcc's -ccbin)")
-        flags = self.strings(f"{where}.flags", raw.get("flags", []))
-        for folder in path_values(flags):
-            if not folder.startswith("{"):
-                self.inside(f"{where}.flags", "path", folder, directory)
-        for flag in flags:
-            unknown_names = unknown_placeholders(flag)
-            if unknown_names:
-                known_names = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-                raise self.fail(f"{where}.flags", f"unknown placeholder {{{unknown_names[0]}}} "
-                                f"in {flag!r} (known: {known_names})")
+        flags = self.flag_list(f"{where}.flags", raw.get("flags", []), directory)
+        when_keys = (*WHEN_KEYS, *libraries)
+        flags_if = []
+        for i, entry in enumerate(self.tables(f"{where}.flags_if", raw.get("flags_if", []))):
+            at = f"{where}.flags_if[{i}]"
+            if not isinstance(entry, dict):
+                raise self.fail(at, "expected a table { when = {...}, flags = [...] }")
+            check_keys(at, entry, ("when", "flags"), self.fail)
+            if "when" not in entry or "flags" not in entry:
+                raise self.fail(at, "needs when (which cells) and flags (what they add)")
+            flags_if.append((self.when(f"{at}.when", entry["when"], when_keys),
+                             self.flag_list(f"{at}.flags", entry["flags"], directory)))
+        defines = self.defines(f"{where}.defines", raw.get("defines", {}))
         return Variant(
             name=name,
             source=source,
@@ -218,7 +262,42 @@ class _Reader(RunTableReader):
             libraries=libraries,
             time=self.time_table(f"{where}.time", raw.get("time"), run),
             case_dir=directory.resolve(),
+            flags_if=tuple(flags_if),
+            defines=defines,
         )
+
+    def flag_list(self, where: str, raw: Any, directory: Path) -> tuple[str, ...]:
+        """Compiler flags: strings, every path they name inside the corpus, every
+        placeholder one the tool fills in."""
+        flags = self.strings(where, raw)
+        for folder in path_values(flags):
+            if self.tree_path(where, "path", folder) is None and not folder.startswith("{"):
+                self.inside(where, "path", folder, directory)
+        for flag in flags:
+            unknown_names = [n for n in unknown_placeholders(flag) if n not in self.trees]
+            if unknown_names:
+                known_names = ", ".join("{" + p + "}" for p in (*PLACEHOLDERS, *self.trees))
+                raise self.fail(where, f"unknown placeholder {{{unknown_names[0]}}} "
+                                f"in {flag!r} (known: {known_names}; a project names its "
+                                "trees in cudamatrix.toml's [paths])")
+        return tuple(self.expand_trees(flag) for flag in flags)
+
+    def defines(self, where: str, raw: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """[variant.defines]: a build option's values, each a cell of its own (-DNAME=VALUE
+        added to the flags): NAME = ["0", "1"]."""
+        if not isinstance(raw, dict):
+            raise self.fail(where, 'expected a table such as { GGML_CUDA_FORCE_MMQ = ["0", "1"] }')
+        found = []
+        for name, values in raw.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise self.fail(where, f"{name!r:.60} is no C macro name")
+            listed = self.strings(f"{where}.{name}", values)
+            if not listed or not all(re.fullmatch(r"[A-Za-z0-9_.+-]+", v) for v in listed) \
+                    or len(set(listed)) != len(listed):
+                raise self.fail(f"{where}.{name}", "expected distinct values of letters, digits, "
+                                f"'_', '.', '+' or '-', got {values!r:.60}")
+            found.append((name, tuple(listed)))
+        return tuple(found)
 
     def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:
         """[variant.time], checked: a kernel is timed only where it runs."""
@@ -291,8 +370,8 @@ class _Reader(RunTableReader):
             return folder
         if not isinstance(name, str):
             raise self.fail(where, "source is required (a file next to case.toml)")
-        self.inside(where, "source", name, directory)
-        source = directory / name
+        inside = self.inside(where, "source", name, directory)
+        source = inside if name.startswith("{") else directory / name
         if not source.is_file():
             raise self.fail(where, f"source file {source} does not exist")
         return source
@@ -347,11 +426,29 @@ class _Reader(RunTableReader):
         return table
 
 
-def load_case(directory: Path, root: Path | None = None) -> Case:
-    """The case in `directory`; its files must lie inside `root` (its corpus folder)."""
+def with_defines(variant: Variant) -> list[Variant]:
+    """A variant with [variant.defines] as one variant per combination of their values,
+    each named after its values (``cmake-flags.GGML_CUDA_FORCE_MMQ-1``), so the cell id
+    and the tables say which build option a cell had; -DNAME=VALUE in its flags."""
+    if not variant.defines:
+        return [variant]
+    combinations: list[list[tuple[str, str]]] = [[]]
+    for name, values in variant.defines:
+        combinations = [[*done, (name, value)] for done in combinations for value in values]
+    several = {name for name, values in variant.defines if len(values) > 1}
+    return [replace(variant, defines=tuple((n, (v,)) for n, v in chosen),
+                    name=".".join([variant.name, *(f"{n}-{v}" for n, v in chosen
+                                                   if n in several)]))
+            for chosen in combinations]
+
+
+def load_case(directory: Path, root: Path | None = None,
+              trees: Mapping[str, Path] | None = None) -> Case:
+    """The case in `directory`; its files must lie inside `root` (its corpus folder) or a
+    tree of the project's [paths] (`trees`), named {NAME}."""
     path = directory / "case.toml"
     raw = load_toml(path)
-    reader = _Reader(path, root if root is not None else directory.parent)
+    reader = _Reader(path, root if root is not None else directory.parent, trees)
     check_keys("case", raw, CASE_KEYS, reader.fail)
     reader.links_stay_inside(directory)
     title = raw.get("title")
@@ -360,7 +457,8 @@ def load_case(directory: Path, root: Path | None = None) -> Case:
     variants = raw.get("variant")
     if not isinstance(variants, list) or not variants:
         raise reader.fail("variant", "a case needs at least one [[variant]]")
-    parsed = tuple(reader.variant(i, v, directory) for i, v in enumerate(variants))
+    parsed = tuple(expanded for i, v in enumerate(variants)
+                   for expanded in with_defines(reader.variant(i, v, directory)))
     names = [v.name for v in parsed]
     duplicate = {n for n in names if names.count(n) > 1}
     if duplicate:
@@ -375,8 +473,10 @@ def load_case(directory: Path, root: Path | None = None) -> Case:
     )
 
 
-def load_corpus(directories: Iterable[Path]) -> list[Case]:
-    """Every case under the given folders; a case id may appear only once."""
+def load_corpus(directories: Iterable[Path], trees: Mapping[str, Path] | None = None
+                ) -> list[Case]:
+    """Every case under the given folders; a case id may appear only once. `trees`: the
+    project's [paths], which its cases may name as {NAME}."""
     cases: dict[str, Case] = {}
     for directory in directories:
         if not directory.is_dir():
@@ -388,7 +488,7 @@ def load_corpus(directories: Iterable[Path]) -> list[Case]:
             if not CASE_ID.fullmatch(case_dir.name):
                 raise UserError(f"{str(case_dir)!a}: a case folder's name is its id: "
                                 "letters, digits, '.', '_' or '-' only")
-            case = load_case(case_dir, directory)
+            case = load_case(case_dir, directory, trees)
             if case.id in cases:
                 raise UserError(f"{case_dir}: case id {case.id!r} already defined in "
                                 f"{cases[case.id].directory}")

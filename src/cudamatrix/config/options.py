@@ -5,6 +5,7 @@ so a default, or the environment variable that sets it, cannot differ between th
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,12 @@ class RunOptions:
     # The cells that differ only in arch built by one nvcc (a -gencode each), as a real
     # build makes them; --compile-apart builds each alone (as `--cell ID` always does).
     compile_together: bool = True
+    # The order cells start in: "cost" (the longest expected first: the run does not end
+    # on one), "plan" (as `cudamatrix list` prints them) or "reversed" (the plan's,
+    # backwards). A verdict never depends on it: "reversed" is a determinism check.
+    order: str = "cost"
+    # [paths] of the project: trees its cases name as {NAME} (config/project.py).
+    paths: Mapping[str, Path] = field(default_factory=dict)
     # Other cudamatrix caches whose compiled cells this run may take, never writing to
     # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
     compile_cache_from: tuple[Path, ...] = field(default_factory=lambda: _compile_cache_from())

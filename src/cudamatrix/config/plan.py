@@ -173,15 +173,27 @@ def impossible(matrix: Matrix, cell: Cell) -> str | None:
     return library.impossible(cell.library_version, cell.toolkit)
 
 
-def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
-           archs: Sequence[str] = (), host_compilers: Sequence[str] = ()) -> dict[str, int]:
-    """The cells the constraints removed from a selection, counted by reason."""
-    counts: dict[str, int] = {}
+def ruled_out(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
+              toolkits: Sequence[str] = (), archs: Sequence[str] = (),
+              host_compilers: Sequence[str] = ()) -> list[tuple[Cell, str]]:
+    """The cells the matrix's constraints rule out of a selection, each with the reason
+    (`sm_90a first came with CUDA 12.0`): kept in the results as skips, never dropped."""
+    found = []
     for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs,
                        host_compilers=host_compilers, prune=False):
         why = impossible(matrix, cell)
         if why:
-            counts[why] = counts.get(why, 0) + 1
+            found.append((cell, why))
+    return found
+
+
+def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
+           archs: Sequence[str] = (), host_compilers: Sequence[str] = ()) -> dict[str, int]:
+    """The cells the constraints removed from a selection, counted by reason."""
+    counts: dict[str, int] = {}
+    for _, why in ruled_out(matrix, tier, cases, toolkits=toolkits, archs=archs,
+                            host_compilers=host_compilers):
+        counts[why] = counts.get(why, 0) + 1
     return counts
 
 

@@ -10,7 +10,7 @@ from ..errors import UserError
 from .corpus import Case, Variant, load_corpus, select_cases
 from .matrix import Matrix, Tier, load_matrix
 from .options import RunOptions
-from .plan import Cell, check_excludes, check_only, expand, pruned, shard
+from .plan import Cell, check_excludes, check_only, expand, ruled_out, shard
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,8 @@ class Plan:
     cells: list[Cell]
     # Cells that cannot exist (matrix.toml's library constraints), counted by reason.
     pruned: dict[str, int] = field(default_factory=dict)
+    # Those cells themselves, each with its reason: every one is a skip in the results.
+    ruled_out: list[tuple[Cell, str]] = field(default_factory=list)
 
     def variant(self, cell: Cell) -> Variant:
         return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
@@ -59,7 +61,7 @@ def with_project(case: Case, project: str) -> Case:
 def make_plan(options: RunOptions) -> Plan:
     matrix = load_matrix(options.matrix, options.matrix_overrides)
     tier = matrix.tier(options.tier)
-    all_cases = load_corpus(options.corpus)
+    all_cases = load_corpus(options.corpus, options.paths)
     check_excludes(matrix, tier, all_cases)
     check_only(matrix, all_cases)
     cases = select_cases(all_cases, options.cases)
@@ -67,19 +69,26 @@ def make_plan(options: RunOptions) -> Plan:
         cases = [with_project(case, options.project_override) for case in cases]
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
                    host_compilers=options.host_compilers)
-    removed = pruned(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
-                     host_compilers=options.host_compilers)
+    removed = ruled_out(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
+                        host_compilers=options.host_compilers)
     if options.cell_ids:
-        unknown = sorted(set(options.cell_ids) - {c.id for c in cells})
+        unknown = sorted(set(options.cell_ids) - {c.id for c in cells}
+                         - {c.id for c, _ in removed})
         if unknown:
             raise UserError(f"--cell {unknown[0]}: no such cell in tier {tier.name!r} "
                             "(`cudamatrix list` prints them)")
         cells = [c for c in cells if c.id in set(options.cell_ids)]
+        removed = [(c, why) for c, why in removed if c.id in set(options.cell_ids)]
     if options.shard:
         cells = shard(cells, *options.shard)
-    if not cells:
+        kept = {c.id for c in shard([c for c, _ in removed], *options.shard)}
+        removed = [(c, why) for c, why in removed if c.id in kept]
+    if not cells and not (options.cell_ids and removed):
         raise UserError("the selection is empty: no cell matches "
                         f"tier {tier.name!r}, cases {list(options.cases) or 'all'}, "
                         f"toolkits {list(options.toolkits) or list(tier.toolkits)}, "
                         f"archs {list(options.archs) or list(tier.archs)}")
-    return Plan(matrix, tier, {c.id: c for c in cases}, cells, removed)
+    counts: dict[str, int] = {}
+    for _, why in removed:
+        counts[why] = counts.get(why, 0) + 1
+    return Plan(matrix, tier, {c.id: c for c in cases}, cells, counts, removed)

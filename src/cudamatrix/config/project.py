@@ -24,7 +24,9 @@ from ..errors import UserError
 from .defaults import CONFIG, DEFAULT_MATRIX
 from .sources import SourceSpec
 
-KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries")
+KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries", "paths")
+# A [paths] name, as a case writes it in braces ({ggml}).
+PATH_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # The keys of a tier a project may set (the others come from the default tier of that name).
 TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
              "cutlass_python", "cutlass_torch", "host_compiler")
@@ -38,6 +40,9 @@ class Project:
     matrix: Path = DEFAULT_MATRIX
     # Tables laid over the matrix file before it is read (tiers, default_tier).
     overrides: dict[str, Any] = field(default_factory=dict)
+    # [paths]: trees outside the case folders the project names (``ggml =
+    # "../llama.cpp/ggml"``), by name, as absolute folders: a case writes ``{ggml}/...``.
+    paths: dict[str, Path] = field(default_factory=dict)
 
 
 def _config_table(path: Path) -> dict[str, Any] | None:
@@ -99,7 +104,29 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
         overrides["libraries"] = _library_sources(libraries, base, fail)
     if not folders and not known_bugs:
         raise fail("cases", "names no case folder and known_bugs is off: nothing to run")
-    return Project(path, folders, known_bugs, matrix, overrides)
+    return Project(path, folders, known_bugs, matrix, overrides,
+                   _trees(table.get("paths", {}), base, fail))
+
+
+def _trees(table: Any, base: Path, fail: Callable[[str, str], UserError]) -> dict[str, Path]:
+    """[paths]: each name a folder, relative to the configuration's folder or absolute.
+    Only a project declares them: a case alone still cannot leave its corpus folder."""
+    from ..stages.flags import PLACEHOLDERS
+
+    if not isinstance(table, dict):
+        raise fail("paths", 'expected a table such as { ggml = "../llama.cpp/ggml" }')
+    trees: dict[str, Path] = {}
+    for name, value in table.items():
+        if not PATH_NAME.fullmatch(name) or name in PLACEHOLDERS:
+            raise fail(f"paths.{name}", "a name is lower-case letters, digits and '_' (not "
+                       f"{', '.join(PLACEHOLDERS)}), written {{name}} in a case")
+        if not isinstance(value, str) or not value:
+            raise fail(f"paths.{name}", f"expected a folder, got {value!r:.60}")
+        folder = (base / value).resolve()
+        if not folder.is_dir():
+            raise fail(f"paths.{name}", f"{folder} is not a folder")
+        trees[name] = folder
+    return trees
 
 
 def _library_sources(table: Any, base: Path,

@@ -104,7 +104,7 @@ class CellJobs:
             versions.update(lib.packages)
         # A component whose library the case links (-lcublas): its libraries, fetched now.
         if env is not None and env.provider == "wheels":
-            for component, flag in linked_components(variant.flags).items():
+            for component, flag in linked_components(variant.flags_for(cell.axes())).items():
                 linked = self.envs.component_libraries(env, component, flag)
                 if isinstance(linked, str):
                     return [StageResult("compile", "error",
@@ -124,7 +124,7 @@ class CellJobs:
             cell_id=cell.id, arch=cell.arch, source=self.resolved(variant.source),
             frontend=cell.frontend, workdir=f"{self.resolved(workdir.parent)}/{workdir.name}",
             timeout=self.time_left(variant.timeout or self.options.cell_timeout),
-            flags=variant.flags,
+            flags=variant.flags_for(cell.axes()),
             kernel=variant.kernel, arch_flag=variant.arch_flag,
             artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
                              "why": a.why} for a in variant.artifacts),

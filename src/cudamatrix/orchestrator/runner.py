@@ -127,6 +127,11 @@ class CellRunner:
                 and p.job.arch_flag and p.job.prebuilt is None]
         if frontend(group[0].cell.frontend).compile_together is None:
             return
+        # One nvcc builds them with one set of flags: a cell whose flags_if gave it
+        # others (an arch's own option) builds alone.
+        if todo:
+            first_flags = todo[0].job.flags if todo[0].job else ()
+            todo = [p for p in todo if p.job is not None and p.job.flags == first_flags]
         while len(todo) > 1 and not self.out_of_time():
             stages = self.build_together(todo)
             if len(stages) != len(todo):
@@ -391,18 +396,32 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
                           key=lambda v: tuple(int(p) for p in v.split("."))):
         envs.toolkit(toolkit)
-    executor = envs.executor(CellSite(options.out, options.corpus, device.present,
+    # The project's [paths] trees are read like case folders (read-only in a container).
+    executor = envs.executor(CellSite(options.out, (*options.corpus, *options.paths.values()),
+                                      device.present,
                                       options.gpu_server, progress.note))
     runner = CellRunner(plan, options, envs, device, executor, started)
     results = list(done.values())
-    progress.start(len(plan.cells))
+    progress.start(len(plan.cells) + len(plan.ruled_out))
     for result in results:
         progress.cell_done(result)
+    for cell, why in plan.ruled_out:  # every cell accounted for: a skip saying why
+        if cell.id in done:
+            continue
+        result = runner.judged(Prepared(cell, plan.variant(cell)), [StageResult(
+            "compile", "unsupported", why, details={"ruled_out": True})], 0.0)
+        save_cell(out, result)
+        results.append(result)
+        progress.cell_done(result)
+        if on_result:
+            on_result(result)
 
     # Longest first, by what each cell took last time, so the run does not end on one.
     timings = CellTimings(options.cache)
     groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
-    unwritten = _run_pool(timings.schedule_groups(groups), runner, executor, options,
+    ordered = timings.schedule_groups(groups) if options.order == "cost" \
+        else list(reversed(groups)) if options.order == "reversed" else list(groups)
+    unwritten = _run_pool(ordered, runner, executor, options,
                           progress, on_result, results)
     timings.record(r for r in results if r.cell.id not in done)
     removal.wait()
@@ -423,7 +442,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
         wall_seconds=round(time.monotonic() - started, 1), revision=source_revision(),
         repro_args=shlex.join(repro_arguments(options, Path.cwd())),
-        repro_folder=str(Path.cwd()))
+        repro_folder=str(Path.cwd()),
+        paths={name: str(folder) for name, folder in options.paths.items()})
     return info, results
 
 

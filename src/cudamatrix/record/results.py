@@ -218,6 +218,8 @@ class RunInfo:
     # run from: the report prints it, and it reruns the cell as this run ran it.
     repro_args: str = ""
     repro_folder: str = ""
+    # The project's [paths]: each tree its cases named as {NAME}, by its folder here.
+    paths: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,7 +250,8 @@ class RunInfo:
             revision=recorded.text(data, "revision", ""),
             bisect=recorded.table(data, "bisect", optional=True),
             repro_args=recorded.text(data, "repro_args", ""),
-            repro_folder=recorded.text(data, "repro_folder", ""))
+            repro_folder=recorded.text(data, "repro_folder", ""),
+            paths=recorded.text_table(data, "paths"))
 
 
 _UMASK = os.umask(0)

@@ -180,6 +180,8 @@ def header(info: RunInfo) -> list[str]:
         lines.append(f"- **Toolkit {md_text(toolkit)}** "
                      f"({md_text(str(facts.get('provider', '?')) + where)}): "
                      f"{md_text(tools.strip(', ') or '-')}")
+    for name, folder in sorted(info.paths.items()):
+        lines.append(f"- **Path {md_code('{' + name + '}')}**: {md_code(folder)}")
     for library, facts in info.libraries.items():
         packages = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("packages", {}).items()))
         lines.append(f"- **{md_text(library)}**: {md_text(packages or '-')}")

@@ -124,6 +124,15 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
                     return mount.image + candidate[len(mount.host):]
         return path
 
+    def within(flag: str) -> str:
+        """A host path inside a flag (``-I/home/me/ggml/include``), as mounted."""
+        for mount in ordered:
+            at = flag.find(mount.host)
+            end = at + len(mount.host)
+            if at >= 0 and (end == len(flag) or flag[end] == "/"):
+                return flag[:at] + mount.image + flag[end:]
+        return flag
+
     library = job.library
     if library is not None:
         library = LibraryEnvironment(
@@ -135,6 +144,7 @@ def translate(job: Job, mounts: Sequence[Mount]) -> Job:
         env = replace(env, cuobjdump=inside(env.cuobjdump))
     return replace(job, source=inside(job.source), workdir=inside(job.workdir), library=library,
                    case_dir=inside(job.case_dir) if job.case_dir else "",
+                   flags=tuple(within(flag) for flag in job.flags),
                    env=env, prebuilt=inside(job.prebuilt) if job.prebuilt else None,
                    disassembler=inside(job.disassembler) if job.disassembler else None,
                    group=tuple({**member, "workdir": inside(member["workdir"])}
