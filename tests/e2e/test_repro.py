@@ -123,6 +123,48 @@ def test_a_cells_compile_runs_again_outside_the_tool(tmp_path: Path) -> None:
     assert refused.code == 2 and "no cell 'no/such/13.0/sm_80'" in refused.output
 
 
+NAMED_CASE = """title = "NVRTC given the kernel's C++ name"
+[[variant]]
+name = "named"
+source = "k.cu"
+frontend = "nvrtc"
+kernel = "add"
+flags = ["-std=c++17"]
+"""
+
+
+def test_the_repro_of_a_together_compiled_cell_and_of_a_named_nvrtc_kernel_run_as_printed(
+        tmp_path: Path) -> None:
+    """Issue 48: the repro of a cell compiled with its sibling archs wrote into the group's
+    folder, which the run had removed (`nvcc fatal : Could not open output file
+    .../dependencies.d`); the logged NVRTC line of a cell with a kernel name stopped at
+    `unrecognized arguments: -- -std=c++17`; and a run still going (no results.json yet)
+    had no repro. Each runs as printed, from cells/ alone, to the same end."""
+    cases = tmp_path / "cases"
+    write_case(cases, "nv", NVCC_CASE, {"good.cu": GOOD, "broken.cu": BROKEN})
+    write_case(cases, "named", NAMED_CASE, {"k.cu": GOOD})
+    out = tmp_path / "out"
+    run = cudamatrix("run", "--corpus", str(cases), "--case", "nv", "--case", "named",
+                     "--toolkit", "13.0", "--arch", "sm_80", "--arch", "sm_90", "--no-gpu",
+                     out=out)
+    cells = run.cells()
+    together = cells["nv/good/13.0/sm_80"]["stages"][0]
+    assert together["details"].get("built_with") == ["sm_80", "sm_90"], together["details"]
+    (out / "results.json").unlink()  # as while the run is still going: cells/ alone
+    for cell_id in ("nv/good/13.0/sm_80", "nv/broken/13.0/sm_90", "named/named/13.0/sm_80"):
+        script = cudamatrix("repro", cell_id, "--out", str(out))
+        assert script.code == 0, script.output
+        done = subprocess.run(["sh", "-c", script.output], capture_output=True, text=True,
+                              timeout=300, check=False, env={"PATH": "/usr/bin:/bin"})
+        said = done.stdout + done.stderr
+        if cells[cell_id]["outcome"] == "pass":
+            assert done.returncode == 0, (cell_id, script.output, said[-2000:])
+        else:
+            assert done.returncode != 0 and "undefined_name" in said, (cell_id, said[-2000:])
+        if cell_id.startswith("named/"):
+            assert "add -> " in said, said[-2000:]
+
+
 @pytest.mark.docker
 def test_a_container_runs_repro_reruns_in_its_container(tmp_path: Path) -> None:
     """A docker run's repro names the provider it ran with: pasted into a shell where

@@ -4,6 +4,7 @@ plans, merges, audits, writes a starter project."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -371,6 +372,47 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     return exit_status(results)
 
 
+def _recorded_cell(out: Path, cell_id: str) -> CellResult:
+    """A cell's record in `out`: its own file in cells/ (written as it finished, so a run
+    still going has it), else the run's results.json."""
+    from ..config.plan import cell_slug
+    from ..record.results import CELLS_DIR, load_cell, load_results
+
+    own = out / CELLS_DIR / f"{cell_slug(cell_id)}.json"
+    if own.is_file():
+        return load_cell(own)
+    if not (out / "results.json").exists():
+        raise UserError(f"{out}: no record of cell {cell_id!r} (neither cells/ nor "
+                        "results.json has it)")
+    _, results = load_results(out / "results.json")
+    found = next((r for r in results if r.cell.id == cell_id), None)
+    if found is None:
+        raise UserError(f"{out / 'results.json'}: no cell {cell_id!r}")
+    return found
+
+
+# The options whose value is a file a compile writes: its folder must exist.
+_OUTPUT_OPTIONS = ("-o", "-MF", "--output-file", "-odir", "--output-directory")
+
+
+def _output_folders(command: str) -> list[str]:
+    """The folders a logged command writes into (-o FILE, -MF FILE): a repro makes them,
+    so the line runs as printed after the run removed them (a together-compiled group's
+    folder)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    found = []
+    for option, value in itertools.pairwise(words):
+        if option in _OUTPUT_OPTIONS and value:
+            folder = value if option in ("-odir", "--output-directory") \
+                else os.path.dirname(value)
+            if folder:
+                found.append(folder)
+    return list(dict.fromkeys(found))
+
+
 def compile_script(result: CellResult, out: Path) -> str:
     """A cell's compile as a shell script: each command its compile stage ran, as its log
     shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
@@ -393,6 +435,8 @@ def compile_script(result: CellResult, out: Path) -> str:
         "set -e",
         f"mkdir -p {shlex.quote(str(folder))}",
         f"cd {shlex.quote(str(folder))}",
+        *(f"mkdir -p {shlex.quote(made)}" for made in dict.fromkeys(
+            f for line in lines for f in _output_folders(line))),
         *lines, ""])
 
 
@@ -433,11 +477,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         elif args.command == "repro":
             from ..record.results import load_results
 
-            _, results = load_results(args.out / "results.json")
-            found = next((r for r in results if r.cell.id == args.cell), None)
-            if found is None:
-                raise UserError(f"{args.out / 'results.json'}: no cell {args.cell!r}")
-            print(compile_script(found, args.out), end="")
+            print(compile_script(_recorded_cell(args.out, args.cell), args.out), end="")
         elif args.command == "plan":
             from .actions_matrix import github_matrix
 

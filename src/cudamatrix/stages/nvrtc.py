@@ -145,9 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name-expression", action="append", default=[],
                         help="a kernel's C++ name for NVRTC to instantiate and lower")
     parser.add_argument("options", nargs="*", help="NVRTC's options, after --")
-    args = parser.parse_args(argv)
+    # Everything after the first `--` is NVRTC's, as driver_command writes it: argparse
+    # would have given the positional options an empty list before the `--` and then
+    # refused the rest ("unrecognized arguments: -- -std=c++14").
+    words = list(sys.argv[1:] if argv is None else argv)
+    cut = words.index("--") if "--" in words else len(words)
+    args = parser.parse_args(words[:cut])
+    options = [*args.options, *words[cut + 1:]]
     source = Path(args.source)
-    output = Nvrtc(args.library).compile(source.read_bytes(), source.name, args.options,
+    output = Nvrtc(args.library).compile(source.read_bytes(), source.name, options,
                                          args.name_expression)
     print(f"NVRTC {output.version}")
     if output.log:
