@@ -72,6 +72,7 @@ class RichProgress(PlainProgress):
         self.task = self.bar.add_task("cells", total=total)
 
     def cell_done(self, result: CellResult) -> None:
+        result = self.settle(result)
         if result.outcome not in ("pass", "xfail", "skip"):
             self.bar.console.print(f"{result.outcome:>5}  {result.cell.id}: "
                                    f"{(result.message or result.reason)[:120]}", markup=False)
@@ -222,11 +223,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if changed:
             console.print(f"running: {changed} since the last run into {options.out}")
     from ..orchestrator.runner import execute
-    from ..record.baseline import load_baseline
+    from ..record.baseline import load_baseline, settle_xpass
 
     progress = RichProgress(console) if interactive else PlainProgress()
     # A malformed baseline or history is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
+    progress.settle = lambda result: settle_xpass([result], baseline)[0]
     if args.history:
         from datetime import datetime, timezone
 

@@ -26,6 +26,7 @@ from typing import IO
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
+from ..common import recorded
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import LEDGER, forget
@@ -308,6 +309,16 @@ def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
     return list(groups.values())
 
 
+def previous_provider(out: Path) -> str:
+    """The provider of the last run into `out` (its results.json), or empty."""
+    try:
+        run = recorded.read_json(out / "results.json", 256 << 20).get("run", {})
+    except (recorded.UnreadableRecord, AttributeError):
+        return ""
+    provider = run.get("provider") if isinstance(run, dict) else None
+    return provider if isinstance(provider, str) else ""
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -385,7 +396,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
     provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
-                                                options.cuda_compat, progress)
+                                                options.cuda_compat, progress,
+                                                previous_provider(out))
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour, container_timeout=options.container_timeout,
                         cuda_compat=options.cuda_compat)

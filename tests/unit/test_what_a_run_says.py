@@ -1,0 +1,74 @@
+"""Issue 48, point 6: what a run says while it works agrees with what it reports. The
+progress line printed `xpass` for a cell the summary counted as `fail`; each cell of a
+compile shared by several archs printed the group's time as its own; the provider line
+quoted a DockerException; and `auto` silently switched a folder's runs to containers once
+an engine came up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cudamatrix.orchestrator import environments
+from cudamatrix.orchestrator.progress import Progress
+from cudamatrix.record.baseline import settle_xpass
+from cudamatrix.record.results import CellResult
+
+
+def _result(outcome: str, built_with: list[str] | None = None) -> CellResult:
+    details = {"built_with": built_with} if built_with else {}
+    data: dict[str, Any] = {
+        "case": "c", "variant": "v", "toolkit": "13.0", "arch": "sm_80", "frontend": "nvcc",
+        "outcome": outcome, "stage": "compile", "seconds": 96.5, "expected": "fail at compile",
+        "stages": [{"stage": "compile", "status": "ok", "details": details}]}
+    return CellResult.from_dict(data)
+
+
+def test_the_progress_line_says_the_verdict_the_summary_counts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress()
+    progress.settle = lambda result: settle_xpass([result], None)[0]  # as `run` sets it
+    progress.start(2)
+    progress.cell_done(_result("xpass"))
+    progress.cell_done(_result("pass", ["sm_80", "sm_90"]))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[1/2] c/v/13.0/sm_80: fail (96.5s)"
+    assert lines[1] == "[2/2] c/v/13.0/sm_80: pass (96.5s, its compile shared by 2 archs)"
+
+
+class _Notes:
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.said.append(text)
+
+
+def _engine(answers: bool) -> Any:
+    def probe() -> object:
+        if not answers:
+            raise environments.EnvironmentUnavailable(
+                "no Docker engine answers (DockerException: Error while fetching server API "
+                "version: ('Connection aborted.', FileNotFoundError(2, 'No such file')))")
+        return object()
+    return probe
+
+
+@pytest.mark.parametrize(("answers", "previous", "chosen", "said"), [
+    (False, "", "wheels", "provider: wheels (auto: no Docker engine answers)"),
+    (True, "wheels", "wheels", "provider: wheels (auto: kept from the last run here; a Docker "
+                               "engine answers now (--provider docker to use it))"),
+    (True, "", "docker", "provider: docker (auto: a Docker engine and its images are ready)"),
+    (False, "docker", "wheels", "provider: wheels (auto: no Docker engine answers; the last "
+                                "run here used docker (--provider pins one))"),
+])
+def test_auto_keeps_the_provider_of_the_last_run_or_says_why_not(
+        monkeypatch: pytest.MonkeyPatch, answers: bool, previous: str, chosen: str,
+        said: str) -> None:
+    monkeypatch.setattr(environments, "engine", _engine(answers))
+    monkeypatch.setattr(environments, "image_exists", lambda client, tag: True)
+    notes = _Notes()
+    got, _ = environments.choose_provider("auto", "wheels", False, notes, previous)
+    assert got == chosen
+    assert notes.said == [said]
