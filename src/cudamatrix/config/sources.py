@@ -163,6 +163,17 @@ def index_versions(package: str) -> list[str]:
     return [str(v) for v in versions]
 
 
+def sdist_files(listing: Any, name: str, version: str) -> list[dict[str, Any]]:
+    """The sdists of name==version in an index's JSON listing, each with its sha256: by
+    PEP 625's file name (`llama_cpp_python-0.3.36.tar.gz`: the name's dashes are
+    underscores) or an older one (`name-version`, every dash an underscore)."""
+    stems = {f"{_normal(name).replace('-', '_')}-{version}", f"{_normal(name)}-{version}",
+             f"{_normal(name)}-{version}".replace("-", "_")}
+    return [f for f in listing.get("files", [])
+            if f["filename"].endswith((".tar.gz", ".zip")) and "sha256" in f.get("hashes", {})
+            and f["filename"].rsplit(".tar.gz", 1)[0].rsplit(".zip", 1)[0].lower() in stems]
+
+
 def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     """The sdist of name==version from the package index, checked against its sha256; an
     sdist fetched and checked before is taken from the cache without asking the index
@@ -176,10 +187,7 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
         if archive.is_file() and _sha256(archive) == known["sha256"]:
             return archive, known["sha256"]
     listing = _index_listing(name, f"sdist:{pin}")
-    stems = {f"{_normal(name)}-{version}".replace("-", "_"), f"{_normal(name)}-{version}"}
-    files = [f for f in listing.get("files", [])
-             if f["filename"].endswith((".tar.gz", ".zip")) and "sha256" in f.get("hashes", {})
-             and f["filename"].rsplit(".tar.gz", 1)[0].rsplit(".zip", 1)[0].lower() in stems]
+    files = sdist_files(listing, name, version)
     if not files:
         raise EnvironmentUnavailable(f"sdist:{pin}: the index has no sdist of this release")
     wanted = files[0]["hashes"]["sha256"]
