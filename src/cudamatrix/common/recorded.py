@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,6 +76,10 @@ def read_json(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     return document
 
 
+# The largest time a record may hold, in microseconds (11 days): history.json's bound too.
+MAX_MICROSECONDS = 1e12
+
+
 def _fail(key: str, wanted: str, value: Any) -> ValueError:
     shown = repr(value)
     return ValueError(f"{key}: expected {wanted}, got {shown[:60]}")
@@ -122,6 +127,17 @@ def texts(data: Mapping[str, Any], key: str) -> list[str]:
     return value
 
 
+def shell_words(data: Mapping[str, Any], key: str) -> str:
+    """A recorded shell-quoted line (a repro's arguments): refused here when no shell
+    could split it, so no report or merge meets it later as a traceback."""
+    value = text(data, key, "")
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise _fail(key, f"a shell-quoted line ({exc})", value) from None
+    return value
+
+
 def text_table(data: Mapping[str, Any], key: str) -> dict[str, str]:
     value = data.get(key, {})
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
@@ -162,7 +178,13 @@ def check_details(details: Mapping[str, Any]) -> None:
     timed = table(details, "timing", optional=True)
     if timed is not None:  # the report formats these figures (stages/timing.py)
         for key in ("median_us", "min_us", "noise"):
-            number(timed, key, None, where="timing.")
+            value = number(timed, key, None, where="timing.")
+            # Bounded as history.json's reader bounds them: a time the tool wrote into a
+            # history must never be one its next merge refuses (a wedged history).
+            low_ok = value >= 0 if key == "noise" else value > 0
+            if not (low_ok and value < MAX_MICROSECONDS):
+                raise _fail(f"timing.{key}", f"a figure from 0 to {MAX_MICROSECONDS:g}"
+                            + (" (not 0)" if key != "noise" else ""), timed.get(key))
     for key in ("via", "ptx_version", "accident"):
         value = details.get(key)
         if value is not None and not isinstance(value, str | bool):

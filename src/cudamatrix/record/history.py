@@ -60,7 +60,7 @@ class PastRun:
         medians = recorded.table(data, "median_us") or {}
         for cell in medians:
             times[str(cell)] = recorded.number(medians, cell, None, where="median_us.")
-            if not 0 < times[str(cell)] < 1e12:
+            if not 0 < times[str(cell)] < recorded.MAX_MICROSECONDS:
                 raise ValueError(f"median_us.{cell}: expected microseconds, got "
                                  f"{medians[cell]!r:.60}")
         return cls(recorded.text(data, "finished"), recorded.text(data, "revision", ""),

@@ -249,7 +249,7 @@ class RunInfo:
             environment_errors=recorded.text_table(data, "environment_errors"),
             revision=recorded.text(data, "revision", ""),
             bisect=recorded.table(data, "bisect", optional=True),
-            repro_args=recorded.text(data, "repro_args", ""),
+            repro_args=recorded.shell_words(data, "repro_args"),
             repro_folder=recorded.text(data, "repro_folder", ""),
             paths=recorded.text_table(data, "paths"))
 

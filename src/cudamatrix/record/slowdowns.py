@@ -35,6 +35,8 @@ def slowdown_message(result: CellResult, reference: CellResult, budget: Mapping[
                      ) -> str:
     """The run stage's failure, where the cell is over its budget; empty where it is not."""
     mine, theirs = result.timing or {}, reference.timing or {}
+    if not float(theirs["median_us"]) > 0:  # readers refuse it; no ratio to a zero
+        return ""
     ratio = float(mine["median_us"]) / float(theirs["median_us"])
     if ratio <= float(budget["ratio"]):
         return ""

@@ -102,7 +102,8 @@ def repro(cell: Cell, info: RunInfo) -> str:
     library version and host compiler, then the cell. A run recorded before these were
     kept gives what it has: the tier and the cell."""
     if not info.repro_args and not info.repro_folder:
-        return f"cudamatrix run --tier {info.tier} --cell {cell.id.split('@')[0]}"
+        return shlex.join(["cudamatrix", "run", "--tier", info.tier, "--cell",
+                           cell.id.split("@")[0]])
     words = ["cudamatrix", "run", *shlex.split(info.repro_args)]
     if info.provider in ("wheels", "docker", "host"):
         words += ["--provider", info.provider]
