@@ -137,3 +137,26 @@ def test_damage_beside_a_real_library_is_an_error_cell_and_the_rest_is_judged(
     assert "a zip bomb" in errors["mixed/libbomb.so"]
     judged = [c for c in cells if c["case"].endswith("_C_cutlass_90a.abi3.so")]
     assert judged and all(c["outcome"] == "pass" for c in judged), judged
+
+
+def test_a_device_a_fifo_and_a_folder_holding_one_are_refused_at_once(tmp_path: Path) -> None:
+    """Issue 49: `audit /dev/zero` read to the end (20 GB resident before the kernel killed
+    it); `audit FIFO` and a folder with a FIFO inside hung forever. A device or a FIFO
+    named is one line and exit 2; one inside a folder is passed over, the folder audited."""
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    os.mkfifo(folder / "libpipe.so")
+    shutil.copyfile(_library(tmp_path, "real"), folder / "libreal.so")
+    for named in ("/dev/zero", str(fifo)):
+        run = cudamatrix("audit", named, "--no-measure", "--out", str(tmp_path / "out"),
+                         timeout=60)
+        assert run.code == 2, run.output
+        [line] = _error_lines(run.output)
+        assert named in line and "not a regular file" in line, line
+    run = cudamatrix("audit", str(folder), "--no-measure", "--out", str(tmp_path / "out2"),
+                     timeout=60)
+    assert "libpipe.so" not in run.output and "Traceback" not in run.output, run.output

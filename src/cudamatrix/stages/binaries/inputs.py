@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -148,15 +149,28 @@ def _wheel_members(path: Path, scratch: Path) -> Iterator[Member]:
                 Path(temporary).unlink(missing_ok=True)
 
 
+def _regular(path: Path, follow: bool = False) -> bool:
+    """A regular file (through a link only where `follow`), which can be read to its end."""
+    try:
+        return stat.S_ISREG((os.stat if follow else os.lstat)(path).st_mode)
+    except OSError:
+        return False
+
+
 def members(path: Path, scratch: Path) -> Iterator[Member]:
     """Every ELF file in a wheel (streamed), folder or file, one at a time."""
     if path.is_dir():
         for root, _, names in os.walk(path):
             for name in sorted(names):
                 file = Path(root) / name
-                if not file.is_symlink() and _is_elf(file):
+                # A FIFO, a device or a socket in the folder is no library: opening one
+                # would wait forever (a FIFO) or read without end (a device).
+                if _regular(file) and _is_elf(file):
                     yield Member(str(path), str(file.relative_to(path)), file)
         return
+    if not _regular(path, follow=True):
+        raise UserError(f"{path}: not a regular file or a folder (a device, a FIFO or a "
+                        "socket is never read)")
     if zipfile.is_zipfile(path):
         yield from _wheel_members(path, scratch)
         return
