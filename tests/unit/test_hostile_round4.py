@@ -75,3 +75,55 @@ def test_a_time_no_history_could_hold_is_refused_where_it_is_read(
     with pytest.raises(UserError) as caught:
         load_results(path)
     assert "timing." in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("include", ["/usr/include", "", "../outside", "~/inc"])
+def test_a_header_librarys_include_outside_its_wheel_is_refused_by_validate(
+        include: str) -> None:
+    """`include = ["/usr/include"]` or `[""]` passed validate, then the run died with
+    NotImplementedError or ValueError out of Path.glob."""
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+    from cudamatrix.config.matrix import load_matrix
+
+    overrides = {"libraries": {"mine": {"headers": True, "package": "mine",
+                                        "versions": ["1.0"], "include": [include]}}}
+    with pytest.raises(UserError) as caught:
+        load_matrix(DEFAULT_MATRIX, overrides)
+    assert "libraries.mine.include" in str(caught.value)
+
+
+def _wheel(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize(("members", "said"), [
+    ({"inc/big.h": b"\0" * (80 << 20)}, "zip bomb"),
+    ({"inc/" + "d/" * 1500 + "deep.h": b"x"}, "too deep"),
+    ({"inc/a": b"x", "inc/a/b.h": b"y"}, "cannot be written"),
+    ({"inc/./x.h": b"x"}, "cannot be written"),
+    ({"inc/" + "n" * 300 + ".h": b"x"}, "too long"),
+])
+def test_a_hostile_header_wheel_fails_its_library_not_the_run(
+        tmp_path: Path, members: dict[str, bytes], said: str) -> None:
+    """A header library's wheel (read by ranges or fetched whole: the same extraction): an
+    80 MiB header of zeros was extracted whole (the audit's bounds now apply: 64 MiB, then
+    50 times the compressed size); 1,500 folders deep was a RecursionError; a file with a
+    member below it, a `.` member or a 300-byte name stopped the whole run ("make room")."""
+    import zipfile
+
+    from cudamatrix.errors import EnvironmentUnavailable
+    from cudamatrix.providers.wheel_index import _extract
+
+    wheel = _wheel(tmp_path / "mine-1.0-py3-none-any.whl", members)
+    with zipfile.ZipFile(wheel) as archive, pytest.raises(EnvironmentUnavailable) as caught:
+        _extract(archive, lambda name: name.startswith("inc/"), tmp_path / "out", wheel.name)
+    assert wheel.name in str(caught.value) and said.split()[0] in str(caught.value), \
+        caught.value
+    written = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file()) \
+        if (tmp_path / "out").exists() else 0
+    assert written < 70 << 20

@@ -312,10 +312,22 @@ class _Reader:
                                    tuple(constraints), headers_from,
                                    {str(k): str(v) for k, v in sources.items()},
                                    headers=headers,
-                                   include=self.strings(f"libraries.{name}.include",
-                                                        entry.get("include", [])),
+                                   include=self.include_globs(f"libraries.{name}.include",
+                                                              entry.get("include", [])),
                                    packages=packages)
         return result
+
+    def include_globs(self, where: str, value: Any) -> tuple[str, ...]:
+        """A header library's include folders: globs inside its wheel's files
+        (``pkg/data/inc``), never empty, absolute or climbing out (they passed, and the run
+        then died in Path.glob)."""
+        globs = tuple(self.strings(where, value))
+        for glob in globs:
+            parts = glob.replace("\\", "/").split("/")
+            if not glob.strip() or glob.startswith(("/", "~")) or ".." in parts:
+                raise self.fail(where, f"{glob!r:.80} is no folder inside the wheel (give it "
+                                "relative to the wheel's root, such as \"pkg/data/include\")")
+        return globs
 
     def axis(self, where: str, value: Any, known: list[str], what: str) -> tuple[str, ...]:
         if value == "*":
