@@ -66,6 +66,9 @@ def test_merge_reports_lost_and_broken_shards_and_still_publishes(tmp_path: Path
                        out=tmp_path / "plain")
     assert plain.code == 0, plain.output[-2000:]
     assert len(plain.cells()) == 2
+    # Issue 49: a merge that drops a damaged shard says so on the console too.
+    warned = [line for line in plain.output.splitlines() if line.startswith("warning: shard ")]
+    assert any(jobs[2]["artifact"] in line for line in warned), plain.output[-2000:]
 
 
 def test_the_run_timeout_counts_from_the_start_of_the_run(tmp_path: Path) -> None:

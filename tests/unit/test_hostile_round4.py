@@ -127,3 +127,33 @@ def test_a_hostile_header_wheel_fails_its_library_not_the_run(
     written = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file()) \
         if (tmp_path / "out").exists() else 0
     assert written < 70 << 20
+
+
+def _outs(tmp_path: Path) -> dict[str, Path]:
+    import os
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo")
+    return {"a file": tmp_path / "file", "/dev/null": Path("/dev/null"),
+            "a dangling link": tmp_path / "dangling", "a FIFO": tmp_path / "fifo",
+            "file/sub": tmp_path / "file" / "sub", "/proc/self": Path("/proc/self")}
+
+
+@pytest.mark.parametrize("command", [["report", "results.json"], ["merge", "shard"],
+                                     ["audit", "x.whl"]])
+def test_every_commands_out_is_checked_once_before_any_work(
+        tmp_path: Path, command: list[str]) -> None:
+    """`report`/`merge --out` at a file, /dev/null, a dangling link, a FIFO, file/sub or
+    /proc/self were FileExistsError or NotADirectoryError tracebacks after the work;
+    `run` already answered them with one line."""
+    import sys
+
+    for what, out in _outs(tmp_path).items():
+        done = subprocess.run([sys.executable, "-m", "cudamatrix", *command, "--out", str(out)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                              check=False)
+        said = (done.stdout + done.stderr).strip()
+        assert done.returncode == 2, (what, said)
+        assert said.count("\n") == 0 and "Traceback" not in said, (what, said)
+        assert str(out) in said and "not writable" in said, (what, said)

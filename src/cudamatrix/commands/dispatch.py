@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from ..common.folders import writable_folder
 from ..common.up_to_date import (
     CONTENT,
     DOCKER_SOCKET,
@@ -449,6 +450,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     # split there ("1 resource\nchanges", a path across two lines) cannot be searched for.
     console = Console(stderr=False, highlight=False, markup=False, soft_wrap=True)
     try:
+        if args.command in ("report", "merge", "audit", "bisect") and args.out is not None:
+            writable_folder(args.out, "the output folder (--out)")  # before any work
         if args.command == "run":
             sys.exit(_run(args, console))
         if args.command == "bisect":
@@ -514,6 +517,9 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
             expected = planned_shards(args.plan, args.matrix, parser) if args.plan else ()
             info, results = merge_results(args.shards, expected)
+            for name, why in info.environment_errors.items():  # said here, not only inside
+                if name.startswith("shard "):
+                    console.print(f"warning: {name}: {why}", markup=False, soft_wrap=True)
             # max_slowdown against a toolkit another shard ran: only the merge has both (the
             # cases are read only where some cell was timed).
             cases = _cases_here(args) if any(r.timing for r in results) else {}

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from .. import __version__
 from ..common import recorded
+from ..common.folders import writable_folder
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import LEDGER, forget
@@ -334,21 +335,9 @@ def execute(options: RunOptions, progress: Progress,
     for reason, count in sorted(plan.pruned.items()):
         progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
     out = options.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe_file = out / ".write-test"
-        probe_file.write_text("")
-        probe_file.unlink()
-    except OSError as exc:
-        raise UserError(f"{out}: output folder is not writable ({exc.strerror})") from None
-    try:
-        options.cache.mkdir(parents=True, exist_ok=True)
-        probe_file = options.cache / f".write-test-{os.getpid()}"
-        probe_file.write_text("")
-        probe_file.unlink()
-    except OSError as exc:
-        raise UserError(f"{options.cache}: cache folder is not writable ({exc.strerror}); "
-                        f"give another with --cache or ${CACHE_ENV}") from None
+    writable_folder(out, "the output folder (--out)")
+    writable_folder(options.cache, "the cache folder",
+                    f"give another with --cache or ${CACHE_ENV}")
     lock = lock_output(out)
     try:
         return _execute(options, plan, progress, on_result, started_at, started,
