@@ -16,6 +16,7 @@ import json
 import resource
 import shutil
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,3 +319,76 @@ def test_history_and_the_up_to_date_record() -> None:
             shutil.rmtree(scratch)
 
     run_target("history and record", target)
+
+
+# --- issue 49: timing records, repro fields, header wheels --------------------------------
+
+def _timed_seed() -> dict[str, Any]:
+    """The H100's timed saxpy run (its timing records), with the repro fields a run keeps."""
+    document = json.loads((REPO / "reports" / "kernel-time-h100" / "saxpy" / "results.json")
+                          .read_text())
+    document["cells"] = document["cells"][:4]
+    document["run"]["repro_args"] = "--corpus 'my cases' --tier pr"
+    document["run"]["repro_folder"] = "/home/me/project"
+    return document
+
+
+TIMED_SEED = _timed_seed()
+
+
+def test_timing_records_and_repro_fields_through_merge_and_history() -> None:
+    """A timed results.json, mutated: read and merged into a history, or refused in one
+    line; and whatever the merge wrote into history.json, the next merge reads (a damaged
+    timing wedged every later merge)."""
+    from cudamatrix.record.history import PastRun, gather, history_document
+
+    @given(st.one_of(mutated([TIMED_SEED]).map(json_text), damaged(json_text(TIMED_SEED))))
+    def target(text: bytes) -> None:
+        _count("timed results.json")
+        scratch = _scratch()
+        try:
+            path = scratch / "results.json"
+            path.write_bytes(text)
+            try:
+                info, results = load_results(path)
+            except UserError:
+                return
+            write_reports(scratch / "out", info, results)
+            written = scratch / "history.json"
+            written.write_text(json.dumps(history_document(gather([], PastRun.of(info,
+                                                                                  results)))))
+            gather([written], None)  # the next merge reads it back: never refused
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("timed results.json", target)
+
+
+def test_header_library_wheels() -> None:
+    """A header library's wheel with hostile member names and sizes: its members are
+    written within bounds, or the library is refused in one line (EnvironmentUnavailable),
+    never another exception."""
+    from cudamatrix.errors import EnvironmentUnavailable
+    from cudamatrix.providers.wheel_index import _extract
+
+    parts = st.sampled_from(["inc", "a", ".", "..", "", "n" * 300, "deep", "x.h", "a.h"])
+    names = st.lists(parts, min_size=1, max_size=80).map("/".join).filter(bool)
+
+    @given(st.lists(st.tuples(names, st.integers(0, 3 << 20)), min_size=1, max_size=4))
+    def target(members: list[tuple[str, int]]) -> None:
+        _count("header wheel")
+        scratch = _scratch()
+        try:
+            wheel = scratch / "h-1.0-py3-none-any.whl"
+            with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive, \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a duplicate name is a hostile wheel too
+                for name, size in members:
+                    archive.writestr(name, b"\0" * size)
+            with zipfile.ZipFile(wheel) as archive:
+                with contextlib.suppress(EnvironmentUnavailable):
+                    _extract(archive, lambda name: True, scratch / "out", wheel.name)
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("header wheel", target)
