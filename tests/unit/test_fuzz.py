@@ -385,9 +385,8 @@ def test_header_library_wheels() -> None:
                 warnings.simplefilter("ignore")  # a duplicate name is a hostile wheel too
                 for name, size in members:
                     archive.writestr(name, b"\0" * size)
-            with zipfile.ZipFile(wheel) as archive:
-                with contextlib.suppress(EnvironmentUnavailable):
-                    _extract(archive, lambda name: True, scratch / "out", wheel.name)
+            with zipfile.ZipFile(wheel) as archive, contextlib.suppress(EnvironmentUnavailable):
+                _extract(archive, lambda name: True, scratch / "out", wheel.name)
         finally:
             shutil.rmtree(scratch)
 

@@ -105,6 +105,7 @@ def _wheel(path: Path, members: dict[str, bytes]) -> Path:
     ({"inc/big.h": b"\0" * (80 << 20)}, "zip bomb"),
     ({"inc/" + "d/" * 1500 + "deep.h": b"x"}, "too deep"),
     ({"inc/a": b"x", "inc/a/b.h": b"y"}, "cannot be written"),
+    ({"inc/a/b.h": b"y", "inc/a": b"x"}, "does not inflate"),  # found by nox -s fuzz
     ({"inc/./x.h": b"x"}, "cannot be written"),
     ({"inc/" + "n" * 300 + ".h": b"x"}, "too long"),
 ])

@@ -17,6 +17,7 @@ and the same members taken from it: slower, never different.
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
@@ -242,7 +243,8 @@ def _extract(archive: zipfile.ZipFile, wanted: MemberFilter, target: Path,
             raise EnvironmentUnavailable(f"{source}: member {info.filename[:120]!r} cannot be "
                                          f"written ({exc.strerror or exc})") from None
         if problem:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a folder of that name is left as it is
+                path.unlink(missing_ok=True)
             raise EnvironmentUnavailable(f"{source}: member {info.filename[:120]!r} {problem}")
         listed = hashes.get(info.filename)
         if listed is not None:
