@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -25,15 +26,26 @@ nox.options.sessions = ["matrix"]
 nox.options.reuse_existing_virtualenvs = True
 
 
-def _install(session: nox.Session) -> None:
+def _install(session: nox.Session, gpu_extra: bool = True) -> None:
+    """The package, editable, into the session's kept environment: installed again only
+    when what pip reads of the project changed (pyproject.toml, the GPU extra), so a second
+    `nox -s matrix` is nox starting and `cudamatrix run` answering "up to date"."""
     # A GPU machine also needs the driver bindings and NumPy for the load and run stages.
-    gpu = Path("/proc/driver/nvidia/version").exists()
-    session.install("-e", ".[gpu]" if gpu else ".")
+    gpu = gpu_extra and Path("/proc/driver/nvidia/version").exists()
+    target = ".[gpu]" if gpu else "."
+    stamp = Path(session.virtualenv.location) / ".cudamatrix-installed"
+    wanted = hashlib.sha256(Path("pyproject.toml").read_bytes() + target.encode()
+                            + str(Path.cwd()).encode()).hexdigest()
+    if stamp.is_file() and stamp.read_text() == wanted:
+        session.log("cudamatrix already installed (editable; pyproject.toml unchanged)")
+        return
+    session.install("-e", target)
+    stamp.write_text(wanted)
 
 
 def _command(session: nox.Session, command: str) -> None:
     """A cudamatrix subcommand that needs no GPU packages, with the session's arguments."""
-    session.install("-e", ".")
+    _install(session, gpu_extra=False)
     session.run("cudamatrix", command, *session.posargs)
 
 
