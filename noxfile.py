@@ -175,6 +175,19 @@ def fuzz(session: nox.Session) -> None:
 
 
 @nox.session
+def cell_costs(session: nox.Session) -> None:
+    """What each shipped cell costs cold on this machine, against (-- --check, the default)
+    or into (-- --write) src/cudamatrix/config/data/cell-costs.json: a first run anywhere
+    starts its longest cells first from that table."""
+    _install(session)
+    out = Path("out") / "cell-costs"
+    session.run("cudamatrix", "run", "--no-compile-cache", "--always-run", "--no-gpu",
+                "--out", str(out), success_codes=[0, 1])
+    session.run("python", "bench/cell_costs.py", str(out / "results.json"),
+                *(session.posargs or ["--check"]))
+
+
+@nox.session
 def bench_report(session: nox.Session) -> None:
     """The web page's open time in Chromium and COMPATIBILITY.md's size, for a real run and
     for the nightly tier's scale (bench/REPORT.md with -- --write)."""

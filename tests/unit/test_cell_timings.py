@@ -84,3 +84,26 @@ def test_a_group_built_together_goes_by_its_cells_together(tmp_path: Path) -> No
     timings.record([_result(kernel, 30.0), *(_result(c, 20.0) for c in gemm),
                     _result(other_toolkit, 25.0)])
     assert CellTimings(tmp_path).schedule_groups(groups) == [gemm, [kernel], [other_toolkit]]
+
+
+def test_a_first_run_starts_the_shipped_corpus_longest_cell_first(tmp_path: Path) -> None:
+    """Issue 52: on a machine that never ran them, the shipped corpus's cells are ordered by
+    what they cost on the reference machine (config/data/cell-costs.json): the
+    CUTLASS-emitted PyTorch extension's build (237 s) started late, behind cells that
+    happened to come first, and made the whole first run."""
+    from cudamatrix.config.defaults import DEFAULT_MATRIX, KNOWN_BUGS
+    from cudamatrix.config.matrix import load_matrix
+    from cudamatrix.config.plan import expand
+    from cudamatrix.orchestrator.cell_timings import shipped_costs
+
+    costs = shipped_costs()
+    matrix = load_matrix(DEFAULT_MATRIX)
+    from cudamatrix.config.corpus import load_corpus
+
+    cases = load_corpus([KNOWN_BUGS])
+    cells = expand(matrix, matrix.tiers["pr"], cases)
+    missing = [c.id for c in cells if c.id not in costs]
+    assert not missing, f"{len(missing)} shipped cells have no reference cost: {missing[:5]}"
+    first = CellTimings(tmp_path).schedule(cells)[0]  # an empty cache: no timing of its own
+    assert costs[first.id] == max(costs[c.id] for c in cells)
+    assert first.case == "cutlass-sm90" and "pytorch" in first.variant, first.id

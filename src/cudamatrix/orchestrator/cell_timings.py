@@ -2,7 +2,11 @@
 first and none is left running alone at the end (a CUTLASS build of 314 s started last
 made a 12-minute run out of an 8-minute one).
 
-A cell never seen is given its frontend's guess: a slow frontend's (CUTLASS, a project's
+A cell never seen here is given what it cost on the reference machine, where the tool
+ships that figure (config/data/cell-costs.json: the shipped corpus's cells, written by
+`nox -s cell_costs` from a cold run), so a first run on a new machine starts its longest
+cell first too (the CUTLASS-emitted PyTorch extension, 237 s, started late and made the
+whole first run); else its frontend's guess: a slow frontend's (CUTLASS, a project's
 build) ahead of every kernel seen to take less, a kernel's behind. The file is small
 (one number per cell), bounded, and rewritten whole after each run; a damaged or
 unwritable one is no timing, never an error.
@@ -14,6 +18,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 
 from ..config.plan import Cell
@@ -25,6 +30,22 @@ MAX_CELLS = 50_000
 # Seconds guessed for a cell never timed: slow frontends first, as before any timing.
 GUESS_SLOW_S = 120.0
 GUESS_S = 1.0
+
+
+COSTS_FILE = "cell-costs.json"
+
+
+def shipped_costs() -> dict[str, float]:
+    """What each cell of the shipped corpus cost on the reference machine (seconds), by
+    cell id: empty where the file is missing or damaged (the guesses then stand)."""
+    try:
+        data = json.loads(resources.files("cudamatrix.config").joinpath("data", COSTS_FILE)
+                          .read_text())
+        seconds = data["seconds"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {str(k): float(v) for k, v in seconds.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0}
 
 
 def _key(cell: Cell) -> str:
@@ -42,11 +63,14 @@ class CellTimings:
         self.seconds: dict[str, float] = {
             str(k): float(v) for k, v in (data.items() if isinstance(data, dict) else ())
             if isinstance(v, int | float) and v >= 0}
+        self.shipped = shipped_costs()
 
     def expected(self, cell: Cell) -> float:
-        known = self.seconds.get(_key(cell))
-        if known is not None:
-            return known
+        """This machine's last cold time of the cell, else the reference machine's, else
+        its frontend's guess."""
+        for known in (self.seconds.get(_key(cell)), self.shipped.get(_key(cell))):
+            if known is not None:
+                return known
         return GUESS_SLOW_S if frontend(cell.frontend).slow else GUESS_S
 
     def schedule(self, cells: Sequence[Cell]) -> list[Cell]:

@@ -393,9 +393,16 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     todo = [c for c in plan.cells if c.id not in done]
     compiled_here = [c for c in todo
                      if not options.prebuilt or c.frontend in options.compile_here]
-    # Prepare environments up front, in order, so their progress lines are not interleaved.
-    for toolkit in sorted({c.toolkit for c in compiled_here if c.toolkit != BUNDLED},
-                          key=lambda v: tuple(int(p) for p in v.split("."))):
+    # Prepare environments up front, one at a time, so their progress lines are not
+    # interleaved: first the toolkit the longest expected cell needs (its cell then
+    # starts first), so a first run does not make its long cell wait behind short ones.
+    timings = CellTimings(options.cache)
+    longest: dict[str, float] = {}
+    for cell in compiled_here:
+        if cell.toolkit != BUNDLED:
+            longest[cell.toolkit] = max(longest.get(cell.toolkit, 0.0), timings.expected(cell))
+    for toolkit in sorted(longest, key=lambda v: (-longest[v],
+                                                  tuple(int(p) for p in v.split(".")))):
         envs.toolkit(toolkit)
     # The project's [paths] trees are read like case folders (read-only in a container).
     executor = envs.executor(CellSite(options.out, (*options.corpus, *options.paths.values()),
@@ -418,7 +425,6 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
             on_result(result)
 
     # Longest first, by what each cell took last time, so the run does not end on one.
-    timings = CellTimings(options.cache)
     groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
     ordered = timings.schedule_groups(groups) if options.order == "cost" \
         else list(reversed(groups)) if options.order == "reversed" else list(groups)
