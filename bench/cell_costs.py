@@ -61,8 +61,9 @@ def main() -> int:
     args = parser.parse_args()
     now = measured(args.results)
     if args.write:
+        provider = json.loads(args.results.read_text())["run"].get("provider", "?")
         machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                   f"{platform.python_version()}")
+                   f"{platform.python_version()}, {provider} provider, no GPU")
         TABLE.write_text(json.dumps({"reference": machine, "from": str(args.results),
                                      "seconds": dict(sorted(now.items()))}, indent=1) + "\n")
         print(f"{TABLE}: {len(now)} cells")
