@@ -158,3 +158,28 @@ def test_every_commands_out_is_checked_once_before_any_work(
         assert done.returncode == 2, (what, said)
         assert said.count("\n") == 0 and "Traceback" not in said, (what, said)
         assert str(out) in said and "not writable" in said, (what, said)
+
+
+@pytest.mark.parametrize("line", [
+    "touch /tmp/cudamatrix-pwned",
+    "/usr/bin/nvcc -c k.cu; touch /tmp/cudamatrix-pwned",
+    "/usr/bin/nvcc -c $(touch /tmp/cudamatrix-pwned)",
+    "/usr/bin/python3 -c 'import os'",
+])
+def test_a_repro_script_holds_only_compiler_lines(tmp_path: Path, line: str) -> None:
+    """`cudamatrix repro ID | sh` printed whatever a record's compile log held after `$ `:
+    a downloaded results.json could make it any command. Only a compiler's own plain line
+    is printed."""
+    from cudamatrix.commands.dispatch import compile_script
+
+    record = _cell_record({"median_us": 5, "min_us": 1, "noise": 0.01})
+    record["stages"][0]["log"] = f"$ {line}\n"
+    from cudamatrix.record.results import CellResult
+
+    with pytest.raises(UserError) as caught:
+        compile_script(CellResult.from_dict(record), tmp_path)
+    assert "not one compiler's plain command line" in str(caught.value)
+    good = dict(record, stages=[{**record["stages"][0],
+                                 "log": "$ /opt/cuda/bin/nvcc -c -o kernel.o k.cu\n"}])
+    assert "/opt/cuda/bin/nvcc -c -o kernel.o k.cu" in compile_script(
+        CellResult.from_dict(good), tmp_path)

@@ -7,6 +7,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -416,6 +417,29 @@ def _output_folders(command: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# The programs a cell's compile runs, as its log names them by path.
+_COMPILERS = re.compile(r"(nvcc|ptxas|clang(\+\+)?(-\d+)?|python[\d.]*)$")
+
+
+def _one_program(line: str) -> bool:
+    """Whether a logged line is one compiler's command as the tool writes it (shlex-quoted,
+    an optional LD_LIBRARY_PATH first): pasted, it runs that program and nothing else."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return False
+    if shlex.join(words) != line or not words:
+        return False
+    if words[0].startswith("LD_LIBRARY_PATH="):
+        words = words[1:]
+    if not words or not os.path.isabs(words[0]) \
+            or _COMPILERS.search(os.path.basename(words[0])) is None:
+        return False
+    # Python only as the NVRTC driver the tool ships.
+    return not os.path.basename(words[0]).startswith("python") \
+        or words[1:3] == ["-m", "cudamatrix.stages.nvrtc"]
+
+
 def compile_script(result: CellResult, out: Path) -> str:
     """A cell's compile as a shell script: each command its compile stage ran, as its log
     shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
@@ -430,6 +454,16 @@ def compile_script(result: CellResult, out: Path) -> str:
         raise UserError(f"cell {result.cell.id}: its compile stage logged no command "
                         "(a build case's commands are in its log; a CuPy cell compiles "
                         "through the driver)")
+    from ..stages.frontends import frontend
+
+    if frontend(result.cell.frontend).builds_project:
+        raise UserError(f"cell {result.cell.id}: a build case runs its own commands (they are "
+                        "in its log); its repro is the report's `cudamatrix run ... --cell` line")
+    for line in lines:
+        if not _one_program(line):
+            raise UserError(f"cell {result.cell.id}: its log's command {line[:80]!r} is not one "
+                            "compiler's plain command line: not printed as a script (a record "
+                            "from elsewhere may hold anything)")
     folder = (out / ARTIFACTS_DIR / cell_slug(result.cell.id)).resolve()
     return "\n".join([
         "#!/bin/sh",
