@@ -189,12 +189,17 @@ def write_section(path: Path, tier: str, section: str) -> None:
     and the nightly tier are measured apart (the nightly one takes an hour)."""
     text = path.read_text() if path.exists() else ""
     sections: dict[str, str] = {}
-    for part in text.split("\n## Tier ")[1:]:
-        name = part.split("\n", 1)[0].strip()
-        sections[name] = "## Tier " + part.rstrip("\n") + "\n"
+    others: list[str] = []  # the sections that are no tier's (GPU stages, first runs)
+    for part in text.split("\n## ")[1:]:
+        title = part.split("\n", 1)[0].strip()
+        if title.startswith("Tier "):
+            sections[title[len("Tier "):]] = "## " + part.rstrip("\n") + "\n"
+        else:
+            others.append("## " + part.rstrip("\n") + "\n")
     sections[tier] = section.rstrip("\n") + "\n"
     order = sorted(sections, key=lambda n: (n != "pr", n))
-    path.write_text("# Benchmark results\n\n" + "\n".join(sections[n] for n in order))
+    path.write_text("# Benchmark results\n\n"
+                    + "\n".join([*(sections[n] for n in order), *others]))
 
 
 def main() -> None:

@@ -95,3 +95,26 @@ def test_a_prebuilt_shared_library_is_loaded_with_its_toolkits_runtime(tmp_path:
     assert elsewhere.results["run"]["environment_errors"] == {}, elsewhere.output[-2000:]
     assert not any(c["versions"].get(RUNTIME_FOR_LIBRARY)
                    for c in elsewhere.cells().values())
+
+
+def test_a_damaged_prebuilt_record_is_its_cells_error(tmp_path: Path) -> None:
+    """Issue 50, point 6: --prebuilt read another machine's cells/ records with a raw
+    json.loads beside the bounded readers: a damaged one was a traceback that ended the
+    run. It is read as every record is, and a damaged one is that cell's error."""
+    import json
+
+    from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, write_case
+
+    write_case(tmp_path / "cases", "pre", TWO_COMPILERS_CASE, {"k.cu": ADD_KERNEL})
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "pre", "--toolkit", "13.0",
+            "--arch", "sm_80", "--no-gpu")
+    built = cudamatrix(*args, out=tmp_path / "built")
+    assert built.code == 0, built.output
+    damaged = next((tmp_path / "built" / "cells").glob("pre__nvcc__*.json"))
+    damaged.write_text(json.dumps({"id": 1, "stages": "x"}))
+    again = cudamatrix(*args, "--prebuilt", str(tmp_path / "built"), out=tmp_path / "again")
+    assert "Traceback" not in again.output, again.output[-2000:]
+    cells = again.cells()
+    assert cells["pre/nvcc/13.0/sm_80"]["outcome"] == "error"
+    assert str(damaged) in cells["pre/nvcc/13.0/sm_80"]["message"]
+    assert cells["pre/nvrtc-ptxas/13.0/sm_80"]["outcome"] == "pass"

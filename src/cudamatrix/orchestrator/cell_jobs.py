@@ -5,7 +5,6 @@ executes and judges."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,9 +14,10 @@ from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import Variant
 from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
+from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
-from ..record.results import ARTIFACTS_DIR, CELLS_DIR
+from ..record.results import ARTIFACTS_DIR, CELLS_DIR, load_cell
 from ..stages.cell_files import COMPILE_RECORD, LIBRARY
 from ..stages.frontends import frontend
 from ..stages.job import Job
@@ -167,17 +167,20 @@ class CellJobs:
         assert self.options.prebuilt is not None
         earlier = self.options.prebuilt / ARTIFACTS_DIR / cell.slug
         record = self.options.prebuilt / CELLS_DIR / f"{cell.slug}.json"
+        try:  # another machine's record, read as every record is: bounded and typed
+            recorded = load_cell(record) if record.exists() else None
+        except UserError as exc:
+            return [StageResult("compile", "error", f"--prebuilt: {exc}")]
         if (earlier / COMPILE_RECORD).exists():
             if earlier.resolve() != workdir.resolve():
                 shutil.rmtree(workdir, ignore_errors=True)
                 shutil.copytree(earlier, workdir)
-            if record.exists():
-                versions.update(json.loads(record.read_text()).get("versions", {}))
+            if recorded is not None:
+                versions.update(recorded.versions)
             return workdir
-        if record.exists():  # it never compiled there: its stages are the whole story
-            data = json.loads(record.read_text())
-            versions.update(data["versions"])
-            return [StageResult.from_dict(s) for s in data["stages"]]
+        if recorded is not None:  # it never compiled there: its stages are the whole story
+            versions.update(recorded.versions)
+            return list(recorded.stages)
         return [StageResult("compile", "unavailable", f"not built in {self.options.prebuilt}")]
 
     def host_compiler(self, name: str | None) -> tuple[str, str] | StageResult | None:

@@ -9,7 +9,6 @@ it exists, so an interrupted run loses nothing it finished.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import platform
 import shlex
@@ -38,7 +37,15 @@ from ..config.planning import Plan, make_plan
 from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.toolkits import CellSite
-from ..record.results import ARTIFACTS_DIR, CELLS_DIR, CellResult, RunInfo, load_cells, save_cell
+from ..record.results import (
+    ARTIFACTS_DIR,
+    CELLS_DIR,
+    CellResult,
+    RunInfo,
+    load_cells,
+    load_results,
+    save_cell,
+)
 from ..record.slowdowns import judge_slowdowns
 from ..record.verdict import judge
 from ..stages.cell_files import CUBIN, PTX, READ_OUTSIDE
@@ -529,10 +536,13 @@ def _environment_facts(options: RunOptions, envs: Environments
     libraries: dict[str, dict[str, object]] = {}
     earlier = options.prebuilt / "results.json" if options.prebuilt else None
     if earlier and earlier.exists():  # what built the artifacts, on the machine that built them
-        built = json.loads(earlier.read_text())["run"]
-        for version, facts in built.get("toolkits", {}).items():
-            toolkits[version] = {**facts, "built_on": built.get("host", "")}
-        libraries.update(built.get("libraries", {}))
+        try:
+            built, _ = load_results(earlier)  # bounded and typed, as every record is read
+        except UserError:
+            built = None  # its cells said what was wrong with them; no facts to add
+        for version, facts in (built.toolkits if built else {}).items():
+            toolkits[version] = {**facts, "built_on": built.host if built else ""}
+        libraries.update(built.libraries if built else {})
     toolkits.update({v: {"provider": e.provider, "packages": e.packages,
                          "tool_versions": e.tool_versions}
                      for v, e in envs.toolkits.items() if isinstance(e, Environment)})
