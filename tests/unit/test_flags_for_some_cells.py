@@ -74,3 +74,12 @@ def test_a_wrong_flags_if_or_define_is_refused_naming_the_key(tmp_path: Path, ta
     with pytest.raises(UserError) as caught:
         load_case(_case(tmp_path, text))
     assert said in str(caught.value) and "variant 'v'" in str(caught.value), caught.value
+
+
+def test_a_build_case_takes_no_flags_if_or_defines(tmp_path: Path) -> None:
+    """A build runs its own commands: flags it never passes would be a silent no-op."""
+    text = ('title = "t"\n[[variant]]\nname = "v"\nfrontend = "build"\n'
+            '[variant.build]\ncommands = ["make"]\n[variant.defines]\nA = ["0", "1"]\n')
+    with pytest.raises(UserError) as caught:
+        load_case(_case(tmp_path, text))
+    assert "takes no defines" in str(caught.value), caught.value

@@ -192,7 +192,8 @@ class _Reader(RunTableReader):
             raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
                             f"got {frontend!r}")
         build = self.build(f"{where}.build", raw.get("build"), frontend)
-        for key in ("artifact", "run", "kernel", "flags", "load", "options"):
+        for key in ("artifact", "run", "kernel", "flags", "flags_if", "defines", "load",
+                    "options"):
             if build and key in raw:
                 raise self.fail(f"{where}.{key}", "a build case takes no " + key + ": its "
                                 "outputs are audited per arch and build.test runs on a GPU")
