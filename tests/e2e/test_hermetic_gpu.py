@@ -22,7 +22,7 @@ def test_an_nvrtc_budget_is_judged_the_same_every_time(run_cli, tmp_path: Path) 
     outcomes = []
     for number in range(2):
         run = run_cli("run", "--corpus", str(CORPUS), "--case", "budget", "--provider", "host",
-                      "--arch", "sm_90", "--no-compile-cache", "--cache",
+                      "--toolkit", "13.0", "--arch", "sm_90", "--no-compile-cache", "--cache",
                       str(tmp_path / f"cache{number}"), out=tmp_path / f"out{number}")
         assert run.code == 0, run.output[-3000:]
         outcomes.append({i: (c["outcome"], c["message"]) for i, c in run.cells().items()})
@@ -36,7 +36,8 @@ def test_readmes_saxpy_and_a_heap_hog_before_another_cell(run_cli, tmp_path: Pat
     """README's saxpy as written passes; a cell that took the whole device heap leaves
     the next cell of the same server a heap of its own."""
     run = run_cli("run", "--corpus", str(CORPUS), "--case", "readme-saxpy", "--case",
-                  "device-heap", "--provider", "host", "--arch", "sm_90", "-j", "1",
+                  "device-heap", "--provider", "host", "--toolkit", "13.0", "--arch", "sm_90",
+                  "-j", "1",
                   out=tmp_path)
     assert run.code == 0, run.output[-3000:]
     for cell in run.cells().values():

@@ -183,3 +183,13 @@ def test_a_repro_script_holds_only_compiler_lines(tmp_path: Path, line: str) -> 
                                  "log": "$ /opt/cuda/bin/nvcc -c -o kernel.o k.cu\n"}])
     assert "/opt/cuda/bin/nvcc -c -o kernel.o k.cu" in compile_script(
         CellResult.from_dict(good), tmp_path)
+
+
+def test_a_recorded_integer_past_any_float_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Found by the fuzz target of history.json in CI: `median_us: 10**400` (JSON's integers
+    have no bound) was an OverflowError out of the number reader, a traceback."""
+    from cudamatrix.common import recorded
+
+    with pytest.raises(ValueError) as caught:
+        recorded.number({"median_us": 10**400}, "median_us", None, where="timing.")
+    assert "timing.median_us" in str(caught.value)

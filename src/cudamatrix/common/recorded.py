@@ -104,10 +104,15 @@ def number(data: Mapping[str, Any], key: str, default: float | None = 0.0,
     """A finite number (`default` where absent; None: it must be there), named in a
     refusal as `where` + `key` (`timing.median_us`)."""
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(where + key, "a finite number", value)
-    return float(value)
+    try:  # JSON's integers have no bound: 10**400 is no float (OverflowError)
+        figure = float(value)
+    except OverflowError:
+        figure = math.inf
+    if not math.isfinite(figure):
+        raise _fail(where + key, "a finite number", value)
+    return figure
 
 
 def table(data: Mapping[str, Any], key: str, *, optional: bool = False
