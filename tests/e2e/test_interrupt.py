@@ -80,18 +80,25 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
                          ids=lambda s: signal.Signals(s).name)
 def test_interrupted_run_resumes_to_the_same_report(uninterrupted: Path, tmp_path: Path,
                                                     how: int) -> None:
-    out = tmp_path / "out"
-    process = _start(out)
-    _wait_for_cells(out, 3, process)
-    process.send_signal(how)
-    code, output = _finish(process)
-    if how == signal.SIGKILL:
-        assert code == -signal.SIGKILL
-    else:
-        assert code == 130, output
-        assert "interrupted: finished cells are kept" in output and "--resume" in output
-    kept = sorted((out / "cells").glob("*.json"))
     total = len(_verdicts(uninterrupted))
+    # The signal must land while cells remain: on a loaded machine the last cells can all
+    # finish between the third cell's file and the signal (CI saw 48 of 48 kept, exit
+    # 130: the interrupt came after the last cell). Such a try says nothing of resuming,
+    # and is made again, at most twice more.
+    for attempt in range(3):
+        out = tmp_path / f"out{attempt}"
+        process = _start(out)
+        _wait_for_cells(out, 3, process)
+        process.send_signal(how)
+        code, output = _finish(process)
+        if how == signal.SIGKILL:
+            assert code == -signal.SIGKILL
+        else:
+            assert code == 130, output
+            assert "interrupted: finished cells are kept" in output and "--resume" in output
+        kept = sorted((out / "cells").glob("*.json"))
+        if len(kept) < total:
+            break
     assert 3 <= len(kept) < total
     for path in kept:  # every saved cell is whole: written atomically
         json.loads(path.read_text())

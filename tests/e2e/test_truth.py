@@ -209,8 +209,12 @@ def test_impossible_library_cells_are_pruned_with_the_reason(tmp_path: Path) -> 
     run = cudamatrix("run", "--tier", "nightly", "--case", "wmma-jitify", "--toolkit", "12.4",
                      "--toolkit", "13.0", "--arch", "sm_80", out=tmp_path)
     assert run.code == 0, run.output[-2000:]
-    cupy = {(c["toolkit"], c["library_version"]) for c in run.results["cells"]
+    cupy = {(c["toolkit"], c["library_version"]): c for c in run.results["cells"]
             if c["library"] == "cupy"}
-    assert ("13.0", "13.0.0") not in cupy, cupy
-    assert {("13.0", "13.6.0"), ("13.0", "14.2.0")} <= cupy, cupy
+    # Issue 48: an impossible cell is kept, a skip with its reason, never dropped.
+    impossible = cupy[("13.0", "13.0.0")]
+    assert impossible["outcome"] == "skip", impossible
+    assert "cupy-cuda13x starts at 13.6" in impossible["message"]
+    assert all(c["outcome"] != "skip" or "ruled out" not in c["message"]
+               for key, c in cupy.items() if key in {("13.0", "13.6.0"), ("13.0", "14.2.0")})
     assert "cupy 13.0.0 with toolkit 13.0: cupy-cuda13x starts at 13.6" in run.output

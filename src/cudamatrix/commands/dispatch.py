@@ -502,9 +502,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             listed = make_plan(_options(args))
             for cell in listed.cells:
                 console.print(cell.id, markup=False)
-            for cell, why in listed.ruled_out:  # listed too (each a skip), why on stderr
+            for cell, _ in listed.ruled_out:  # listed too: each a skip saying why, in a run
                 console.print(cell.id, markup=False)
-                print(f"{cell.id}: a skip: {why}", file=sys.stderr)
         elif args.command == "report":
             from ..record.rejudge import rejudge
             from ..record.results import load_results
@@ -525,7 +524,9 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
                          *(w for c in args.case for w in ("--case", c)),
                          *(w for t in args.toolkit for w in ("--toolkit", t))]
-            matrix = github_matrix(made.cells, made.tier.name, args.drivers or ["latest"],
+            # Every cell a job reports, the ruled-out skips too (its --shard takes them).
+            every = [*made.cells, *(c for c, _ in made.ruled_out)]
+            matrix = github_matrix(every, made.tier.name, args.drivers or ["latest"],
                                    args.cells_per_job, args.max_jobs, gpu=not args.cpu,
                                    compat=args.compat, selection=selection,
                                    runner_base=args.runner_labels.split(),

@@ -129,11 +129,8 @@ class _Reader(RunTableReader):
         """`value` that starts with a [paths] name (``{ggml}/src/x.cu``) as the path it
         names, kept inside that tree; None when it starts with none."""
         found = re.match(r"\{([a-z][a-z0-9_]*)\}(/.*)?$", value)
-        if found is None or found.group(1) in PLACEHOLDERS:
+        if found is None or found.group(1) not in self.trees:
             return None
-        if found.group(1) not in self.trees:
-            raise self.fail(where, f"{what} {value!r:.80} names {{{found.group(1)}}}, which the "
-                            "project's [paths] (cudamatrix.toml) does not declare")
         tree = self.trees[found.group(1)]
         resolved = Path(str(tree) + (found.group(2) or "")).resolve()
         if not resolved.is_relative_to(tree):
@@ -155,6 +152,10 @@ class _Reader(RunTableReader):
         in_tree = self.tree_path(where, what, value)
         if in_tree is not None:
             return in_tree
+        named = re.match(r"\{([a-z][a-z0-9_]*)\}", value)
+        if named is not None and named.group(1) not in PLACEHOLDERS:
+            raise self.fail(where, f"{what} {value!r:.80} names {{{named.group(1)}}}, which the "
+                            "project's [paths] (cudamatrix.toml) does not declare")
         if os.path.isabs(value):
             raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
                             "to the case folder (or use a {toolkit_...} placeholder)")

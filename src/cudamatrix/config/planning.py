@@ -79,9 +79,9 @@ def make_plan(options: RunOptions) -> Plan:
                             "(`cudamatrix list` prints them)")
         cells = [c for c in cells if c.id in set(options.cell_ids)]
         removed = [(c, why) for c, why in removed if c.id in set(options.cell_ids)]
-    if options.shard:
-        cells = shard(cells, *options.shard)
-        kept = {c.id for c in shard([c for c, _ in removed], *options.shard)}
+    if options.shard:  # one round robin over every cell, ruled out or not: as `plan` counts
+        kept = {c.id for c in shard([*cells, *(c for c, _ in removed)], *options.shard)}
+        cells = [c for c in cells if c.id in kept]
         removed = [(c, why) for c, why in removed if c.id in kept]
     if not cells and not (options.cell_ids and removed):
         raise UserError("the selection is empty: no cell matches "

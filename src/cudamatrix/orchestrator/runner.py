@@ -424,8 +424,9 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     for cell, why in plan.ruled_out:  # every cell accounted for: a skip saying why
         if cell.id in done:
             continue
+        said = f"ruled out for toolkit {cell.toolkit} and {cell.arch}: {why}"
         result = runner.judged(Prepared(cell, plan.variant(cell)), [StageResult(
-            "compile", "unsupported", why, details={"ruled_out": True})], 0.0)
+            "compile", "unsupported", said, details={"ruled_out": True})], 0.0)
         save_cell(out, result)
         results.append(result)
         progress.cell_done(result)
