@@ -104,6 +104,14 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _headers(folders: tuple[str, ...], made: dict[tuple[str, ...], str] | None) -> str:
+    if made is None:
+        return library_digest(folders)
+    if folders not in made:
+        made[folders] = library_digest(folders)
+    return made[folders]
+
+
 def library_digest(folders: Iterable[str]) -> str:
     """One hash of every file under a library's include folders, by its path there: its
     package versions name the release, this says what the folders hold."""
@@ -165,12 +173,15 @@ def key_files(job: Job, folders: list[Path]) -> IncludedFiles:
 
 
 def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
-                included: IncludedFiles | None = None) -> str:
+                included: IncludedFiles | None = None,
+                headers: dict[tuple[str, ...], str] | None = None) -> str:
     """Everything that decides a compile's outcome, hashed.
 
     `provider` says where the compile runs: a toolkit-free frontend (the DSL's own
     compiler) behaves differently in a container than on the host. `folders` and
-    `included`: the job's key_folders and key_files, where the caller has them already.
+    `included`: the job's key_folders and key_files, where the caller has them already;
+    `headers`: the run's library_digest of each library's folders, made once a run (a
+    CUTLASS tree is 1,800 files: walked again for every cell, it slowed a warm re-run).
     """
     source = Path(job.source)
     env = job.env
@@ -208,7 +219,7 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
             # Which of its folders go on the include path ([libraries.X] include), and
             # what they hold: a changed `include` is another compile.
             "include_dirs": [_below(d, job.library.root) for d in job.library.include_dirs],
-            "headers": library_digest(job.library.include_dirs)},
+            "headers": _headers(job.library.include_dirs, headers)},
         # Where the case's relative include folders start.
         "case_dir": job.case_folder,
     }

@@ -74,6 +74,8 @@ class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
                  executor: Executor, started: float | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
+        # Each header library's folders hashed once a run (compile_cache.library_digest).
+        self.library_headers: dict[tuple[str, ...], str] = {}
         self.device, self.executor = device, executor
         self.cache = CompileCache(options.cache, enabled=options.compile_cache,
                                   read_from=options.compile_cache_from)
@@ -115,7 +117,8 @@ class CellRunner:
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 folders = key_folders(job)
                 included = key_files(job, folders)
-                prepared.key = compile_key(job, self.envs.provider, folders, included)
+                prepared.key = compile_key(job, self.envs.provider, folders, included,
+                                           self.library_headers)
                 prepared.covered = frozenset(included.files)
                 for folder in folders:
                     LEDGER.watch(folder)
