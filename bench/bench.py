@@ -46,9 +46,9 @@ from cudamatrix.orchestrator.gpu import DeviceInfo
 from cudamatrix.orchestrator.progress import Progress
 from cudamatrix.orchestrator.runner import CellRunner
 from cudamatrix.providers.docker import engine
-from cudamatrix.stages.compile import Build
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.compile.built import Build
 from cudamatrix.stages.frontends import frontend
-from cudamatrix.stages.job import Job
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_COLD_RATIO = 1.15

@@ -14,9 +14,9 @@ from conftest import cudamatrix, write_case
 TOY = '''
 """A toy frontend: writes a PTX module of its own, as a real one would build one."""
 import dataclasses
-from cudamatrix.stages.compile import Build
+from cudamatrix.stages.compile.built import Build
 from cudamatrix.stages.frontends import Frontend, register
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.result import StageResult
 
 
 def prepare(job, context):

@@ -21,8 +21,8 @@ from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
 from cudamatrix.common.up_to_date import RECORD
 from cudamatrix.config.plan import cell_slug
 from cudamatrix.orchestrator.compile_cache import MANIFEST, CompileCache
-from cudamatrix.stages.limits import KEPT_OUTPUT_BYTES, run_tool
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.result import StageResult
+from cudamatrix.stages.process.limits import KEPT_OUTPUT_BYTES, run_tool
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
 CASE = """
@@ -235,7 +235,7 @@ def test_auto_says_which_provider_it_chose_and_why(tmp_path: Path, cache_copy: P
 def test_a_scripts_stated_reason_stays_its_last_word() -> None:
     """stdout is block-buffered into a file and flushed at exit, after stderr's sys.exit
     reason: the two streams are kept apart so the reason is still the decisive line."""
-    from cudamatrix.stages.logs import decisive_line
+    from cudamatrix.stages.compile.logs import decisive_line
 
     script = "import sys; print('{\"report\": 1}'); sys.exit('the reason it failed')"
     tool = run_tool([sys.executable, "-c", script], timeout=60)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 PROBE = """
 import json, sys
-from cudamatrix.stages.library_path import library_first
+from cudamatrix.stages.process.library_path import library_first
 library_first([sys.argv[1]], isolated=sys.argv[2] == "isolated")
 import tabulate
 try:

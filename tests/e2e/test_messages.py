@@ -214,7 +214,7 @@ def test_a_misspelt_matrix_key_is_named_with_the_nearest(tmp_path: Path, old: st
 
 
 def test_a_frontends_own_options_are_its_schema(tmp_path: Path) -> None:
-    """[variant.options] is checked against the frontend's own keys (stages/frontends.py):
+    """[variant.options] is checked against the frontend's own keys (stages/frontends/registry.py):
     CuPy's misspelt one is named with the nearest."""
     write_case(tmp_path / "c", "typo", """
         title = "CuPy with a misspelt option"

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from conftest import REPO, cudamatrix
-from cudamatrix.stages.cell_files import CUBIN, JOB_FILE, PTX
-from cudamatrix.stages.compile import build_success
-from cudamatrix.stages.job import Job
+from cudamatrix.stages.cell.files import CUBIN, JOB_FILE, PTX
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.compile.built import build_success
 
 
 def test_figures_from_the_module_match_the_compilers_own(tmp_path: Path) -> None:

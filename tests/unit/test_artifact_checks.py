@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cudamatrix.stages.artifact_text import cubin_strings, never_tells
-from cudamatrix.stages.budgets import BudgetVerdict, judge_budget
+from cudamatrix.stages.inspect.artifact_text import cubin_strings, never_tells
+from cudamatrix.stages.inspect.budgets import BudgetVerdict, judge_budget
 
 
 @pytest.mark.parametrize(("kind", "pattern"), [

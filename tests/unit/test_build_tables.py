@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.stages.build import failure_line
+from cudamatrix.stages.frontends.build_run import failure_line
 
 LOGS = REPO / "tests" / "data" / "logs"
 

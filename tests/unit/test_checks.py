@@ -11,8 +11,8 @@ import pytest
 
 from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.stages.checks import input_array
-from cudamatrix.stages.expressions import RefusedExpression, evaluate, parse_check
+from cudamatrix.stages.device.checks import input_array
+from cudamatrix.stages.device.expressions import RefusedExpression, evaluate, parse_check
 
 CASE = """title = "run table"
 [[variant]]
@@ -130,8 +130,8 @@ def test_readmes_saxpy_checks_its_scalar_argument_by_name() -> None:
     """Issue 47: README's saxpy, `check = { y = "a * x + y_in" }` with `a` a scalar, was
     refused on the GPU ("'a' is no argument of the case"): a right kernel reported fail.
     The arguments as launched, the kernel's work done in NumPy, then the check."""
-    from cudamatrix.stages.checks import case_arguments, compare_outputs
-    from cudamatrix.stages.job import Job
+    from cudamatrix.stages.cell.job import Job
+    from cudamatrix.stages.device.checks import case_arguments, compare_outputs
 
     run = {"grid": [4], "block": [256], "check": {"y": "a * x + y_in"},
            "args": [{"name": "n", "dtype": "int32", "value": 1024},

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.orchestrator.compile_cache import compile_key
-from cudamatrix.stages.environment import Environment
-from cudamatrix.stages.job import Job
+from cudamatrix.stages.cell.environment import Environment
+from cudamatrix.stages.cell.job import Job
 
 
 def _job(tmp_path: Path, image: str) -> Job:
@@ -37,8 +37,8 @@ def test_the_stage_code_digest_covers_every_frontend_module() -> None:
     from cudamatrix.orchestrator.compile_cache import stage_code_files
 
     names = {p.as_posix().split("cudamatrix/", 1)[1] for p in stage_code_files()}
-    assert {"stages/frontends/nvrtc.py", "stages/frontends/nvcc.py", "stages/compile.py",
-            "stages/kernel_names.py", "stages/binaries/elf.py"} <= names, sorted(names)
+    assert {"stages/frontends/nvrtc.py", "stages/frontends/nvcc.py", "stages/compile/built.py",
+            "stages/inspect/kernel_names.py", "stages/binaries/elf.py"} <= names, sorted(names)
 
 
 def _nvrtc_job(case: Path, flags: tuple[str, ...] = (), toolkit: Path | None = None) -> Job:
@@ -132,7 +132,7 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
     """Issue 43: dropping the arch from the key was caught in 2 runs of 5 (scheduling
     decided); dropping the include folders survived. Each input, changed alone, must give
     another key; the same job again, the same key."""
-    from cudamatrix.stages.environment import LibraryEnvironment
+    from cudamatrix.stages.cell.environment import LibraryEnvironment
 
     case = tmp_path / "case"
     (case / "inc").mkdir(parents=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from cudamatrix.orchestrator.cupy_warmup import DONE_FILE, JitifyWarmups
 from cudamatrix.providers import LibraryEnvironment
-from cudamatrix.stages.job import Job
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.cell.result import StageResult
 
 
 def _job(tmp_path: Path, cell: str) -> Job:

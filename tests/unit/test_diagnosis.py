@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.record.diagnose import UNCLASSIFIED, diagnose_stage, rules
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.result import StageResult
 
 LOGS = Path(__file__).parents[1] / "data" / "logs"
 SAMPLES = sorted(LOGS.glob("*.json"))

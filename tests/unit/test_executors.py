@@ -11,12 +11,12 @@ import pytest
 
 from cudamatrix.orchestrator.executors import Executor
 from cudamatrix.orchestrator.executors.local import LocalExecutor
-from cudamatrix.stages.job import Job
+from cudamatrix.stages.cell.job import Job
 
 TOY = '''
 import os, signal, sys
 from cudamatrix.stages.frontends import Frontend, register
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.result import StageResult
 
 
 def stages(job):
@@ -80,7 +80,7 @@ def test_container_paths_are_found_through_a_linked_cache(tmp_path: Path) -> Non
     """A cache folder reached through a link (the e2e tests' own caches, ~/.cache on another
     disk) is mounted by its real path: the job's paths must still land inside the mount."""
     from cudamatrix.orchestrator.executors.containers import Mount, translate
-    from cudamatrix.stages.environment import LibraryEnvironment
+    from cudamatrix.stages.cell.environment import LibraryEnvironment
 
     real = tmp_path / "disk" / "libraries"
     (real / "cute_dsl-4.8.1").mkdir(parents=True)

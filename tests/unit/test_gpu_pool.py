@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.orchestrator.executors.gpus import Gpu, GpuPool, GpuServer
-from cudamatrix.stages.job import Job
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.cell.result import StageResult
 
 
 class FakeServer(GpuServer):

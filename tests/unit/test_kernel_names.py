@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudamatrix.stages.kernel_names import KernelNotFound, cpp_name, demangle, resolve
+from cudamatrix.stages.inspect.kernel_names import KernelNotFound, cpp_name, demangle, resolve
 
 # Entries as nvcc 13.0 and NVRTC name them (Marlin's from vLLM's marlin.cu).
 ENTRIES = ["_Z12compute_gemmPK6__halfS1_PKfPfff",
@@ -49,7 +49,7 @@ def test_names_as_authors_write_them() -> None:
 def test_the_compilers_answer_is_read_off_the_probes_ptx() -> None:
     """kernel_probe: the variable that takes the name's address is initialised with the
     kernel's mangled name, as nvcc's and clang's PTX write it."""
-    from cudamatrix.stages.kernel_probe import probe_text, referenced
+    from cudamatrix.stages.compile.kernel_probe import probe_text, referenced
 
     assert probe_text("/c/k.cu", "ns::k<half, 8>") == (
         '#include "/c/k.cu"\n__device__ void* __cudamatrix_kernel_ref = (void*)&ns::k<half, 8>;\n')
@@ -65,7 +65,7 @@ def test_a_module_no_compiler_of_the_run_built_matches_the_name_as_written() -> 
     demangler prints them, C++'s other spellings made one: CUDA's typedefs (`half` for
     `__half`), `8` for `8u`, a function as a template argument with or without its
     namespace, trailing arguments left to their defaults."""
-    from cudamatrix.stages.kernel_names import KernelNotFound, resolve
+    from cudamatrix.stages.inspect.kernel_names import KernelNotFound, resolve
 
     half = "_ZN3act11act_and_mulI6__halfXadL_ZNS_4siluERKfEELj8ELi4EEEvPT_PKS4_i"
     single = "_ZN3act11act_and_mulIfXadL_ZNS_4siluERKfEELj8ELi4EEEvPT_PKS3_i"

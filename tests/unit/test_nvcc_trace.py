@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamatrix.stages.logs import resource_usage, split_nvcc_trace, warning_lines
+from cudamatrix.stages.compile.logs import resource_usage, split_nvcc_trace, warning_lines
 
 LOG = (Path(__file__).parents[1] / "data" / "logs" / "nvcc-13.0-three-archs-verbose.log"
        ).read_text()

@@ -18,7 +18,7 @@ from cudamatrix.providers.toolkits import (
     ExecutorChoice,
     ProviderSetting,
 )
-from cudamatrix.stages.environment import Environment
+from cudamatrix.stages.cell.environment import Environment
 
 
 class Quiet:
@@ -87,10 +87,10 @@ def test_the_old_path_of_environment_still_works_and_says_it_is_deprecated() -> 
     import importlib
     import sys
 
-    from cudamatrix.stages import environment
+    from cudamatrix.stages.cell import environment
 
     sys.modules.pop("cudamatrix.providers.environment", None)
-    with pytest.warns(DeprecationWarning, match=r"cudamatrix\.stages\.environment"):
+    with pytest.warns(DeprecationWarning, match=r"cudamatrix\.stages\.cell\.environment"):
         old = importlib.import_module("cudamatrix.providers.environment")
     assert old.Environment is environment.Environment
     assert old.LibraryEnvironment is environment.LibraryEnvironment

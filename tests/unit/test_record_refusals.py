@@ -11,8 +11,8 @@ from cudamatrix.common.up_to_date import LEDGER
 from cudamatrix.config.plan import Cell
 from cudamatrix.orchestrator.compile_cache import CompileCache
 from cudamatrix.orchestrator.runner import CellRunner, Prepared
-from cudamatrix.stages.job import Job
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.cell.result import StageResult
 
 
 def _member(tmp_path: Path, arch: str) -> Prepared:

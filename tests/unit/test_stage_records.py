@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudamatrix.stages.result import STAGE_NAMES, STATUSES, StageResult
+from cudamatrix.stages.cell.result import STAGE_NAMES, STATUSES, StageResult
 
 
 def test_known_records_round_trip() -> None:

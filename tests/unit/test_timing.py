@@ -19,7 +19,7 @@ from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.record.slowdowns import judge_slowdowns
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
-from cudamatrix.stages import timing
+from cudamatrix.stages.device import timing
 
 CASE = """title = "timed"
 [[variant]]

@@ -10,7 +10,7 @@ import pytest
 
 from cudamatrix.config.case_tables import Expectation
 from cudamatrix.record.verdict import decide
-from cudamatrix.stages.result import StageResult
+from cudamatrix.stages.cell.result import StageResult
 
 OK = "ok"
 

@@ -437,7 +437,7 @@ def _one_program(line: str) -> bool:
         return False
     # Python only as the NVRTC driver the tool ships.
     return not os.path.basename(words[0]).startswith("python") \
-        or words[1:3] == ["-m", "cudamatrix.stages.nvrtc"]
+        or words[1:3] == ["-m", "cudamatrix.stages.compile.nvrtc"]
 
 
 def compile_script(result: CellResult, out: Path) -> str:

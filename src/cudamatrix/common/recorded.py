@@ -181,7 +181,7 @@ def check_details(details: Mapping[str, Any]) -> None:
         for key in ("name", "lowered", "signature"):
             text(kernel, key)
     timed = table(details, "timing", optional=True)
-    if timed is not None:  # the report formats these figures (stages/timing.py)
+    if timed is not None:  # the report formats these figures (stages/device/timing.py)
         for key in ("median_us", "min_us", "noise"):
             value = number(timed, key, None, where="timing.")
             # Bounded as history.json's reader bounds them: a time the tool wrote into a

@@ -13,9 +13,9 @@ from typing import Any
 from ..common.keys import check_keys
 from ..common.versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 from ..errors import UserError
-from ..stages.artifact_text import ARTIFACT_KINDS, never_tells
-from ..stages.budgets import BUDGET_FIELDS, BUDGET_KEYS
 from ..stages.frontends import REGISTRY
+from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
+from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
 
 STAGES = ("compile", "inspect", "load", "run")
 EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")

@@ -21,9 +21,9 @@ from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import HOST_COMPILER, WHEN_KEYS
 from ..errors import UserError
-from ..stages.build import BUILD_PLACEHOLDERS
-from ..stages.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
+from ..stages.compile.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
 from ..stages.frontends import REGISTRY
+from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
 from .case_tables import ArtifactCheck, Expectation, Spec, selects
 from .run_table import RUN_KEYS, RunTableReader
 from .sources import SourceSpec
@@ -36,7 +36,7 @@ CASE_KEYS = ("title", "description", "upstream", "variant")
 VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
                 "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
                 "resources", "libraries", "time", "flags_if", "defines")
-# [variant.time]: how a kernel that ran is timed (stages/timing.py).
+# [variant.time]: how a kernel that ran is timed (stages/device/timing.py).
 TIME_KEYS = ("l2", "noise", "max_seconds", "max_us", "max_slowdown")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
 LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -77,7 +77,7 @@ class Variant:
     # max_us); empty: not timed.
     time: Mapping[str, Any] = field(default_factory=dict)
     # The case folder: every relative path of the variant (its source, its include
-    # folders) means a path from here, wherever the source itself lies (stages/flags.py).
+    # folders) means a path from here, wherever the source itself lies (stages/compile/flags.py).
     case_dir: Path | None = None
     # [[variant.flags_if]]: flags added, in order, to the cells whose axes `when` selects
     # (ggml's `-compress-mode=size` from CUDA 12.8 on).

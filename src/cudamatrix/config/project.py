@@ -111,7 +111,7 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
 def _trees(table: Any, base: Path, fail: Callable[[str, str], UserError]) -> dict[str, Path]:
     """[paths]: each name a folder, relative to the configuration's folder or absolute.
     Only a project declares them: a case alone still cannot leave its corpus folder."""
-    from ..stages.flags import PLACEHOLDERS
+    from ..stages.compile.flags import PLACEHOLDERS
 
     if not isinstance(table, dict):
         raise fail("paths", 'expected a table such as { ggml = "../llama.cpp/ggml" }')

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.keys import check_keys
-from ..stages.expressions import RefusedExpression, parse_check
+from ..stages.device.expressions import RefusedExpression, parse_check
 from .case_tables import TableReader
 
 RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
@@ -59,7 +59,7 @@ class RunTableReader(TableReader):
         """[variant.run] as the GPU stages will read it, refused here, before any cell runs:
         each argument a scalar (`value`) or an array (`shape`, with `fill`, `values`,
         random in `range`, `output` or `inout`), of a NumPy dtype; each check an expression
-        over the arguments (stages/expressions.py)."""
+        over the arguments (stages/device/expressions.py)."""
         args = run.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, dict) for a in args):
             raise self.fail(f"{where}.args", "expected a list of tables")

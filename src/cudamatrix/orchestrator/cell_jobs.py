@@ -18,10 +18,10 @@ from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
 from ..record.results import ARTIFACTS_DIR, CELLS_DIR, load_cell
-from ..stages.cell_files import COMPILE_RECORD, LIBRARY
+from ..stages.cell.files import COMPILE_RECORD, LIBRARY
+from ..stages.cell.job import Job
+from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
-from ..stages.job import Job
-from ..stages.result import StageResult
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .gpu import DeviceInfo

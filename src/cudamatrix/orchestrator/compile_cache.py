@@ -7,7 +7,7 @@ Which files a compile reads cannot all be read off the source (``#include MACRO`
 module a script imports), and NVRTC 11.8 to 13.0 have no dependency output; so the key
 holds every file the compile *could* read outside the toolkit: the whole case folder,
 every include folder its flags name, and every file its include lines reach wherever
-it lies (``#include "../common/h.h"``, a folder behind a link: stages/includes.py). An
+it lies (``#include "../common/h.h"``, a folder behind a link: stages/compile/includes.py). An
 edit anywhere there recompiles; an unchanged tree never replays a stale verdict.
 
 The cache is shared by every case and every run, and case code runs beside it, so an
@@ -40,11 +40,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..stages.cell_files import ARTIFACTS, COMPILE_RECORD
-from ..stages.flags import include_folders
-from ..stages.includes import IncludedFiles, included_files
-from ..stages.job import Job
-from ..stages.result import StageResult
+from ..stages.cell.files import ARTIFACTS, COMPILE_RECORD
+from ..stages.cell.job import Job
+from ..stages.cell.result import StageResult
+from ..stages.compile.flags import include_folders
+from ..stages.compile.includes import IncludedFiles, included_files
 
 # Bump when what a compile stage records or produces changes shape.
 CACHE_FORMAT = 3

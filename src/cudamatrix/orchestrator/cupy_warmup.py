@@ -24,9 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..record.results import ARTIFACTS_DIR
-from ..stages.cupy_frontend import JITIFY_CACHE
-from ..stages.job import Job
-from ..stages.result import StageResult
+from ..stages.cell.job import Job
+from ..stages.cell.result import StageResult
+from ..stages.frontends.cupy_run import JITIFY_CACHE
 
 DONE_FILE = "warmed.json"
 

@@ -1,5 +1,5 @@
 """What a cell's job needs beyond its case, prepared on the orchestrator's side before a
-worker runs it: each frontend's `prepare` (stages/frontends.py) is one function here,
+worker runs it: each frontend's `prepare` (stages/frontends/registry.py) is one function here,
 found by the name the frontend gives it (the cell side never imports this module)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from ..config.corpus import Variant
 from ..config.sources import tree_digest
 from ..providers import Environment
+from ..stages.cell.job import Job
+from ..stages.cell.result import StageResult
 from ..stages.frontends import Frontend
-from ..stages.job import Job
-from ..stages.result import StageResult
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 

@@ -48,11 +48,11 @@ from ..record.results import (
 )
 from ..record.slowdowns import judge_slowdowns
 from ..record.verdict import judge
-from ..stages.cell_files import CUBIN, PTX, READ_OUTSIDE
+from ..stages.cell.files import CUBIN, PTX, READ_OUTSIDE
+from ..stages.cell.job import Job
+from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
-from ..stages.inspect import inspect_job
-from ..stages.job import Job
-from ..stages.result import StageResult
+from ..stages.inspect.stage import inspect_job
 from .cell_jobs import CellJobs
 from .cell_timings import CellTimings
 from .compile_cache import CompileCache, compile_key, key_files, key_folders

@@ -11,6 +11,6 @@ is the registry of them by name.
 
 from __future__ import annotations
 
-from ..stages.environment import Environment, LibraryEnvironment
+from ..stages.cell.environment import Environment, LibraryEnvironment
 
 __all__ = ["Environment", "LibraryEnvironment"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..common.up_to_date import LEDGER
 from ..errors import EnvironmentUnavailable
-from ..stages.environment import Environment
+from ..stages.cell.environment import Environment
 from .cuda_root import linked_cuda_root
 from .wheels import wheel_headers
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..common.locks import folder_lock
 from ..common.up_to_date import LEDGER
 from ..errors import EnvironmentUnavailable
-from ..stages.environment import Environment
+from ..stages.cell.environment import Environment
 
 ARCHIVE = "http://deb.debian.org/debian"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")

@@ -33,7 +33,7 @@ from typing import Any
 from ..common.tomlfile import load_toml
 from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable, UserError
-from ..stages.environment import Environment
+from ..stages.cell.environment import Environment
 from .debian import (
     DEBIAN_NVCC_BIN,
     MARKER,

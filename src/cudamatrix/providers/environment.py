@@ -1,5 +1,5 @@
 """Deprecated path of `Environment` and `LibraryEnvironment`, which now live in
-`cudamatrix.stages.environment` (the cell side's own description of a prepared toolkit,
+`cudamatrix.stages.cell.environment` (the cell side's own description of a prepared toolkit,
 below the providers that make one). Kept so that a provider written outside this package
 against the old path goes on working; importing it says where to import from instead."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import warnings
 
-from ..stages.environment import Environment, LibraryEnvironment
+from ..stages.cell.environment import Environment, LibraryEnvironment
 
 __all__ = ["Environment", "LibraryEnvironment"]
 
 warnings.warn("cudamatrix.providers.environment is deprecated: import Environment and "
-              "LibraryEnvironment from cudamatrix.stages.environment",
+              "LibraryEnvironment from cudamatrix.stages.cell.environment",
               DeprecationWarning, stacklevel=2)

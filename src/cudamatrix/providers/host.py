@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import EnvironmentUnavailable
-from ..stages.environment import Environment, installed_packages
+from ..stages.cell.environment import Environment, installed_packages
 from .tree import describe_toolkit_tree
 
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable
-from ..stages.environment import Environment
+from ..stages.cell.environment import Environment
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
 from .host import prepare_host

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..stages.environment import Environment
+from ..stages.cell.environment import Environment
 
 
 def _tool_version(tool: Path) -> str:

@@ -29,7 +29,7 @@ from ..common.up_to_date import LEDGER
 from ..config.matrix import Library, Matrix
 from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
-from ..stages.environment import Environment, LibraryEnvironment, installed_packages
+from ..stages.cell.environment import Environment, LibraryEnvironment, installed_packages
 from .release_headers import HEADERS_MARKER, is_header, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree, include_folders
 from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for

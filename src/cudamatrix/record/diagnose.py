@@ -10,8 +10,8 @@ from importlib import resources
 from typing import Any
 
 from ..common.tomlfile import tomllib
-from ..stages.logs import error_lines
-from ..stages.result import StageResult
+from ..stages.cell.result import StageResult
+from ..stages.compile.logs import error_lines
 
 UNCLASSIFIED = "unclassified"
 

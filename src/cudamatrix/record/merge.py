@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import __version__
 from ..config.plan import Cell
 from ..errors import UserError
-from ..stages.result import StageResult
+from ..stages.cell.result import StageResult
 from .results import CELLS_DIR, CellResult, RunInfo, load_cell, load_results
 
 

@@ -21,7 +21,7 @@ from ..common import recorded
 from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
-from ..stages.result import StageResult
+from ..stages.cell.result import StageResult
 from .verdict import OUTCOMES
 
 SCHEMA_VERSION = 1
@@ -81,7 +81,7 @@ class CellResult:
 
     @property
     def timing(self) -> dict[str, Any] | None:
-        """How long the case's kernel took on the GPU ([variant.time], stages/timing.py):
+        """How long the case's kernel took on the GPU ([variant.time], stages/device/timing.py):
         median and minimum microseconds, noise, samples, L2 state, clocks."""
         for stage in self.stages:
             if stage.stage == "run" and isinstance(stage.details.get("timing"), dict):

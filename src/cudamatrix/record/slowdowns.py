@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..config.corpus import Case, Variant
-from ..stages.result import StageResult
+from ..stages.cell.result import StageResult
 from .results import CellResult
 from .verdict import judge
 

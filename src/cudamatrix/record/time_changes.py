@@ -1,4 +1,4 @@
-"""Kernel time across runs: a timed cell (stages/timing.py) compared with a baseline's.
+"""Kernel time across runs: a timed cell (stages/device/timing.py) compared with a baseline's.
 
 A kernel that got slower is a finding of its own beside outcome flips and resource
 changes, but only where the change stands out of both runs' noise: a change larger

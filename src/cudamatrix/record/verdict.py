@@ -18,9 +18,9 @@ from typing import Any, Literal, get_args
 from ..config.case_tables import STAGES, Expectation
 from ..config.corpus import Variant
 from ..config.plan import Cell
+from ..stages.cell.result import StageResult
+from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
-from ..stages.logs import error_lines, warning_lines
-from ..stages.result import StageResult
 from .diagnose import diagnose_stage
 
 Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]

@@ -30,7 +30,7 @@ from ...record.results import CellResult, RunInfo
 from ...stages.binaries.elf import UnreadableFile
 from ...stages.binaries.facts import Module, read_modules
 from ...stages.binaries.inputs import members, resolve
-from ...stages.result import StageResult
+from ...stages.cell.result import StageResult
 from .predict import Driver, Prediction, driver_floor, predict
 
 FRONTEND = "audit"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ...stages.job import Job
-from ...stages.result import StageResult
+from ...stages.cell.job import Job
+from ...stages.cell.result import StageResult
 
 
 class Executor(Protocol):

@@ -27,11 +27,11 @@ from ...providers.docker import (
     content_digest,
 )
 from ...record.results import ARTIFACTS_DIR
-from ...stages.cell_files import JOB_FILE
-from ...stages.environment import LibraryEnvironment
-from ...stages.hermetic import hermetic
-from ...stages.job import Job
-from ...stages.result import StageResult
+from ...stages.cell.environment import LibraryEnvironment
+from ...stages.cell.files import JOB_FILE
+from ...stages.cell.job import Job
+from ...stages.cell.result import StageResult
+from ...stages.process.hermetic import hermetic
 from .outcome import collect_stages, timed_out
 
 LABEL = "org.cudamatrix.run"  # "<pid>-<start time>" of the run that owns a container
@@ -85,7 +85,7 @@ class CellContainer:
         """Run one cell's worker, as `user` (uid:gid) when given; (exit status, output).
         Status 137 means it was killed."""
         command = ["timeout", "-s", "KILL", str(int(timeout) + 1), "python3", "-m",
-                   "cudamatrix.stages.worker", job_path]
+                   "cudamatrix.stages.process.worker", job_path]
         result = self.container.exec_run(command, user=user or self.user, workdir="/tmp",
                                          environment=environment)
         output = result.output.decode(errors="replace") if result.output else ""

@@ -1,4 +1,4 @@
-"""The GPUs of this machine, a server each (stages/device_server.py), and which cell goes
+"""The GPUs of this machine, a server each (stages/process/gpu_server.py), and which cell goes
 to which.
 
 Every GPU the driver sees, as `CUDA_VISIBLE_DEVICES` names them, gets a server that owns
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ...common.versions import Arch, sass_runs_on
-from ...stages.device_server import GPU_OUTPUT_FILE
-from ...stages.hang import stage_entered
-from ...stages.job import Job
-from ...stages.limits import read_bounded
-from ...stages.result import StageResult
+from ...stages.cell.job import Job
+from ...stages.cell.result import StageResult
+from ...stages.process.gpu_server import GPU_OUTPUT_FILE
+from ...stages.process.hang import stage_entered
+from ...stages.process.limits import read_bounded
 from .outcome import timed_out, with_process_output
 
 # A server gets this long past a cell's limit to answer (it writes the cell's stack at the
@@ -92,7 +92,7 @@ class GpuServer:
         if self.process is not None and self.process.poll() is None:
             return
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.device_server", self.socket_path],
+            [sys.executable, "-m", "cudamatrix.stages.process.gpu_server", self.socket_path],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         assert self.process.stdout is not None

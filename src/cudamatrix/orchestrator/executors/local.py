@@ -16,16 +16,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ...stages.cell_files import CUBIN, JOB_FILE, PTX
-from ...stages.environment import Environment
-from ...stages.forkserver import OUTPUT_FILE
+from ...stages.cell.environment import Environment
+from ...stages.cell.files import CUBIN, JOB_FILE, PTX
+from ...stages.cell.job import Job
+from ...stages.cell.result import StageResult
 from ...stages.frontends import frontend
-from ...stages.hermetic import hermetic
-from ...stages.inspect import lowered_kernel
-from ...stages.job import Job
-from ...stages.limits import read_bounded
-from ...stages.result import StageResult
-from ...stages.worker import PARENT_ENV
+from ...stages.inspect.stage import lowered_kernel
+from ...stages.process.forkserver import OUTPUT_FILE
+from ...stages.process.hermetic import hermetic
+from ...stages.process.limits import read_bounded
+from ...stages.process.worker import PARENT_ENV
 from .gpus import GpuPool, visible_gpus
 from .outcome import collect_stages, timed_out
 
@@ -38,12 +38,12 @@ WORKER_GRACE_S = 3.0
 
 
 class ForkServer:
-    """One warm worker parent for one worker environment (see stages/forkserver.py)."""
+    """One warm worker parent for one worker environment (see stages/process/forkserver.py)."""
 
     def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
         self.socket_path = str(folder / f"server-{number}.sock")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.forkserver", self.socket_path],
+            [sys.executable, "-m", "cudamatrix.stages.process.forkserver", self.socket_path],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         assert self.process.stdout is not None

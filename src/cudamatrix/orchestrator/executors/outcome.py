@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ...stages.cell_files import RESULT_FILE
-from ...stages.hang import innermost_frame, stack_of, stage_entered
-from ...stages.job import Job
-from ...stages.logs import error_lines
-from ...stages.result import StageResult
+from ...stages.cell.files import RESULT_FILE
+from ...stages.cell.job import Job
+from ...stages.cell.result import StageResult
+from ...stages.compile.logs import error_lines
+from ...stages.process.hang import innermost_frame, stack_of, stage_entered
 
 
 def timed_out(job: Job, output: str = "") -> StageResult:

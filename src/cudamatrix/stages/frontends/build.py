@@ -4,13 +4,13 @@ tools) is job_preparation.prepare_build."""
 
 from __future__ import annotations
 
-from ..job import Job
-from ..result import StageResult
+from ..cell.job import Job
+from ..cell.result import StageResult
 from .registry import Frontend, register
 
 
 def _build_stages(job: Job) -> list[StageResult]:
-    from ..build import build_stages
+    from .build_run import build_stages
 
     return build_stages(job)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 
 from ...common.versions import Arch
-from ..cell_files import CUBIN, OBJECT, PTX
-from ..compile import Build, build_failure, build_success
-from ..flags import resolve_flags, shown
-from ..inspect import entry_names
-from ..job import Job
-from ..kernel_probe import compiler_named
-from ..limits import run_tool
+from ..cell.files import CUBIN, OBJECT, PTX
+from ..cell.job import Job
+from ..compile.built import Build, build_failure, build_success
+from ..compile.flags import resolve_flags, shown
+from ..compile.kernel_probe import compiler_named
+from ..inspect.stage import entry_names
+from ..process.limits import run_tool
 from .registry import Frontend, register
 
 

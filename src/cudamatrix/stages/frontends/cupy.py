@@ -4,13 +4,13 @@ job_preparation.prepare_cupy."""
 
 from __future__ import annotations
 
-from ..job import Job
-from ..result import StageResult
+from ..cell.job import Job
+from ..cell.result import StageResult
 from .registry import Frontend, register
 
 
 def _cupy_stages(job: Job) -> list[StageResult]:
-    from ..cupy_frontend import cupy_stages
+    from .cupy_run import cupy_stages
 
     return cupy_stages(job)
 

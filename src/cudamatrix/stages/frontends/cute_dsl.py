@@ -9,12 +9,12 @@ import os
 import sys
 import time
 
-from ..cell_files import CUBIN, PTX, SCRIPT_STACK_FILE
-from ..compile import Build, build_failure
-from ..hang import STACK_LEAD_S
-from ..job import Job
-from ..limits import run_tool
-from ..result import StageResult
+from ..cell.files import CUBIN, PTX, SCRIPT_STACK_FILE
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.built import Build, build_failure
+from ..process.hang import STACK_LEAD_S
+from ..process.limits import run_tool
 from .registry import Frontend, register
 
 
@@ -39,7 +39,7 @@ def compile_script(job: Job) -> Build:
                    CUDAMATRIX_HOST_COMPILER=job.host_compiler or job.env.host_compiler or "",
                    CUDAMATRIX_TOOLKIT_INCLUDES=os.pathsep.join(job.env.include_dirs),
                    CUDAMATRIX_TOOLKIT_LIBRARY_DIRS=os.pathsep.join(job.env.library_dirs))
-    tool = run_tool([sys.executable, "-m", "cudamatrix.stages.pyscript", job.source,
+    tool = run_tool([sys.executable, "-m", "cudamatrix.stages.process.pyscript", job.source,
                      *job.flags], job.timeout, memory_bytes=job.memory_bytes, env=env,
                     cwd=job.work)
     log = tool.output

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from ...common.versions import Arch
 from ..binaries.elf import UnknownImage, UnreadableFile, prune_fatbins
-from ..cell_files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX, READ_OUTSIDE
-from ..compile import Build, build_failure, build_success
-from ..environment import Environment
-from ..flags import resolve_flags, shown
-from ..inspect import entry_names
-from ..job import Job
-from ..kernel_probe import compiler_named
-from ..limits import run_tool
-from ..logs import split_nvcc_trace
-from ..result import StageResult
+from ..cell.environment import Environment
+from ..cell.files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX, READ_OUTSIDE
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.built import Build, build_failure, build_success
+from ..compile.flags import resolve_flags, shown
+from ..compile.kernel_probe import compiler_named
+from ..compile.logs import split_nvcc_trace
+from ..inspect.stage import entry_names
+from ..process.limits import run_tool
 from .registry import Frontend, register
 
 

@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 
 from ...common.versions import Arch
-from ..cell_files import CUBIN, PTX
-from ..compile import Build, build_failure, build_success
-from ..flags import resolve_flags, shown
-from ..job import Job
-from ..kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
-from ..limits import address_space_limit, run_tool
-from ..logs import decisive_line
-from ..nvrtc import Nvrtc, driver_command
+from ..cell.files import CUBIN, PTX
+from ..cell.job import Job
+from ..compile.built import Build, build_failure, build_success
+from ..compile.flags import resolve_flags, shown
+from ..compile.logs import decisive_line
+from ..compile.nvrtc import Nvrtc, driver_command
+from ..inspect.kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
+from ..process.limits import address_space_limit, run_tool
 from .registry import Frontend, register
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import UserError
-from ..compile import Build
-from ..job import Job
-from ..result import StageResult
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.built import Build
 
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
 # The orchestrator's side of a job, run in the run's process: the job and the run's

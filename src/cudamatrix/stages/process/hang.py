@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import IO
 
-from .cell_files import SCRIPT_STACK_FILE, STACK_FILE, STAGE_FILE
+from ..cell.files import SCRIPT_STACK_FILE, STACK_FILE, STAGE_FILE
+from ..cell.result import STAGE_NAMES, Stage, StageResult
 from .limits import read_bounded
-from .result import STAGE_NAMES, Stage, StageResult
 
 # A case script runs in a process of its own (pyscript.py): it writes its own stack here.
 # The watchdog fires this long before the cell's limit, so the stack is written before

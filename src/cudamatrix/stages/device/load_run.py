@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
-from ..common.versions import Arch, sass_runs_on
+from ...common.versions import Arch, sass_runs_on
+from ..cell.job import Job
+from ..cell.result import Stage, StageResult, Status
+from ..process.hang import enter_stage
 from . import timing
 from .checks import case_arguments, compare_outputs
-from .hang import enter_stage
-from .job import Job
-from .result import Stage, StageResult, Status
 
 # What a device stage body says: its status, message, log and details.
 DeviceSaid = tuple[Status, str, str, dict[str, Any]]

@@ -20,13 +20,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..binaries.facts import cubin_kernel_names
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.logs import decode
 from .artifact_text import cubin_strings
-from .binaries.facts import cubin_kernel_names
 from .budgets import judge_budget, reporter
-from .job import Job
 from .kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, KernelNotFound, resolve
-from .logs import decode
-from .result import StageResult
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)", re.MULTILINE)
 

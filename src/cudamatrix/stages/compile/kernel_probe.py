@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .job import Job
-from .kernel_names import (
+from ..cell.job import Job
+from ..inspect.kernel_names import (
     KERNEL_RECORD,
     KERNEL_REFUSED,
     KernelName,
@@ -34,7 +34,7 @@ from .kernel_names import (
     is_mangled,
     resolve,
 )
-from .limits import run_tool
+from ..process.limits import run_tool
 from .logs import decisive_line
 
 # Which compiler refused the name, and how it was asked (NVRTC's record has none).

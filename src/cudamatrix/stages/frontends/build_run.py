@@ -34,18 +34,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.versions import Arch, sass_runs_on
-from .binaries.elf import UnreadableFile, fatbins
-from .binaries.facts import Module, read_modules, runs_on
-from .binaries.inputs import members
-from .budgets import judge_budget
-from .cell_files import BUILD_SOURCE, COMPILE_RECORD
-from .hang import enter_stage, tool_timed_out
-from .job import Job
-from .kernel_names import cpp_names
-from .limits import run_tool
-from .logs import cuobjdump_resource_usage, decisive_line, decode, error_lines, warning_lines
-from .result import StageResult
+from ...common.versions import Arch, sass_runs_on
+from ..binaries.elf import UnreadableFile, fatbins
+from ..binaries.facts import Module, read_modules, runs_on
+from ..binaries.inputs import members
+from ..cell.files import BUILD_SOURCE, COMPILE_RECORD
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.logs import (
+    cuobjdump_resource_usage,
+    decisive_line,
+    decode,
+    error_lines,
+    warning_lines,
+)
+from ..inspect.budgets import judge_budget
+from ..inspect.kernel_names import cpp_names
+from ..process.hang import enter_stage, tool_timed_out
+from ..process.limits import run_tool
 
 # What a build command may name; every other {name} is left for the shell-free command.
 BUILD_PLACEHOLDERS = ("arch", "cuda_arch", "torch_arch", "gencode", "python", "cuda_home",
@@ -290,7 +296,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
 def _load(fatbinaries: list[bytes]) -> StageResult:
     """Every module through the driver, as the library's first call would load it."""
     started = time.monotonic()
-    from .binaries.measure import DriverLoader
+    from ..binaries.measure import DriverLoader
 
     try:
         loader = DriverLoader()

@@ -13,7 +13,7 @@ import os
 import runpy
 import sys
 
-from cudamatrix.stages.library_path import library_first
+from cudamatrix.stages.process.library_path import library_first
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""A warm cell-worker parent: ``python -m cudamatrix.stages.forkserver SOCKET``.
+"""A warm cell-worker parent: ``python -m cudamatrix.stages.process.forkserver SOCKET``.
 
 Starting Python, importing the stages and loading a toolkit's NVRTC cost more than
 a small kernel's whole compile; over a tier of cells that is most of the tool's

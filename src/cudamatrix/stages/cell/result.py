@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ..common import recorded
+from ...common import recorded
 
 # ok: the stage did its job. failed: the code under test was refused or wrong.
 # unsupported: the toolkit does not know the target arch (the cell is a skip).

@@ -1,4 +1,4 @@
-"""One GPU's server: ``python -m cudamatrix.stages.device_server SOCKET``.
+"""One GPU's server: ``python -m cudamatrix.stages.process.gpu_server SOCKET``.
 
 A CUDA context costs 0.25 s to make, and the driver makes them one after another: with a
 process per cell, every GPU stage of a run paid for one (a warm re-run of 60 cells, 15 s
@@ -35,10 +35,10 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..cell.job import Job
+from ..cell.result import StageResult
 from .hang import arm_stack_dump
 from .hermetic import make_this_process_hermetic
-from .job import Job
-from .result import StageResult
 from .worker import _die_with_parent
 
 # Device memory the driver may take for itself over a server's life before the server is
@@ -79,7 +79,7 @@ def _read_line(connection: socket.socket) -> bytes:
 
 
 def serve(socket_path: str) -> None:
-    from .device import GpuSession, load_and_run, raised, uses_device_heap
+    from ..device.load_run import GpuSession, load_and_run, raised, uses_device_heap
 
     session = GpuSession()
     session.warm_up()

@@ -13,7 +13,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from .environment import Environment
+from ..cell.environment import Environment
 
 # {toolkit_includes}, a flag of its own, stands for one -I per include folder of the toolkit.
 PLACEHOLDERS = ("toolkit_root", "toolkit_include", "toolkit_includes")

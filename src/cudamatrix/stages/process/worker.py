@@ -1,4 +1,4 @@
-"""A cell's own process: ``python -m cudamatrix.stages.worker < job.json``.
+"""A cell's own process: ``python -m cudamatrix.stages.process.worker < job.json``.
 
 Every cell runs here, so a compiler that segfaults, a kernel that crashes the
 context or a library that calls abort() ends this process and nothing else;
@@ -21,16 +21,16 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from .cell_files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
-from .compile import Build
-from .frontends import frontend
+from ..cell.files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
+from ..cell.job import Job
+from ..cell.result import StageResult
+from ..compile.built import Build
+from ..frontends import frontend
+from ..inspect.stage import inspect_job, lowered_kernel
 from .hang import arm_stack_dump, enter_stage, tool_timed_out
 from .hermetic import make_this_process_hermetic
-from .inspect import inspect_job, lowered_kernel
-from .job import Job
 from .library_path import library_first
 from .limits import kill_running_tools
-from .result import StageResult
 
 PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
@@ -130,7 +130,7 @@ def execute(job: Job) -> list[StageResult]:
         if inspected.status == "error":  # the case names a kernel the module lacks
             return stages
     if job.gpu_stages:
-        from .device import load_and_run
+        from ..device.load_run import load_and_run
 
         stages.extend(load_and_run(lowered_kernel(job, inspected), build.ptx, build.cubin,
                                    build.library))

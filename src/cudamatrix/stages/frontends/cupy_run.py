@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .flags import resolve_flags
-from .hang import enter_stage
-from .job import Job
-from .kernel_names import is_mangled
-from .logs import decisive_line, decode
-from .result import Stage, StageResult
+from ..cell.job import Job
+from ..cell.result import Stage, StageResult
+from ..compile.flags import resolve_flags
+from ..compile.logs import decisive_line, decode
+from ..inspect.kernel_names import is_mangled
+from ..process.hang import enter_stage
 
 
 def _options(job: Job) -> list[str]:
@@ -75,7 +75,7 @@ def cupy_stages(job: Job) -> list[StageResult]:
     _cupy_environment(job)
     import cupy
 
-    from .checks import case_arguments, compare_outputs
+    from ..device.checks import case_arguments, compare_outputs
 
     options = _options(job)
     jitify = bool(job.options.get("jitify", False))

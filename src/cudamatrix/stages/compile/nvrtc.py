@@ -126,9 +126,9 @@ class Nvrtc:
 def driver_command(library: str, source: str, options: Sequence[str],
                    name_expressions: Sequence[str] = ()) -> list[str]:
     """The command line of the NVRTC driver this module is (``python -m
-    cudamatrix.stages.nvrtc``), compiling as a cell's NVRTC compile does: a cell's log shows
+    cudamatrix.stages.compile.nvrtc``), compiling as a cell's NVRTC compile does: a cell's log shows
     it, so pasting the line into a shell compiles again, outside the tool."""
-    words = [sys.executable, "-m", "cudamatrix.stages.nvrtc", library, source]
+    words = [sys.executable, "-m", "cudamatrix.stages.compile.nvrtc", library, source]
     for expression in name_expressions:
         words += ["--name-expression", expression]
     return [*words, "--", *options]
@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Compile one source with one toolkit's NVRTC, as a cell does: the log on standard
     output, kernel.ptx and kernel.cubin (where NVRTC made one) in the current folder, each
     name expression's lowered name; exit status 1 when NVRTC refused the source."""
-    parser = argparse.ArgumentParser(prog="python -m cudamatrix.stages.nvrtc",
+    parser = argparse.ArgumentParser(prog="python -m cudamatrix.stages.compile.nvrtc",
                                      description=main.__doc__)
     parser.add_argument("library", help="the toolkit's libnvrtc.so")
     parser.add_argument("source", help="the .cu file (its bytes, by its file name)")

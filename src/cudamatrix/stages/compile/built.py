@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .binaries.facts import shipped_images
-from .job import Job
-from .kernel_names import cpp_names
-from .limits import run_tool
+from ..binaries.facts import shipped_images
+from ..cell.job import Job
+from ..cell.result import StageResult, Status
+from ..inspect.kernel_names import cpp_names
+from ..process.limits import run_tool
 from .logs import (
     cuobjdump_resource_usage,
     decisive_line,
@@ -20,7 +21,6 @@ from .logs import (
     resource_usage,
     warning_lines,
 )
-from .result import StageResult, Status
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..cell.job import Job
+from ..cell.result import Status
 from .expressions import RefusedExpression, evaluate, parse_check
-from .job import Job
-from .result import Status
 
 
 def argument_name(spec: dict[str, Any], index: int) -> str:
