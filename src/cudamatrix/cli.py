@@ -1,4 +1,5 @@
-"""Command line: the parser, and the dispatch to what each command does (commands/dispatch.py).
+"""Command line: the parser, made from the command table (commands/table.py: each command's
+module adds its own arguments), and the call of the command asked for.
 
 Only the parser is imported at start: `cudamatrix --version` and argument errors answer
 without loading the runner, the reports or the providers.
@@ -7,183 +8,13 @@ without loading the runner, the reports or the providers.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from . import __version__
-from .commands.actions_matrix import RUNNER_BASE
-from .common.versions import HOST_COMPILER
-from .config.defaults import CONFIG
-from .config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
-from .config.options import (
-    CACHE_ENV,
-    COMPILE_CACHE_FROM_ENV,
-    DOCKER_FLAVOURS,
-    PROVIDER_ENV,
-    RUNNER_LABEL_ENV,
-    default,
-)
-
-
-class ProviderChoices:
-    """--provider's choices: "auto" and the provider registry's names, read only when a
-    value is checked or the help printed (the registry imports every provider, which
-    `cudamatrix --version` and a warm run's start should not wait for)."""
-
-    def names(self) -> tuple[str, ...]:
-        from .providers.toolkits import TOOLKIT_PROVIDERS
-
-        return ("auto", *TOOLKIT_PROVIDERS)
-
-    def __contains__(self, value: object) -> bool:
-        return value in self.names()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-
-def _runs(text: str) -> int:
-    """How many runs history.json keeps: 1 (this one) to 10,000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"must be 1 to 10000 (this run and earlier ones), "
-                                         f"got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """A positive, finite number (seconds, GiB): nan, inf and 0 are refused by name."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return value
-
-
-def _host_compiler(text: str) -> str:
-    """A host compiler program name (g++-11, clang++-19), refused by name otherwise."""
-    if not HOST_COMPILER.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host compiler program "
-                                         "(g++, g++-12, clang++-19)")
-    return text
-
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        index, count = (int(p) for p in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected i/n, got {text!r}") from None
-    return index, count
-
-
-def _add_selection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--matrix", type=Path, default=None,
-                        help="the matrix file (default: %(default)s)")
-    parser.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="an extra folder of cases (repeatable), besides cudamatrix.toml's")
-    parser.add_argument("--known-bugs", action="store_true",
-                        help="also run the tool's corpus of known CUDA bugs")
-    parser.add_argument("--tier", help="pr or nightly (default: the matrix's default_tier)")
-    parser.add_argument("--toolkit", action="append", default=[],
-                        help="run only these toolkits (repeatable), e.g. 12.4")
-    parser.add_argument("--arch", action="append", default=[],
-                        help="run only these archs (repeatable), e.g. sm_90a")
-    parser.add_argument("--host-compiler", action="append", default=[], type=_host_compiler,
-                        help="nvcc's host compilers as an axis (repeatable), e.g. g++-11 "
-                             "clang++-19: each nvcc cell once per compiler, in place of the "
-                             "tier's host_compiler list")
-    parser.add_argument("--case", action="append", default=[], help="run only these cases")
-    parser.add_argument("--cell", action="append", default=[], metavar="ID",
-                        help="run only this cell (an id as `cudamatrix list` prints it)")
-    parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
-
-
-def _library_pin(text: str) -> tuple[str, str]:
-    name, equals, version = text.partition("==")
-    if not equals or not name or not version:
-        raise argparse.ArgumentTypeError(f"{text!r}: give NAME==VERSION (cutlass==3.7.0)")
-    return name, version
-
-
-def _add_run_arguments(run: argparse.ArgumentParser) -> None:
-    """What a run takes: the selection, where it writes, how it runs its cells."""
-    _add_selection(run)
-    run.add_argument("--library", action="append", default=[], type=_library_pin,
-                     metavar="NAME==VERSION",
-                     help="this release of a library in place of the tier's (any release "
-                          "on the index, listed in the matrix or not); repeatable")
-    run.add_argument("--out", type=Path, default=default("out"),
-                     help="report folder (default: %(default)s)")
-    run.add_argument("--provider", choices=ProviderChoices(),
-                     default=default("provider"),
-                     help="where toolkits come from: docker where an engine and the base image "
-                          f"are ready, else wheels (auto, the default); ${PROVIDER_ENV}")
-    run.add_argument("--containers", type=Path, default=default("containers"),
-                     help="the Dockerfiles of the docker provider (default: %(default)s)")
-    run.add_argument("--docker-flavour", choices=DOCKER_FLAVOURS,
-                     default=default("docker_flavour"),
-                     help="toolkit images from PyPI wheels on a local Debian base (no registry "
-                          "needed), or from NVIDIA's pinned CUDA images")
-    run.add_argument("--cuda-compat", action="store_true",
-                     help="with NVIDIA's images, run on the forward-compatibility libraries "
-                          "(a newer toolkit on an older driver); label the runner apart")
-    run.add_argument("--container-timeout", type=_seconds, default=default("container_timeout"),
-                     help="seconds a toolkit container may live (default: %(default)s)")
-    run.add_argument("--jobs", "-j", type=int, default=default("jobs"),
-                     help="cells run in parallel (default: the number of cores)")
-    run.add_argument("--cache", type=Path, default=None, help="where environments are kept "
-                     f"(default: ${CACHE_ENV} or ~/.cache/cudamatrix)")
-    run.add_argument("--cell-timeout", type=_seconds, default=default("cell_timeout"),
-                     help="seconds one cell may take (default: %(default)s)")
-    run.add_argument("--jitify-warmup-timeout", type=_seconds,
-                     default=default("jitify_warmup_timeout"),
-                     help="seconds CuPy's one-time Jitify warm-up may take; done once per "
-                          "CuPy version and toolkit for the run's jitify cells, which share "
-                          "its time-out (default: %(default)s)")
-    run.add_argument("--cell-memory", type=_seconds, default=None, metavar="GIB",
-                     help="address space each compiler may take (default: the machine's "
-                          "memory shared by --jobs, 4 to 16 GiB)")
-    run.add_argument("--run-timeout", type=_seconds, default=None,
-                     help="seconds the whole run may take; cells it cannot start are reported "
-                          "as timeouts and left for --resume")
-    run.add_argument("--resume", action="store_true",
-                     help="keep the cells an interrupted run in --out finished")
-    run.add_argument("--always-run", action="store_true",
-                     help="run every cell even where nothing the last run into --out read "
-                          "has changed (by default that run's results stand, answered at once)")
-    run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
-    run.add_argument("--context-per-cell", action="store_true",
-                     help="each cell's load and run stages in a CUDA context of its own "
-                          "process, not in its GPU's server (one context per GPU)")
-    run.add_argument("--no-compile-cache", action="store_true",
-                     help="compile every cell afresh, neither reading nor filling the cache")
-    run.add_argument("--order", choices=("cost", "plan", "reversed"), default="cost",
-                     help="the order cells start in: the longest expected first (cost), "
-                     "the plan's, or the plan's reversed (a determinism check: no verdict "
-                     "may change)")
-    run.add_argument("--compile-apart", action="store_true",
-                     help="build each cell by itself, one nvcc per arch (by default the "
-                          "cells that differ only in arch share one nvcc, a -gencode each)")
-    run.add_argument("--compile-cache-from", type=Path, action="append", metavar="CACHE",
-                     help="also take compiled cells from this cudamatrix cache (repeatable; "
-                          f"default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
-                          "job's restored cache, a team's shared one")
-    run.add_argument("--prebuilt", type=Path,
-                     help="take compiled artifacts from an earlier run's --out folder (built on "
-                          "another machine) and do the load and run stages here")
-    run.add_argument("--compile-here", action="append", default=None, metavar="FRONTEND",
-                     help="with --prebuilt, frontends still compiled on this machine "
-                          f"(repeatable; default: {', '.join(default('compile_here'))})")
-    run.add_argument("--runner-label", default=default("runner_label"),
-                     help="the driver/runner label this machine was promised "
-                          f"(${RUNNER_LABEL_ENV})")
+from .commands.command import Command, Invocation
+from .commands.table import COMMANDS
+from .errors import UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,119 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "and GPU architectures, and report what works where.")
     parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
     commands = parser.add_subparsers(dest="command")
-    init = commands.add_parser("init", help=f"write a starter {CONFIG} and two example cases "
-                                            "into the current folder")
-    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
-    init.add_argument("--ci", choices=("github",),
-                      help="also write a workflow that runs the matrix in that CI (GitHub "
-                           "Actions: a caller of cudamatrix's reusable workflow)")
-    init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
-                      help="the reusable workflow the caller uses (default: this release's)")
-    run = commands.add_parser("run", help="run the matrix and write the reports")
-    _add_run_arguments(run)
-    bisect = commands.add_parser(
-        "bisect", help="the toolkit, library release or commit where a cell changed what it "
-                       "does (the other axes fixed by the usual selectors)")
-    _add_run_arguments(bisect)
-    bisect.add_argument("--over", required=True, metavar="toolkit|library:NAME|project",
-                        help="the ordered axis: the matrix's toolkits, a library's releases, "
-                             "or the commits of the git repository the cases are in")
-    bisect.add_argument("--from", dest="start", metavar="VALUE",
-                        help="the first value (a toolkit, a version, a revision)")
-    bisect.add_argument("--to", dest="end", metavar="VALUE", help="the last value")
-    bisect.add_argument("--variant", help="the case's variant, where it has several")
-    bisect.add_argument("--slower", type=_seconds, metavar="RATIO",
-                        help="find where a timed cell ([variant.time]) first runs more than "
-                             "RATIO times slower than at the first value (1.05: 5%%)")
-    bisect.add_argument("--versions", choices=("index", "matrix"), default="index",
-                        help="library:NAME: its releases from the package index (default) "
-                             "or only those the matrix lists")
-    validate = commands.add_parser("validate", help="check the matrix and the corpus")
-    _add_selection(validate)
-    listing = commands.add_parser("list", help="print the cells a run would have")
-    _add_selection(listing)
-    report = commands.add_parser("report", help="rewrite the reports from a results.json")
-    report.add_argument("results", type=Path)
-    report.add_argument("--out", type=Path, required=True)
-    report.add_argument("--rejudge", action="store_true",
-                        help="judge the recorded stages again against the cases as they are "
-                             "now (cudamatrix.toml's, --corpus, --known-bugs): after fixing an "
-                             "expectation, without running anything again")
-    report.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="with --rejudge: an extra folder of cases (repeatable)")
-    report.add_argument("--known-bugs", action="store_true",
-                        help="with --rejudge: the tool's corpus of known CUDA bugs")
-    repro = commands.add_parser(
-        "repro", help="a shell script that runs a cell's compile again, outside the tool")
-    repro.add_argument("cell", metavar="ID", help="the cell's id, as the report names it")
-    repro.add_argument("--out", type=Path, default=Path("reports/latest"),
-                       help="the run's --out folder (its results.json)")
-    plan = commands.add_parser("plan", help="the GitHub Actions matrix (JSON) for a tier")
-    _add_selection(plan)
-    plan.add_argument("--driver", action="append", dest="drivers", default=None,
-                      help="runner driver labels, repeatable (default: latest)")
-    plan.add_argument("--cells-per-job", type=int, default=40)
-    plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
-                      help="labels every GPU runner has, space separated "
-                           f"(default: {' '.join(RUNNER_BASE)})")
-    plan.add_argument("--label-prefix", default="", metavar="PREFIX",
-                      help="put before the plan's gpu-sm_XX and driver-NAME labels")
-    plan.add_argument("--max-jobs", type=int, default=256)
-    plan.add_argument("--compat", action="store_true",
-                      help="also run older drivers on NVIDIA's forward-compatibility libraries")
-    plan.add_argument("--cpu", action="store_true",
-                      help="plan for runners without a GPU (compile stages only)")
-    plan.add_argument("--github-output", metavar="NAME",
-                      help="also append NAME=<json> to $GITHUB_OUTPUT")
-    merge = commands.add_parser("merge", help="one report from shards' --out folders")
-    merge.add_argument("shards", type=Path, nargs="*")
-    merge.add_argument("--out", type=Path, required=True)
-    merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
-                       help="the job matrix `cudamatrix plan` printed: every planned cell no "
-                            "shard reported becomes an error naming its job")
-    merge.add_argument("--matrix", type=Path, default=None,
-                       help="the matrix the plan was made from (with --plan)")
-    merge.add_argument("--corpus", type=Path, action="append", default=[],
-                       help="cases to judge max_slowdown with across the shards (with "
-                            "cudamatrix.toml's and --known-bugs; none: not judged)")
-    merge.add_argument("--known-bugs", action="store_true",
-                       help="the known-bug corpus's cases too")
-    audit = commands.add_parser(
-        "audit", help="judge built wheels and libraries for the GPUs and drivers they load on")
-    audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
-    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
-    audit.add_argument("--matrix", type=Path, default=None,
-                       help="the matrix whose archs, drivers and PTX ISA table to use")
-    audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
-                       help="GPU archs to predict for (default: the matrix's)")
-    audit.add_argument("--driver", action="append", default=[],
-                       help="driver labels, versions or branches (default: the matrix's labels)")
-    audit.add_argument("--expect-gpu", action="append", default=[], metavar="sm_XX",
-                       help="GPUs the artifacts must load on: any other that does not is xfail")
-    audit.add_argument("--no-measure", action="store_true",
-                       help="predict only, even on a GPU machine")
-    audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
-    for command in (run, bisect, report, merge, audit):
-        _add_baseline(command)
-        _add_history(command)
+    for command in COMMANDS:
+        command.add_arguments(commands.add_parser(command.name, help=command.help))
     return parser
 
 
-def _add_history(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history", type=Path, action="append", default=[], metavar="PATH",
-                        help="earlier runs to keep beside this one (a history.json, a "
-                             "results.json, or a folder with either; repeatable): the page "
-                             "shows each cell's recent outcomes and where it flipped")
-    parser.add_argument("--history-runs", type=_runs, default=DEFAULT_RUNS, metavar="N",
-                        help=f"how many runs history.json keeps (default {DEFAULT_RUNS})")
-
-
-def _add_baseline(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", type=Path,
-                        help="an earlier results.json: list new failures, fixes, flips and "
-                             "added/removed cells, and fail only on new failures")
-    parser.add_argument("--allow-new-failures", action="store_true",
-                        help="with --baseline, exit 0 even when there are new failures")
+def _command(name: str) -> Command:
+    return next(command for command in COMMANDS if command.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -313,6 +38,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run --toolkit 13.0`
         args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
-    from .commands.dispatch import dispatch
+    from rich.console import Console
 
-    dispatch(args, parser)
+    from .common.folders import writable_folder
+
+    # Nothing printed is markup: case ids, paths and compiler messages may hold "[/bold]".
+    # No line is cut at the width: a pipe or a CI log counts as 80 columns, and a summary
+    # split there ("1 resource\nchanges", a path across two lines) cannot be searched for.
+    console = Console(stderr=False, highlight=False, markup=False, soft_wrap=True)
+    command = _command(args.command)
+    try:
+        if command.checks_out and args.out is not None:
+            writable_folder(args.out, "the output folder (--out)")  # before any work
+        status = command.handle(args, Invocation(console, parser))
+    except UserError as exc:
+        console.print(f"error: {exc}", markup=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    sys.exit(status)

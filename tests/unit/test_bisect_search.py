@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudamatrix.commands.bisect import Key, search
+from cudamatrix.commands.bisection import Key, search
 
 
 def _probe(outcomes: list[str | None], calls: Counter[int]):

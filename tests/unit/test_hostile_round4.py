@@ -170,7 +170,7 @@ def test_a_repro_script_holds_only_compiler_lines(tmp_path: Path, line: str) -> 
     """`cudamatrix repro ID | sh` printed whatever a record's compile log held after `$ `:
     a downloaded results.json could make it any command. Only a compiler's own plain line
     is printed."""
-    from cudamatrix.commands.dispatch import compile_script
+    from cudamatrix.commands.repro import compile_script
 
     record = _cell_record({"median_us": 5, "min_us": 1, "noise": 0.01})
     record["stages"][0]["log"] = f"$ {line}\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.cli import build_parser
-from cudamatrix.commands.dispatch import run_options
+from cudamatrix.commands.selection import run_options
 from cudamatrix.config.options import PROVIDER_ENV, RUNNER_LABEL_ENV, RunOptions, default
 
 # Set from what the command line found (the project, the folder) or given a value here.

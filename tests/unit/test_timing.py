@@ -245,7 +245,7 @@ def _bisect_by_time(medians: list[float | None], ratio: float
                     ) -> tuple[list[dict[str, object]], list[str]]:
     """The bisect's --slower search over made-up toolkits whose cells ran with these
     medians (None: the cell failed to compile there), through the real search."""
-    from cudamatrix.commands.bisect import Axis, Bisection, Probe, search
+    from cudamatrix.commands.bisection import Axis, Bisection, Probe, search
     from cudamatrix.orchestrator.progress import Progress
     from cudamatrix.reports.markdown import bisect_lines
 

@@ -555,6 +555,3 @@ def _environment_facts(options: RunOptions, envs: Environments
                       if isinstance(e, LibraryEnvironment)})
     return toolkits, libraries
 
-
-def exit_status(results: Sequence[CellResult]) -> int:
-    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0

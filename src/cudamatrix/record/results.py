@@ -294,6 +294,11 @@ def summary(results: Iterable[CellResult]) -> dict[str, int]:
     return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
 
 
+def exit_status(results: Sequence[CellResult]) -> int:
+    """A run's exit status without a baseline: 1 where any cell failed or erred."""
+    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0
+
+
 def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:
     return {
         "schema": "cudamatrix-results",

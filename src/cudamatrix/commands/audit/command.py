@@ -1,0 +1,64 @@
+"""`cudamatrix audit`: its arguments; facts, predictions (and measurements on a GPU), then
+the reports."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...errors import UserError
+from ..arguments import add_baseline, add_history
+from ..command import Command
+from ..publishing import publish_reports
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def _audit(args: argparse.Namespace, console: Console) -> int:
+    """`cudamatrix audit`: facts, predictions (and measurements on a GPU), then the reports."""
+    from ...config.matrix import load_matrix
+    from ...config.options import default_cache
+    from ...config.project import find_project
+    from ...providers.sass_tools import prepare_sass_tools
+    from ...record.baseline import load_baseline
+    from .run import AuditOptions, run_audit
+
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    matrix = load_matrix(args.matrix or find_project(Path.cwd()).matrix)
+    cache = args.cache or default_cache()
+    # The 13.5 wheel where pip works; else a toolkit's own (a GPU machine without network).
+    cuobjdump = prepare_sass_tools(cache) or shutil.which("cuobjdump")
+    if cuobjdump is None:
+        raise UserError("audit needs cuobjdump: the nvidia-cuda-cuobjdump wheel could not be "
+                        f"installed into {cache}/tools")
+    options = AuditOptions(tuple(args.inputs), cache, tuple(args.gpu), tuple(args.driver),
+                           tuple(args.expect_gpu), measure=not args.no_measure)
+    info, results = run_audit(options, matrix, cuobjdump,
+                              lambda text: console.print(text, soft_wrap=True))
+    return publish_reports(args, console, args.out, info, results, baseline)
+
+
+def _arguments(audit: argparse.ArgumentParser) -> None:
+    audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
+    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
+    audit.add_argument("--matrix", type=Path, default=None,
+                       help="the matrix whose archs, drivers and PTX ISA table to use")
+    audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
+                       help="GPU archs to predict for (default: the matrix's)")
+    audit.add_argument("--driver", action="append", default=[],
+                       help="driver labels, versions or branches (default: the matrix's labels)")
+    audit.add_argument("--expect-gpu", action="append", default=[], metavar="sm_XX",
+                       help="GPUs the artifacts must load on: any other that does not is xfail")
+    audit.add_argument("--no-measure", action="store_true",
+                       help="predict only, even on a GPU machine")
+    audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
+    add_baseline(audit)
+    add_history(audit)
+
+
+COMMAND = Command("audit", "judge built wheels and libraries for the GPUs and drivers they load on",
+                  _arguments, lambda args, invocation: _audit(args, invocation.console),
+                  checks_out=True)

@@ -1,0 +1,34 @@
+"""`cudamatrix init`: a starter cudamatrix.toml and two example cases in a folder, and a
+workflow calling the reusable one with --ci github."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..config.defaults import CONFIG
+from .command import Command, Invocation
+
+
+def _init(args: argparse.Namespace, invocation: Invocation) -> int:
+    from ..config.project import init_project
+
+    written = init_project(args.folder, args.ci, args.workflow)
+    invocation.console.print("wrote " + ", ".join(str(p) for p in written))
+    invocation.console.print(f"next: edit {CONFIG} (tiers: toolkits and archs you support), "
+                             "put your kernels in cudamatrix-cases/ (one folder per case, see "
+                             "the two examples), then `cudamatrix run`")
+    return 0
+
+
+def _arguments(init: argparse.ArgumentParser) -> None:
+    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
+    init.add_argument("--ci", choices=("github",),
+                      help="also write a workflow that runs the matrix in that CI (GitHub "
+                           "Actions: a caller of cudamatrix's reusable workflow)")
+    init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
+                      help="the reusable workflow the caller uses (default: this release's)")
+
+
+COMMAND = Command("init", f"write a starter {CONFIG} and two example cases into the current "
+                  "folder", _arguments, _init)

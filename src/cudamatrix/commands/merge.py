@@ -1,0 +1,82 @@
+"""`cudamatrix merge`: one record and report from shards' --out folders; with --plan, every
+planned cell no shard reported is an error naming its job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from .arguments import add_baseline, add_history
+from .command import Command, Invocation
+from .publishing import publish_reports
+from .selection import cases_here, options_from
+
+if TYPE_CHECKING:
+    from ..record.merge import ExpectedShard
+
+
+def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.ArgumentParser
+                   ) -> list[ExpectedShard]:
+    """The jobs of a workflow plan, each with the cells its arguments select (read by
+    `parser`, the command line's own)."""
+    from ..config.planning import make_plan
+    from ..record.merge import ExpectedShard
+
+    try:
+        jobs = json.loads(plan_file.read_text())["include"]
+        expected = []
+        for job in jobs:
+            job_args = parser.parse_args(["run", *(["--matrix", str(matrix)] if matrix else []),
+                                          *shlex.split(job["args"])])
+            cells = make_plan(options_from(job_args)).cells
+            expected.append(ExpectedShard(job["name"], job["artifact"], job["label"],
+                                          tuple(cells)))
+    except OSError as exc:
+        raise UserError(f"--plan {plan_file}: cannot read it ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--plan {plan_file}: not a plan from `cudamatrix plan` "
+                        f"({type(exc).__name__}: {exc})") from None
+    return expected
+
+
+def _merge(args: argparse.Namespace, invocation: Invocation) -> int:
+    from ..record.merge import merge_results
+
+    console = invocation.console
+    expected = planned_shards(args.plan, args.matrix, invocation.parser) if args.plan else ()
+    info, results = merge_results(args.shards, expected)
+    for name, why in info.environment_errors.items():  # said here, not only inside
+        if name.startswith("shard "):
+            console.print(f"warning: {name}: {why}", markup=False, soft_wrap=True)
+    # max_slowdown against a toolkit another shard ran: only the merge has both (the
+    # cases are read only where some cell was timed).
+    cases = cases_here(args) if any(r.timing for r in results) else {}
+    if cases:
+        from ..record.slowdowns import judge_slowdowns
+        results = judge_slowdowns(results, cases)
+    return publish_reports(args, console, args.out, info, results)
+
+
+def _arguments(merge: argparse.ArgumentParser) -> None:
+    merge.add_argument("shards", type=Path, nargs="*")
+    merge.add_argument("--out", type=Path, required=True)
+    merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
+                       help="the job matrix `cudamatrix plan` printed: every planned cell no "
+                            "shard reported becomes an error naming its job")
+    merge.add_argument("--matrix", type=Path, default=None,
+                       help="the matrix the plan was made from (with --plan)")
+    merge.add_argument("--corpus", type=Path, action="append", default=[],
+                       help="cases to judge max_slowdown with across the shards (with "
+                            "cudamatrix.toml's and --known-bugs; none: not judged)")
+    merge.add_argument("--known-bugs", action="store_true",
+                       help="the known-bug corpus's cases too")
+    add_baseline(merge)
+    add_history(merge)
+
+
+COMMAND = Command("merge", "one report from shards' --out folders", _arguments, _merge,
+                  checks_out=True)

@@ -1,0 +1,63 @@
+"""`cudamatrix plan`: the GitHub Actions job matrix (JSON) for a tier, each job a shard of
+cells on runners labelled by GPU and driver (``actions_matrix``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from ..errors import UserError
+from .actions_matrix import RUNNER_BASE
+from .arguments import add_selection
+from .command import Command, Invocation
+from .selection import options_from
+
+
+def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
+    from ..config.planning import make_plan
+    from .actions_matrix import github_matrix
+
+    made = make_plan(options_from(args))
+    # The plan's own narrowing (cases, toolkits, corpus folders) travels with each job.
+    selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
+                 *(w for c in args.case for w in ("--case", c)),
+                 *(w for t in args.toolkit for w in ("--toolkit", t))]
+    # Every cell a job reports, the ruled-out skips too (its --shard takes them).
+    every = [*made.cells, *(c for c, _ in made.ruled_out)]
+    matrix = github_matrix(every, made.tier.name, args.drivers or ["latest"],
+                           args.cells_per_job, args.max_jobs, gpu=not args.cpu,
+                           compat=args.compat, selection=selection,
+                           runner_base=args.runner_labels.split(),
+                           label_prefix=args.label_prefix)
+    text = json.dumps(matrix, separators=(",", ":"))
+    print(text)
+    if args.github_output:
+        target = os.environ.get("GITHUB_OUTPUT")
+        if not target:
+            raise UserError("--github-output: $GITHUB_OUTPUT is not set")
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(f"{args.github_output}={text}\n")
+    return 0
+
+
+def _arguments(plan: argparse.ArgumentParser) -> None:
+    add_selection(plan)
+    plan.add_argument("--driver", action="append", dest="drivers", default=None,
+                      help="runner driver labels, repeatable (default: latest)")
+    plan.add_argument("--cells-per-job", type=int, default=40)
+    plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
+                      help="labels every GPU runner has, space separated "
+                           f"(default: {' '.join(RUNNER_BASE)})")
+    plan.add_argument("--label-prefix", default="", metavar="PREFIX",
+                      help="put before the plan's gpu-sm_XX and driver-NAME labels")
+    plan.add_argument("--max-jobs", type=int, default=256)
+    plan.add_argument("--compat", action="store_true",
+                      help="also run older drivers on NVIDIA's forward-compatibility libraries")
+    plan.add_argument("--cpu", action="store_true",
+                      help="plan for runners without a GPU (compile stages only)")
+    plan.add_argument("--github-output", metavar="NAME",
+                      help="also append NAME=<json> to $GITHUB_OUTPUT")
+
+
+COMMAND = Command("plan", "the GitHub Actions matrix (JSON) for a tier", _arguments, _plan)

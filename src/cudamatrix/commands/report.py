@@ -1,0 +1,54 @@
+"""`cudamatrix report`: the reports written again from a results.json, its stages judged
+again against the cases as they are now with --rejudge."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from .arguments import add_baseline, add_history
+from .command import Command, Invocation
+from .publishing import publish_reports
+from .selection import cases_here
+
+if TYPE_CHECKING:
+    from ..config.corpus import Case
+
+
+def _rejudged_against(args: argparse.Namespace) -> dict[str, Case]:
+    """The cases --rejudge judges against: those a run would load here."""
+    cases = cases_here(args)
+    if not cases:
+        raise UserError("--rejudge: no cases to judge against (--corpus DIR, --known-bugs)")
+    return cases
+
+
+def _report(args: argparse.Namespace, invocation: Invocation) -> int:
+    from ..record.rejudge import rejudge
+    from ..record.results import load_results
+
+    info, results = load_results(args.results)
+    if args.rejudge:
+        results = rejudge(results, _rejudged_against(args))
+    return publish_reports(args, invocation.console, args.out, info, results)
+
+
+def _arguments(report: argparse.ArgumentParser) -> None:
+    report.add_argument("results", type=Path)
+    report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--rejudge", action="store_true",
+                        help="judge the recorded stages again against the cases as they are "
+                             "now (cudamatrix.toml's, --corpus, --known-bugs): after fixing an "
+                             "expectation, without running anything again")
+    report.add_argument("--corpus", type=Path, action="append", default=[],
+                        help="with --rejudge: an extra folder of cases (repeatable)")
+    report.add_argument("--known-bugs", action="store_true",
+                        help="with --rejudge: the tool's corpus of known CUDA bugs")
+    add_baseline(report)
+    add_history(report)
+
+
+COMMAND = Command("report", "rewrite the reports from a results.json", _arguments, _report,
+                  checks_out=True)

@@ -1,0 +1,156 @@
+"""`cudamatrix run`: the matrix run, or the last run's results where nothing it read has
+changed (up_to_date), then every report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config.options import RunOptions
+from .arguments import add_baseline, add_history, add_run_arguments
+from .command import Command
+from .publishing import publish_reports
+from .selection import run_options
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..orchestrator.gpu import DeviceInfo
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    from ..common.up_to_date import LEDGER, record_run, said_plainly, standing_record
+    from ..orchestrator.gpu import run_device
+    from ..orchestrator.progress import Progress as PlainProgress
+    from .progress_bar import RichProgress
+
+    options = run_options(args)
+    interactive = console.is_terminal and not os.environ.get("CI")
+    # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.
+    signal.signal(signal.SIGTERM, _interrupt)
+    # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
+    # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Probed once: the record's command holds its answer, and the run uses it.
+    device = run_device(options.gpu)
+    command = _run_command(args, options, device)
+    if not args.always_run:
+        record, changed = standing_record(options.out, command)
+        if record is not None:
+            console.print(f"up to date: nothing the run into {options.out} (finished "
+                          f"{said_plainly(record.finished)}) read has changed; its "
+                          f"{record.cells} cells stand (--always-run runs them again)")
+            console.file.write(said_plainly(record.said))
+            return record.status
+        if changed:
+            console.print(f"running: {changed} since the last run into {options.out}")
+    from ..orchestrator.runner import execute
+    from ..record.baseline import load_baseline, settle_xpass
+
+    progress = RichProgress(console) if interactive else PlainProgress()
+    # A malformed baseline or history is found now, not after the whole run.
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    progress.settle = lambda result: settle_xpass([result], baseline)[0]
+    if args.history:
+        from datetime import datetime, timezone
+
+        from ..record.history import check_history
+
+        check_history(args.history, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    try:
+        info, results = execute(options, progress, device=device)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
+                      "continue with --resume")
+        return 130
+    console.begin_capture()
+    try:
+        code = publish_reports(args, console, options.out, info, results, baseline)
+    finally:
+        said = console.end_capture()
+        console.file.write(said)
+        console.file.flush()
+    for name, reason in info.environment_errors.items():
+        console.print(f"error: {name} could not be prepared; its cells are marked error: "
+                      f"{reason}", markup=False, soft_wrap=True)
+    if info.environment_errors:
+        return 2
+    if not _unrecorded(options, info.provider):
+        _watch_run_inputs(args, options, info.provider)
+        record_run(options.out, command, LEDGER.inputs(), code, said, info.finished,
+                   len(results))
+    return code
+
+
+def _run_command(args: argparse.Namespace, options: RunOptions, device: DeviceInfo
+                 ) -> dict[str, str]:
+    """The run's command by part (see up_to_date): its arguments as parsed, the options
+    they made, the GPU as the probe found it, the commit."""
+    from ..common.revision import source_revision
+    from ..common.up_to_date import command_parts
+
+    arguments = {k: str(v) for k, v in sorted(vars(args).items()) if k != "always_run"}
+    return command_parts(json.dumps(arguments), repr(options), device.to_dict(),
+                         source_revision())
+
+
+def _unrecorded(options: RunOptions, provider: str) -> list[str]:
+    """Why a re-run of this run must ask its compilers, driver or kernels again."""
+    from ..common.up_to_date import LEDGER
+
+    reasons = list(LEDGER.refusals)
+    if options.prebuilt:
+        reasons.append("--prebuilt: the builds are another run's")
+    if provider == "docker":
+        reasons.append("containers: their images are not watched")
+    if not options.compile_cache:
+        reasons.append("--no-compile-cache")
+    return reasons
+
+
+def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str) -> None:
+    """What the run read besides what its cells named on the way (up_to_date's list)."""
+    from ..common.up_to_date import CONTENT, DOCKER_SOCKET, LEDGER, NAMES, loaded_module_files
+    from ..config.project import find_project
+
+    LEDGER.watch(Path(__file__).resolve().parents[1], CONTENT)  # the cudamatrix package
+    for module_file in loaded_module_files():
+        LEDGER.watch(module_file, CONTENT)
+    for folder in options.corpus:
+        LEDGER.watch(folder)
+    LEDGER.watch(options.matrix, 0)
+    project = find_project(Path.cwd()).config
+    for file in (project, args.baseline, *getattr(args, "history", [])):
+        if file is not None:
+            LEDGER.watch(file, 0)
+    for on_path in os.environ.get("PATH", "").split(os.pathsep):
+        if on_path:
+            LEDGER.watch(on_path, NAMES)  # a program installed or removed there
+    LEDGER.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
+    # The environments the cells used were watched by their markers as they were prepared;
+    # the rest of the cache is not an input: other toolkits, other runs' installs, and the
+    # compile cache, whose entries are what their keys say (one added or removed changes
+    # no verdict this run made).
+    if provider == "host":
+        from ..providers.host import host_root
+
+        LEDGER.watch(host_root(), 1)
+        LEDGER.watch(host_root() / "bin", 1)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(parser)
+    add_baseline(parser)
+    add_history(parser)
+
+
+COMMAND = Command("run", "run the matrix and write the reports", _arguments,
+                  lambda args, invocation: _run(args, invocation.console))

@@ -1,0 +1,23 @@
+"""`cudamatrix validate`: the matrix and the corpus checked, nothing run."""
+
+from __future__ import annotations
+
+import argparse
+
+from .arguments import add_selection
+from .command import Command, Invocation
+from .selection import options_from
+
+
+def _validate(args: argparse.Namespace, invocation: Invocation) -> int:
+    from ..config.planning import make_plan
+
+    plan = make_plan(options_from(args))
+    invocation.console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "
+                             f"{len(plan.cells)} cells in tier {plan.tier.name}"
+                             + (f" (and {len(plan.ruled_out)} the matrix rules out, each a "
+                                "skip)" if plan.ruled_out else ""))
+    return 0
+
+
+COMMAND = Command("validate", "check the matrix and the corpus", add_selection, _validate)
