@@ -1,5 +1,5 @@
-"""Command line: the parser, made from the command table (commands/table.py: each command's
-module adds its own arguments), and the call of the command asked for.
+"""Command line: the parser, made from the commands' entry points (commands/table.py: each
+command's module adds its own arguments), and the call of the command asked for.
 
 Only the parser is imported at start: `cudamatrix --version` and argument errors answer
 without loading the runner, the reports or the providers.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .commands.command import Command, Invocation
-from .commands.table import COMMANDS
+from .commands.table import commands
 from .errors import UserError
 
 
@@ -23,21 +23,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
                     "and GPU architectures, and report what works where.")
     parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    for command in COMMANDS:
-        command.add_arguments(commands.add_parser(command.name, help=command.help))
+    subparsers = parser.add_subparsers(dest="command")
+    for command in commands():
+        command.add_arguments(subparsers.add_parser(command.name, help=command.help))
     return parser
 
 
 def _command(name: str) -> Command:
-    return next(command for command in COMMANDS if command.name == name)
+    return next(command for command in commands() if command.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run --toolkit 13.0`
-        args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        # Building the parser loads every command's entry point, and checking --provider
+        # every provider's: a plugin that cannot be loaded is one line, not a traceback.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run ...`
+            args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
+    except UserError as exc:
+        print(f"error: {exc}", flush=True)
+        sys.exit(exc.exit_code)
     from rich.console import Console
 
     from .common.folders import writable_folder

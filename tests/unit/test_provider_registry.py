@@ -13,10 +13,10 @@ from cudamatrix.config.matrix import load_matrix
 from cudamatrix.orchestrator.environments import Environments
 from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.providers.toolkits import (
-    TOOLKIT_PROVIDERS,
     CellSite,
     ExecutorChoice,
     ProviderSetting,
+    toolkit_providers,
 )
 from cudamatrix.stages.cell.environment import Environment
 
@@ -48,7 +48,7 @@ class ToyToolkits:
 
 def test_a_provider_is_one_class_and_one_registry_line(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(TOOLKIT_PROVIDERS, "toy", ToyToolkits)
+    monkeypatch.setitem(toolkit_providers(), "toy", ToyToolkits)
     envs = Environments(load_matrix(DEFAULT_MATRIX), "toy", tmp_path, Quiet())
     got = envs.toolkit("12.4")
     assert isinstance(got, Environment) and got.provider == "toy" and got.root == str(tmp_path)

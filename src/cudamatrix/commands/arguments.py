@@ -27,9 +27,9 @@ class ProviderChoices:
     `cudamatrix --version` and a warm run's start should not wait for)."""
 
     def names(self) -> tuple[str, ...]:
-        from ..providers.toolkits import TOOLKIT_PROVIDERS
+        from ..providers.toolkits import toolkit_providers
 
-        return ("auto", *TOOLKIT_PROVIDERS)
+        return ("auto", *toolkit_providers())
 
     def __contains__(self, value: object) -> bool:
         return value in self.names()

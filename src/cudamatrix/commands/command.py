@@ -1,6 +1,7 @@
 """What a command of the command line is: its name and help, the arguments it adds to its
 own parser, and its handler. Each command is one module of this package exporting one
-`Command` as ``COMMAND``; ``table.COMMANDS`` lists them, and cli.py wires them up.
+`Command` as ``COMMAND``, named by a ``cudamatrix.commands`` entry point (pyproject.toml);
+``table.commands()`` loads them, and cli.py wires them up.
 
 A command module imports at its top only what building the parser needs (argparse, the
 option defaults): `cudamatrix --version` builds every command's parser. Its handler

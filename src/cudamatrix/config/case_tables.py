@@ -13,7 +13,7 @@ from typing import Any
 from ..common.keys import check_keys
 from ..common.versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 from ..errors import UserError
-from ..stages.frontends import REGISTRY
+from ..stages.frontends import registered
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
 
@@ -195,12 +195,12 @@ class TableReader:
             raise self.fail(where, "expected a table such as { max_registers = 64, "
                             "max_spill_stores = 0 }")
         check_keys(where, raw, BUDGET_KEYS, self.fail)
-        if not REGISTRY[frontend].reports_resources:
+        if not registered()[frontend].reports_resources:
             raise self.fail(where, f"the {frontend} frontend reports no resource usage to "
                             "judge (ptxas's figures come from the nvrtc, nvcc, cutlass and "
                             "clang frontends, cuobjdump's from a build's modules)")
         spills = [k for k in ("max_spill_stores", "max_spill_loads") if k in raw]
-        if REGISTRY[frontend].builds_project and spills:
+        if registered()[frontend].builds_project and spills:
             raise self.fail(f"{where}.{spills[0]}", "a build's modules record no spill "
                             "figures (cuobjdump -res-usage reads registers, stack and shared "
                             "memory from them; only ptxas prints spills): use max_stack, or a "

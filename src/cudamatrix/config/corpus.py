@@ -22,7 +22,7 @@ from ..common.tomlfile import load_toml
 from ..common.versions import HOST_COMPILER, WHEN_KEYS
 from ..errors import UserError
 from ..stages.compile.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
-from ..stages.frontends import REGISTRY
+from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
 from .case_tables import ArtifactCheck, Expectation, Spec, selects
 from .run_table import RUN_KEYS, RunTableReader
@@ -189,8 +189,8 @@ class _Reader(RunTableReader):
         where = f"variant {name!r}"
         check_keys(where, raw, VARIANT_KEYS, self.fail)
         frontend = raw.get("frontend")
-        if not isinstance(frontend, str) or frontend not in REGISTRY:
-            raise self.fail(where, f"frontend must be one of {', '.join(REGISTRY)}, "
+        if not isinstance(frontend, str) or frontend not in registered():
+            raise self.fail(where, f"frontend must be one of {', '.join(registered())}, "
                             f"got {frontend!r}")
         build = self.build(f"{where}.build", raw.get("build"), frontend)
         for key in ("artifact", "run", "kernel", "flags", "flags_if", "defines", "load",
@@ -216,7 +216,7 @@ class _Reader(RunTableReader):
         options = raw.get("options", {})
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
-        allowed = REGISTRY[frontend].options  # each frontend's own option schema
+        allowed = registered()[frontend].options  # each frontend's own option schema
         if options and not allowed:
             raise self.fail(f"{where}.options", f"the {frontend} frontend takes no options, "
                             f"got {', '.join(map(repr, options))}")
@@ -226,7 +226,7 @@ class _Reader(RunTableReader):
             if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
                 raise self.fail(f"{where}.host_compiler", "expected a compiler program such as "
                                 f"'g++-12' or 'clang++-19', got {host_compiler!r}")
-            if "nvcc" not in REGISTRY[frontend].needs:
+            if "nvcc" not in registered()[frontend].needs:
                 raise self.fail(f"{where}.host_compiler", f"the {frontend} frontend runs no "
                                 "host compiler (nvcc's -ccbin)")
         flags = self.flag_list(f"{where}.flags", raw.get("flags", []), directory)
@@ -344,7 +344,7 @@ class _Reader(RunTableReader):
         for name in names:
             if not LIBRARY_NAME.fullmatch(name):
                 raise self.fail(where, f"{name!r} is not a library's name ([libraries.NAME])")
-        own = REGISTRY[frontend].library
+        own = registered()[frontend].library
         if names and own:
             raise self.fail(where, f"the {frontend} frontend has its own library axis ({own}); "
                             "libraries names header libraries for the frontends without one")
@@ -357,7 +357,7 @@ class _Reader(RunTableReader):
                build: Mapping[str, Any]) -> Path:
         """A kernel case's source file; a build case's project folder (the case folder
         itself unless named), none where [variant.build] names its project."""
-        if REGISTRY[frontend].builds_project:
+        if registered()[frontend].builds_project:
             if "project" in build:
                 if name is not None:
                     raise self.fail(where, "give source (a folder here) or build.project, "
@@ -380,7 +380,7 @@ class _Reader(RunTableReader):
 
     def build(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
         """[variant.build], checked: only the build frontend has one, and it must."""
-        if not REGISTRY[frontend].builds_project:
+        if not registered()[frontend].builds_project:
             if raw is not None:
                 raise self.fail(where, f"the {frontend} frontend takes no build table "
                                 "(frontend = \"build\" runs a project's own build)")

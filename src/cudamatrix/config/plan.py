@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from ..common.versions import Arch
 from ..errors import UserError
-from ..stages.frontends import REGISTRY, frontend
+from ..stages.frontends import frontend, registered
 from .corpus import Case, Variant
 from .defaults import KNOWN_BUGS
 from .matrix import Matrix, Tier, row_matches
@@ -217,9 +217,9 @@ def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
         # A row about a frontend no loaded case uses (a project without CuPy cases under
         # the default tiers' CuPy rows) has nothing to remove; a misspelt one is caught.
         if isinstance(row.get("frontend"), str) and row["frontend"] not in used:
-            if row["frontend"] not in REGISTRY:
+            if row["frontend"] not in registered():
                 raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}]: unknown "
-                                f"frontend {row['frontend']!r} (known: {', '.join(REGISTRY)})")
+                                f"frontend {row['frontend']!r} (known: {', '.join(registered())})")
             continue
         if not any(row_matches(row, c.axes()) for c in cells):
             raise UserError(f"{matrix.path}: tiers.{tier.name}.exclude[{i}] {dict(row)} "

@@ -31,7 +31,7 @@ from ..providers.docker import (
 )
 from ..providers.sass_tools import prepare_sass_tools
 from ..providers.toolkit_layouts import ToolkitLayouts
-from ..providers.toolkits import TOOLKIT_PROVIDERS, CellSite, ProviderSetting, ToolkitNotHere
+from ..providers.toolkits import CellSite, ProviderSetting, ToolkitNotHere, toolkit_providers
 from ..providers.wheels import (
     prepare_build_tools,
     prepare_component_libraries,
@@ -100,7 +100,7 @@ class Environments:
         self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
         # The provider by its name; the container options are its to keep (the others
         # ignore them).
-        self.toolkit_provider = TOOLKIT_PROVIDERS[provider](ProviderSetting(
+        self.toolkit_provider = toolkit_providers()[provider](ProviderSetting(
             matrix, cache, progress, containers, flavour, self.docker_client, self.base_image,
             container_timeout, cuda_compat))
         self.sources: dict[str, Source | str] = {}

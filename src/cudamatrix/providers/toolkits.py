@@ -12,14 +12,16 @@ tools) ask it instead of comparing provider names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..common import plugins
 from ..config.matrix import Matrix
-from ..errors import EnvironmentUnavailable
+from ..errors import EnvironmentUnavailable, UserError
 from ..stages.cell.environment import Environment
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
@@ -223,9 +225,18 @@ class DockerToolkits:
                 "runs with the wheels or host provider")
 
 
-# Every provider by the name --provider gives it: adding one is a class and a line here.
-TOOLKIT_PROVIDERS: dict[str, Callable[[ProviderSetting], ToolkitProvider]] = {
-    "wheels": WheelsToolkits.made_for,
-    "docker": DockerToolkits.made_for,
-    "host": HostToolkits.made_for,
-}
+ProviderFactory = Callable[[ProviderSetting], ToolkitProvider]
+
+
+@functools.cache
+def toolkit_providers() -> dict[str, ProviderFactory]:
+    """Every provider by the name --provider gives it, from the ``cudamatrix.providers``
+    entry points (the built-ins above, and a plugin's: a class with ``made_for`` or any
+    callable from a `ProviderSetting` to a `ToolkitProvider`)."""
+    found: dict[str, ProviderFactory] = {}
+    for name, loaded in plugins.load(plugins.PROVIDERS).items():
+        if not callable(loaded):
+            raise UserError(f"entry point {plugins.PROVIDERS} {name}: {loaded!r} is not a "
+                            "callable making a toolkit provider from a ProviderSetting")
+        found[name] = loaded
+    return found

@@ -1,15 +1,21 @@
 """The frontends: the registry (registry.py) and one module per built-in frontend (nvrtc,
-nvcc, clang, cupy, cutlass, cute_dsl, cutlass_python, build), each registering itself;
-then the plugins named in $CUDAMATRIX_FRONTENDS. Import this package, not a module of it:
-importing it is what fills the registry."""
+nvcc, clang, cupy, cutlass, cute_dsl, cutlass_python, build), each registering itself.
+Every frontend, built-in or a plugin's, is found by its ``cudamatrix.frontends`` entry
+point (common/plugins.py); then the modules named in $CUDAMATRIX_FRONTENDS, an override
+for a plugin not installed. Import this package, not a module of it: importing it is what
+fills the registry: `registered()` (and `frontend`) load them on first use."""
 
 from __future__ import annotations
 
-from . import build, clang, cupy, cute_dsl, cutlass, cutlass_python, nvcc, nvrtc
-from .registry import PLUGINS_ENV, REGISTRY, Frontend, Prepare, frontend, load_plugins, register
+from .registry import (
+    PLUGINS_ENV,
+    Frontend,
+    Prepare,
+    frontend,
+    load_plugins,
+    register,
+    registered,
+)
 
-__all__ = ["PLUGINS_ENV", "REGISTRY", "Frontend", "Prepare", "build", "clang", "cupy",
-           "cute_dsl", "cutlass", "cutlass_python", "frontend", "load_plugins", "nvcc", "nvrtc",
-           "register"]
-
-load_plugins()
+__all__ = ["PLUGINS_ENV", "Frontend", "Prepare", "frontend", "load_plugins",
+           "register", "registered"]

@@ -8,9 +8,10 @@ tools it needs, its option schema) and naming its orchestrator-side part (`prepa
 
 Before, each of those facts lived in another module (a list of names here, a set of
 cacheable ones there), and forgetting one silently turned caching off or ran a cell
-without its tool. Adding a frontend is one module registering one entry, in this package
-or of your own, named in ``CUDAMATRIX_FRONTENDS`` (comma-separated importable modules,
-each calling :func:`register`), read by the run and by every cell worker alike.
+without its tool. Adding a frontend is one module registering one entry, found by its
+``cudamatrix.frontends`` entry point (a plugin package declares its own), or named in
+``CUDAMATRIX_FRONTENDS`` (comma-separated importable modules, each calling
+:func:`register`), read by the run and by every cell worker alike.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...common import plugins
 from ...errors import UserError
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -66,15 +68,24 @@ class Frontend:
     prepare: Prepare | str | None = None
 
 
-REGISTRY: dict[str, Frontend] = {}
+_REGISTERED: dict[str, Frontend] = {}
+_LOADING: list[bool] = []  # started: the entry points and $CUDAMATRIX_FRONTENDS are read once
 
 
 def register(frontend: Frontend) -> Frontend:
     """Add (or replace) a frontend; a plugin module calls this when imported."""
     if (frontend.compile is None) == (frontend.stages is None):
         raise ValueError(f"frontend {frontend.name!r}: give exactly one of compile or stages")
-    REGISTRY[frontend.name] = frontend
+    _REGISTERED[frontend.name] = frontend
     return frontend
+
+
+def load_entry_points() -> None:
+    """Every frontend of the ``cudamatrix.frontends`` entry points: a module that registers
+    its frontends when imported, or a `Frontend` itself."""
+    for loaded in plugins.load(plugins.FRONTENDS).values():
+        if isinstance(loaded, Frontend):
+            register(loaded)
 
 
 def load_plugins() -> None:
@@ -86,5 +97,16 @@ def load_plugins() -> None:
             raise UserError(f"${PLUGINS_ENV}: cannot import {name} ({exc})") from None
 
 
+def registered() -> dict[str, Frontend]:
+    """Every frontend by name, the entry points' and $CUDAMATRIX_FRONTENDS's loaded on the
+    first call, not at import: a plugin module that imports this package (to make its
+    `Frontend`, or a command beside it) is then not imported half-way through."""
+    if not _LOADING:
+        _LOADING.append(True)
+        load_entry_points()
+        load_plugins()
+    return _REGISTERED
+
+
 def frontend(name: str) -> Frontend:
-    return REGISTRY[name]
+    return registered()[name]

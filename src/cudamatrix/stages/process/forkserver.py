@@ -26,6 +26,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..frontends import registered
 from . import worker
 from .limits import MAX_FILE_BYTES
 
@@ -66,6 +67,7 @@ def _preload() -> None:
 def serve(path: str) -> None:
     worker._die_with_parent()
     _preload()
+    registered()  # every frontend's entry point loaded once, not in every forked cell
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)

@@ -1,0 +1,84 @@
+"""Frontends, toolkit providers and commands found by entry point: the built-in ones and a
+plugin's alike.
+
+pyproject.toml declares the built-ins under ``cudamatrix.frontends``,
+``cudamatrix.providers`` and ``cudamatrix.commands``; a plugin package declares its own
+in the same groups and is found once installed, with nothing of this package changed.
+Run from a source tree that was never installed (``PYTHONPATH=src``, a GPU machine
+without network) there is no metadata to read: the built-ins are then taken from the
+group's own list (``BUILT_IN``, which a unit test keeps equal to pyproject.toml's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint, entry_points
+
+from ..errors import UserError
+
+FRONTENDS = "cudamatrix.frontends"
+PROVIDERS = "cudamatrix.providers"
+COMMANDS = "cudamatrix.commands"
+
+# Each group's built-ins, "module" or "module:attribute", in the order they are listed.
+BUILT_IN: dict[str, dict[str, str]] = {
+    FRONTENDS: {
+        "nvrtc": "cudamatrix.stages.frontends.nvrtc",
+        "nvcc": "cudamatrix.stages.frontends.nvcc",
+        "clang": "cudamatrix.stages.frontends.clang",
+        "cupy": "cudamatrix.stages.frontends.cupy",
+        "cutlass": "cudamatrix.stages.frontends.cutlass",
+        "cute-dsl": "cudamatrix.stages.frontends.cute_dsl",
+        "cutlass-python": "cudamatrix.stages.frontends.cutlass_python",
+        "build": "cudamatrix.stages.frontends.build",
+    },
+    PROVIDERS: {
+        "wheels": "cudamatrix.providers.toolkits:WheelsToolkits.made_for",
+        "docker": "cudamatrix.providers.toolkits:DockerToolkits.made_for",
+        "host": "cudamatrix.providers.toolkits:HostToolkits.made_for",
+    },
+    COMMANDS: {
+        "init": "cudamatrix.commands.init:COMMAND",
+        "run": "cudamatrix.commands.run:COMMAND",
+        "bisect": "cudamatrix.commands.bisect:COMMAND",
+        "validate": "cudamatrix.commands.validate:COMMAND",
+        "list": "cudamatrix.commands.list_cells:COMMAND",
+        "report": "cudamatrix.commands.report:COMMAND",
+        "repro": "cudamatrix.commands.repro:COMMAND",
+        "plan": "cudamatrix.commands.plan:COMMAND",
+        "merge": "cudamatrix.commands.merge:COMMAND",
+        "audit": "cudamatrix.commands.audit.command:COMMAND",
+    },
+}
+
+
+def declared(group: str) -> list[EntryPoint]:
+    """The group's entry points: the built-ins first, in their listed order, then each
+    plugin's by name. A plugin may not take a built-in's name (it would replace it
+    silently on one machine and not on another)."""
+    built_in = BUILT_IN[group]
+    every = list(entry_points(group=group))
+    ours = [EntryPoint(name, value, group) for name, value in built_in.items()]
+    for ep in every:
+        name = ep.name
+        if name in built_in and ep.value != built_in[name]:
+            raise UserError(f"entry point {group} {name} = {ep.value}: {name!r} is a "
+                            f"built-in name (cudamatrix's own {built_in[name]}); give the "
+                            "plugin another name")
+    found = {ep.name: ep for ep in every if ep.name not in built_in}
+    plugins = sorted(found.values(), key=lambda ep: ep.name)
+    return [*ours, *plugins]
+
+
+def load(group: str) -> Mapping[str, object]:
+    """Each entry point of the group loaded, by name; one that cannot be is named."""
+    loaded: dict[str, object] = {}
+    for ep in declared(group):
+        try:
+            loaded[ep.name] = ep.load()
+        except UserError:
+            raise
+        except Exception as exc:  # a plugin's import may raise anything
+            raise UserError(f"entry point {group} {ep.name} = {ep.value}: cannot load it "
+                            f"({type(exc).__name__}: {exc})") from None
+    return loaded
