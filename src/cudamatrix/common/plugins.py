@@ -4,9 +4,10 @@ plugin's alike.
 pyproject.toml declares the built-ins under ``cudamatrix.frontends``,
 ``cudamatrix.providers`` and ``cudamatrix.commands``; a plugin package declares its own
 in the same groups and is found once installed, with nothing of this package changed.
-Run from a source tree that was never installed (``PYTHONPATH=src``, a GPU machine
-without network) there is no metadata to read: the built-ins are then taken from the
-group's own list (``BUILT_IN``, which a unit test keeps equal to pyproject.toml's).
+Both are loaded the same way (`EntryPoint.load`). The built-ins' entries are read from
+``BUILT_IN`` (a unit test keeps it equal to pyproject.toml's), not from the installed
+metadata: a source tree that was never installed (``PYTHONPATH=src`` on a GPU machine
+without network) or an editable install whose metadata predates an entry has them all.
 """
 
 from __future__ import annotations
