@@ -36,10 +36,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.options import RunOptions
 from cudamatrix.config.plan import BUNDLED
 from cudamatrix.config.planning import make_plan
-from cudamatrix.errors import EnvironmentUnavailable
+from cudamatrix.errors import EnvironmentUnavailable, Failure
 from cudamatrix.orchestrator.environments import Environments
 from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.orchestrator.gpu import DeviceInfo
@@ -87,13 +88,13 @@ def machine() -> str:
 def prepare(options: RunOptions) -> tuple[Environments, dict[str, float]]:
     """Every environment the tier needs, timed one by one."""
     plan = make_plan(options)
-    envs = Environments(plan.matrix, "wheels", options.cache, Quiet())
+    envs = Environments(plan.matrix, "wheels", options.cache, Quiet(), ledger=InputLedger())
     timings: dict[str, float] = {}
     for toolkit in sorted({c.toolkit for c in plan.cells if c.toolkit != BUNDLED}):
         started = time.monotonic()
         got = envs.toolkit(toolkit)
-        if isinstance(got, str):
-            sys.exit(f"toolkit {toolkit}: {got}")
+        if isinstance(got, Failure):
+            sys.exit(f"toolkit {toolkit}: {got.reason}")
         timings[f"toolkit {toolkit}"] = time.monotonic() - started
     for cell in plan.cells:
         if cell.library and cell.library_version and cell.library != "cupy":

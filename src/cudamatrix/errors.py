@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class UserError(Exception):
     """Bad input: a malformed file, an unknown value, an empty selection.
@@ -15,3 +17,15 @@ class UserError(Exception):
 
 class EnvironmentUnavailable(Exception):
     """A toolkit or library environment could not be prepared (a wheel failed to install)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why something a cell needed could not be had, returned as a value where the run goes
+    on without it (a toolkit that failed to install fails its cells, not the run). Typed,
+    so that it cannot be taken for a path, a version or a message, as a bare string could."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, cudamatrix, main_job_cache, write_case
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.providers.debian import ARCHIVE, verify_signed
 from cudamatrix.providers.host_compiler import choose_gcc, installed_gcc
@@ -95,7 +96,7 @@ def test_nvcc_11_8_refuses_a_newer_gcc_as_the_matrix_says(nvcc_run, tmp_path: Pa
                            "-arch=sm_80", "-o", str(tmp_path / "k.cubin"),
                            str(tmp_path / "k.cu")], capture_output=True, text=True, check=False)
     assert done.returncode != 0 and "unsupported GNU version" in done.stderr
-    program, why = choose_gcc("11.8", 5)
+    program, why = choose_gcc("11.8", 5, installed_gcc())
     assert program is None and why and "accepts GCC up to 5" in why
 
 
@@ -132,7 +133,7 @@ def test_old_cutlass_headers_fail_on_12_4_and_11_8_as_on_13_0(tmp_path: Path) ->
 def _prepare_into(cache: str) -> str:
     from cudamatrix.providers.debian import prepare_debian_nvcc
 
-    return prepare_debian_nvcc("bookworm", "11.8", Path(cache), (), ()).nvcc
+    return prepare_debian_nvcc("bookworm", "11.8", Path(cache), (), (), InputLedger()).nvcc
 
 
 def test_two_processes_filling_one_cache_both_get_debian_nvcc(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ PLUGIN = '''
 import argparse
 
 from cudamatrix.commands.command import Command
+from cudamatrix.errors import Failure
 from cudamatrix.providers.toolkits import ExecutorChoice
 from cudamatrix.stages.cell.environment import Environment
 from cudamatrix.stages.cell.result import StageResult
@@ -50,7 +51,7 @@ class ToyToolkits:
         return ExecutorChoice("local")
 
     def host_compiler(self, name):
-        return f"the toy has no {name}"
+        return Failure(f"the toy has no {name}")
 
 
 def _hello(args, invocation):

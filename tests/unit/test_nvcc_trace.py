@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cudamatrix.errors import Failure
 from cudamatrix.stages.compile.logs import resource_usage, split_nvcc_trace, warning_lines
 
 LOG = (Path(__file__).parents[1] / "data" / "logs" / "nvcc-13.0-three-archs-verbose.log"
@@ -34,12 +35,12 @@ def test_each_arch_gets_its_own_ptxas_figures_and_warnings() -> None:
 
 def test_a_step_for_an_arch_not_asked_for_is_not_split() -> None:
     said = split_nvcc_trace(LOG, ["sm_80", "sm_90"])
-    assert isinstance(said, str) and "90a" in said
+    assert isinstance(said, Failure) and "90a" in said.reason
 
 
 def test_nvcc_speaking_outside_its_steps_is_not_split() -> None:
     said = split_nvcc_trace("nvcc warning : something of its own\n" + LOG, ARCHS)
-    assert isinstance(said, str) and "something of its own" in said
+    assert isinstance(said, Failure) and "something of its own" in said.reason
 
 
 def test_the_arch_whose_own_step_failed_is_named() -> None:

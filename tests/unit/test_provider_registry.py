@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.cli import build_parser
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.defaults import DEFAULT_MATRIX
 from cudamatrix.config.matrix import load_matrix
+from cudamatrix.errors import Failure
 from cudamatrix.orchestrator.environments import Environments
 from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.providers.toolkits import (
@@ -42,17 +44,19 @@ class ToyToolkits:
     def executor(self, site: CellSite) -> ExecutorChoice:
         return ExecutorChoice("local")
 
-    def host_compiler(self, name: str) -> tuple[str, str] | str:
-        return f"the toy has no {name}"
+    def host_compiler(self, name: str) -> tuple[str, str] | Failure:
+        return Failure(f"the toy has no {name}")
 
 
 def test_a_provider_is_one_class_and_one_registry_line(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(toolkit_providers(), "toy", ToyToolkits)
-    envs = Environments(load_matrix(DEFAULT_MATRIX), "toy", tmp_path, Quiet())
+    envs = Environments(load_matrix(DEFAULT_MATRIX), "toy", tmp_path, Quiet(),
+                        ledger=InputLedger())
     got = envs.toolkit("12.4")
     assert isinstance(got, Environment) and got.provider == "toy" and got.root == str(tmp_path)
-    assert envs.local and envs.toolkit_provider.host_compiler("g++-11") == "the toy has no g++-11"
+    said = envs.toolkit_provider.host_compiler("g++-11")
+    assert envs.local and said == Failure("the toy has no g++-11")
     executor = envs.executor(CellSite(tmp_path, (), False))
     assert isinstance(executor, LocalExecutor)
     executor.close()
@@ -71,8 +75,8 @@ def test_the_docker_provider_asks_for_containers_the_run_can_make(tmp_path: Path
     from cudamatrix.providers.toolkits import DockerToolkits
 
     provider = DockerToolkits(load_matrix(DEFAULT_MATRIX), tmp_path / "cache", tmp_path,
-                              "wheels", lambda: object(), Quiet(), base_image=lambda: None,
-                              lifetime_s=60.0, compat=False)
+                              "wheels", lambda: object(), Quiet(), InputLedger(),
+                              base_image=lambda: None, lifetime_s=60.0, compat=False)
     choice = provider.executor(CellSite(tmp_path / "out", (tmp_path,), False))
     assert choice.kind == "containers" and choice.kind in EXECUTORS
     # What make_executor hands ContainerExecutor: the client, then its keywords; no engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from cudamatrix.common.up_to_date import LEDGER
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.plan import Cell
 from cudamatrix.orchestrator.compile_cache import CompileCache
 from cudamatrix.orchestrator.runner import CellRunner, Prepared
@@ -30,6 +30,7 @@ def _runner(tmp_path: Path, stages: list[StageResult]) -> CellRunner:
     runner = object.__new__(CellRunner)
     runner.cache = CompileCache(tmp_path / "cache")
     runner.deadline = None
+    runner.ledger = InputLedger()
     runner.build_together = lambda todo: stages  # type: ignore[method-assign]
     return runner
 
@@ -39,9 +40,9 @@ def test_a_group_compile_the_cache_did_not_keep_refuses_the_record(tmp_path: Pat
     # The memory limit ended one arch's step: an accident, never kept.
     stages = [StageResult("compile", "ok", "", ""),
               StageResult("compile", "error", "memory limit", "", details={"accident": "x"})]
-    LEDGER.start()
-    _runner(tmp_path, stages).compile_together(group)
+    runner = _runner(tmp_path, stages)
+    runner.compile_together(group)
     assert [p.cached for p in group] == stages
-    assert any("c/v/13.0/sm_90: its compile was not kept" in r for r in LEDGER.refusals), \
-        LEDGER.refusals
-    assert not any("sm_80" in r for r in LEDGER.refusals)  # the kept one is no reason
+    assert any("c/v/13.0/sm_90: its compile was not kept" in r for r in runner.ledger.refusals), \
+        runner.ledger.refusals
+    assert not any("sm_80" in r for r in runner.ledger.refusals)  # the kept one is no reason

@@ -36,6 +36,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ..common.up_to_date import InputLedger
 from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import load_corpus
 from ..config.matrix import load_matrix
@@ -43,7 +44,7 @@ from ..config.options import RunOptions, repro_arguments
 from ..config.plan import BUNDLED, Cell
 from ..config.planning import make_plan, with_library_versions
 from ..config.sources import SourceSpec, fetch, index_versions
-from ..errors import EnvironmentUnavailable, UserError
+from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..orchestrator.progress import Progress
 from ..orchestrator.runner import execute
 from ..record.results import CellResult, RunInfo
@@ -318,17 +319,17 @@ class Bisection:
         now = probe.result.timing or {}
         return float(now["median_us"]) / float(first["median_us"])
 
-    def cell_at(self, options: RunOptions) -> Cell | str:
+    def cell_at(self, options: RunOptions) -> Cell | Failure:
         """The one cell the selection names at this value, or why there is none."""
         try:
             cells = make_plan(replace(options, cell_ids=())).cells
         except UserError as exc:
             if str(exc).startswith("the selection is empty"):
-                return "no cell: the matrix rules it out at this value"
+                return Failure("no cell: the matrix rules it out at this value")
             if self.axis.name == "project" and str(exc).startswith(("unknown case", "/")):
                 # A commit where the case is not there yet, is gone, or does not read: that
                 # commit is skipped and said, the bisection goes on.
-                return f"no cell at this commit: {exc}"
+                return Failure(f"no cell at this commit: {exc}")
             raise  # an unknown case, arch or file is the user's at every value
         if self.variant:
             cells = [c for c in cells if c.variant == self.variant]
@@ -336,7 +337,7 @@ class Bisection:
             raise UserError(f"bisect: the selection matches {len(cells)} cells, not one: "
                             f"{', '.join(c.id for c in cells[:8])}; narrow it with --case, "
                             "--variant, --arch, --toolkit or --host-compiler")
-        return cells[0] if cells else "no cell: the selection is empty at this value"
+        return cells[0] if cells else Failure("no cell: the selection is empty at this value")
 
     def probe(self, index: int) -> Key | None:
         value = self.axis.values[index]
@@ -344,13 +345,15 @@ class Bisection:
         self.probes[index] = probe
         options = self.axis.options_for(self.base, index)
         found = self.cell_at(options)
-        if isinstance(found, str):
-            probe.skipped = found
+        if isinstance(found, Failure):
+            probe.skipped = found.reason
         else:
             probe.cell = found
             out = self.base.out / "bisect" / f"{index:03d}"
+            # A bisect records no run to answer from later: what each probe read is kept
+            # for nobody.
             info, results = execute(replace(options, cell_ids=(found.id,), out=out),
-                                    self.progress)
+                                    self.progress, ledger=InputLedger())
             probe.info = info
             probe.result = results[0] if results else None
             if info.environment_errors:

@@ -19,6 +19,7 @@ from .selection import run_options
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..common.up_to_date import InputLedger
     from ..orchestrator.gpu import DeviceInfo
 
 
@@ -27,7 +28,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
-    from ..common.up_to_date import LEDGER, record_run, said_plainly, standing_record
+    from ..common.up_to_date import InputLedger, record_run, said_plainly, standing_record
     from ..orchestrator.gpu import run_device
     from ..orchestrator.progress import Progress as PlainProgress
     from .progress_bar import RichProgress
@@ -65,8 +66,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         from ..record.history import check_history
 
         check_history(args.history, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    ledger = InputLedger()  # what this run reads, handed to everything that reads
     try:
-        info, results = execute(options, progress, device=device)
+        info, results = execute(options, progress, device=device, ledger=ledger)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
@@ -83,9 +85,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                       f"{reason}", markup=False, soft_wrap=True)
     if info.environment_errors:
         return 2
-    if not _unrecorded(options, info.provider):
-        _watch_run_inputs(args, options, info.provider)
-        record_run(options.out, command, LEDGER.inputs(), code, said, info.finished,
+    if not _unrecorded(options, info.provider, ledger):
+        _watch_run_inputs(args, options, info.provider, ledger)
+        record_run(options.out, command, ledger.inputs(), code, said, info.finished,
                    len(results))
     return code
 
@@ -102,11 +104,9 @@ def _run_command(args: argparse.Namespace, options: RunOptions, device: DeviceIn
                          source_revision())
 
 
-def _unrecorded(options: RunOptions, provider: str) -> list[str]:
+def _unrecorded(options: RunOptions, provider: str, ledger: InputLedger) -> list[str]:
     """Why a re-run of this run must ask its compilers, driver or kernels again."""
-    from ..common.up_to_date import LEDGER
-
-    reasons = list(LEDGER.refusals)
+    reasons = list(ledger.refusals)
     if options.prebuilt:
         reasons.append("--prebuilt: the builds are another run's")
     if provider == "docker":
@@ -116,25 +116,26 @@ def _unrecorded(options: RunOptions, provider: str) -> list[str]:
     return reasons
 
 
-def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str) -> None:
+def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str,
+                      ledger: InputLedger) -> None:
     """What the run read besides what its cells named on the way (up_to_date's list)."""
-    from ..common.up_to_date import CONTENT, DOCKER_SOCKET, LEDGER, NAMES, loaded_module_files
+    from ..common.up_to_date import CONTENT, DOCKER_SOCKET, NAMES, loaded_module_files
     from ..config.project import find_project
 
-    LEDGER.watch(Path(__file__).resolve().parents[1], CONTENT)  # the cudamatrix package
+    ledger.watch(Path(__file__).resolve().parents[1], CONTENT)  # the cudamatrix package
     for module_file in loaded_module_files():
-        LEDGER.watch(module_file, CONTENT)
+        ledger.watch(module_file, CONTENT)
     for folder in options.corpus:
-        LEDGER.watch(folder)
-    LEDGER.watch(options.matrix, 0)
+        ledger.watch(folder)
+    ledger.watch(options.matrix, 0)
     project = find_project(Path.cwd()).config
     for file in (project, args.baseline, *getattr(args, "history", [])):
         if file is not None:
-            LEDGER.watch(file, 0)
+            ledger.watch(file, 0)
     for on_path in os.environ.get("PATH", "").split(os.pathsep):
         if on_path:
-            LEDGER.watch(on_path, NAMES)  # a program installed or removed there
-    LEDGER.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
+            ledger.watch(on_path, NAMES)  # a program installed or removed there
+    ledger.watch(DOCKER_SOCKET, 0)  # whether --provider auto would find an engine
     # The environments the cells used were watched by their markers as they were prepared;
     # the rest of the cache is not an input: other toolkits, other runs' installs, and the
     # compile cache, whose entries are what their keys say (one added or removed changes
@@ -142,8 +143,8 @@ def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: s
     if provider == "host":
         from ..providers.host import host_root
 
-        LEDGER.watch(host_root(), 1)
-        LEDGER.watch(host_root() / "bin", 1)
+        ledger.watch(host_root(), 1)
+        ledger.watch(host_root() / "bin", 1)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

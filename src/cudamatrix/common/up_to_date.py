@@ -76,8 +76,10 @@ _NOT_OUTPUTS = frozenset({RECORD, ".cudamatrix.lock", ".removing", ".write-test"
 
 
 class InputLedger:
-    """What the run in progress read besides its command line, and why a re-run could not
-    answer from its record (it asked a compiler, a driver or a kernel something)."""
+    """What one run read besides its command line, and why a re-run could not answer from
+    its record (it asked a compiler, a driver or a kernel something). The run command makes
+    one per run and hands it down: to the runner, to the environments and through
+    `ProviderSetting` to its toolkit provider, each watching what decided something."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -133,9 +135,6 @@ def _deepest(watched: dict[str, int], path: str, depth: int) -> None:
     elif known != EVERYTHING and (depth == EVERYTHING or depth > known):
         watched[path] = depth
 
-
-# The run this process is making (a process makes one at a time; runner.execute starts it).
-LEDGER = InputLedger()
 
 
 def _entry_line(path: str, info: os.stat_result) -> str:

@@ -14,7 +14,7 @@ from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import Variant
 from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
-from ..errors import UserError
+from ..errors import Failure, UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
 from ..record.results import ARTIFACTS_DIR, CELLS_DIR, load_cell
@@ -65,9 +65,9 @@ class CellJobs:
                 versions[RUNTIME_FOR_LIBRARY] = f"toolkit {cell.toolkit} ({env.provider})"
         if cell.toolkit != BUNDLED and prebuilt is None:
             got = self.envs.toolkit(cell.toolkit)
-            if isinstance(got, str):
+            if isinstance(got, Failure):
                 return [StageResult("compile", "error",
-                                    f"toolkit {cell.toolkit} environment: {got}")], versions
+                                    f"toolkit {cell.toolkit} environment: {got.reason}")], versions
             env = got
             if "clang" in frontend(cell.frontend).needs:
                 env = self.envs.with_clang(env)
@@ -97,8 +97,9 @@ class CellJobs:
         if cell.library and cell.library_version and prebuilt is None and not own:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
             lib = self.envs.library(cell.library, cell.library_version, major, env)
-            if isinstance(lib, str):
-                return [StageResult("compile", "error", f"{cell.library} environment: {lib}")], \
+            if isinstance(lib, Failure):
+                return [StageResult("compile", "error",
+                                    f"{cell.library} environment: {lib.reason}")], \
                     versions
             library = lib
             versions.update(lib.packages)
@@ -106,9 +107,10 @@ class CellJobs:
         if env is not None and env.provider == "wheels":
             for component, flag in linked_components(variant.flags_for(cell.axes())).items():
                 linked = self.envs.component_libraries(env, component, flag)
-                if isinstance(linked, str):
+                if isinstance(linked, Failure):
                     return [StageResult("compile", "error",
-                                        f"{component} libraries for {flag}: {linked}")], versions
+                                        f"{component} libraries for {flag}: {linked.reason}")], \
+                        versions
                 env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
                 versions.update(linked.packages)
         if prebuilt is None:
@@ -157,7 +159,7 @@ class CellJobs:
         if cell.toolkit == BUNDLED or not (prebuilt / LIBRARY).is_file():
             return None
         got = self.envs.toolkit(cell.toolkit, wanted=False)
-        return None if isinstance(got, str) else got
+        return None if isinstance(got, Failure) else got
 
     def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
                         ) -> Path | list[StageResult]:
@@ -190,5 +192,7 @@ class CellJobs:
         if not name:
             return None
         found = self.envs.toolkit_provider.host_compiler(name)
-        return StageResult("compile", "unavailable", found) if isinstance(found, str) else found
+        if isinstance(found, Failure):
+            return StageResult("compile", "unavailable", found.reason)
+        return found
 

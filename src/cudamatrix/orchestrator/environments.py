@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from ..common.up_to_date import LEDGER
+from ..common.up_to_date import InputLedger
 from ..config.defaults import CONTAINERS
 from ..config.matrix import Matrix
 from ..config.options import DEFAULT_CONTAINER_TIMEOUT_S
 from ..config.sources import Source, SourceSpec, fetch
-from ..errors import EnvironmentUnavailable, UserError
+from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.clang_cuda import cuda_path, find_clang
 from ..providers.docker import (
@@ -89,21 +89,25 @@ class Environments:
 
     def __init__(self, matrix: Matrix, provider: str, cache: Path, progress: Notes,
                  containers: Path = CONTAINERS, flavour: str = "wheels", *,
+                 ledger: InputLedger,
                  container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S,
                  cuda_compat: bool = False) -> None:
         # Absolute: every compiler and tool found under the cache runs in a cell's own
         # folder, where a path relative to this process's folder names nothing.
         cache = cache.absolute()
         self.matrix, self.provider, self.cache, self.progress = matrix, provider, cache, progress
+        # What the run read: every environment prepared here is watched in it.
+        self.ledger = ledger
         self._base: str | None = None
-        self.toolkits: dict[str, Environment | str] = {}
-        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | str] = {}
+        self.toolkits: dict[str, Environment | Failure] = {}
+        self.libraries: dict[tuple[str, str, int | None], LibraryEnvironment | Failure] = {}
         # The provider by its name; the container options are its to keep (the others
         # ignore them).
         self.toolkit_provider = toolkit_providers()[provider](ProviderSetting(
-            matrix, cache, progress, containers, flavour, self.docker_client, self.base_image,
+            matrix, cache, progress, ledger, containers, flavour, self.docker_client,
+            self.base_image,
             container_timeout, cuda_compat))
-        self.sources: dict[str, Source | str] = {}
+        self.sources: dict[str, Source | Failure] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}
         # Cells ask from many threads; each environment must be prepared exactly once.
@@ -137,7 +141,7 @@ class Environments:
                     self._base = ""
             return self._base or None
 
-    def source(self, spec: str, base: Path) -> Source | str:
+    def source(self, spec: str, base: Path) -> Source | Failure:
         """A build's project (path, sdist, wheel, git), fetched once per run; or why not."""
         key = f"{spec}@{base}"
         with self._lock:
@@ -147,14 +151,15 @@ class Environments:
                     parsed = SourceSpec.parse(spec, str(base))
                     self.sources[key] = fetch(parsed, base, self.cache)
                     if parsed.scheme in ("path", "file"):  # read in place: an input as it is
-                        LEDGER.watch(base / parsed.value)
+                        self.ledger.watch(base / parsed.value)
                     self.progress.note(f"source {spec}: ready "
                                        f"({time.monotonic() - started:.1f}s)")
                 except (EnvironmentUnavailable, UserError, OSError) as exc:
-                    self.sources[key] = self.failures[spec] = str(exc)
+                    self.failures[spec] = str(exc)
+                    self.sources[key] = Failure(str(exc))
             return self.sources[key]
 
-    def build_tools(self, requires: tuple[str, ...]) -> LibraryEnvironment | str:
+    def build_tools(self, requires: tuple[str, ...]) -> LibraryEnvironment | Failure:
         """A build's own tools from PyPI (cmake, scikit-build-core, pybind11), installed
         once per set of requirements; or why not."""
         key = ("(build tools)", ",".join(requires), None)
@@ -162,10 +167,10 @@ class Environments:
             if key not in self.libraries:
                 self.progress.note(f"preparing build tools {' '.join(requires)}")
                 try:
-                    self.libraries[key] = prepare_build_tools(requires, self.cache)
+                    self.libraries[key] = prepare_build_tools(requires, self.cache, self.ledger)
                 except EnvironmentUnavailable as exc:
-                    self.libraries[key] = self.failures[f"build tools {', '.join(requires)}"] \
-                        = str(exc)
+                    self.failures[f"build tools {', '.join(requires)}"] = str(exc)
+                    self.libraries[key] = Failure(str(exc))
             return self.libraries[key]
 
     def with_clang(self, env: Environment) -> Environment:
@@ -186,7 +191,8 @@ class Environments:
                                                "frontend (apt-get install clang-19)")
         else:
             try:
-                folder = cuda_path(env, self.cache)
+                folder = cuda_path(env, self.cache, self.ledger)
+                self.ledger.watch_program(found.path)
                 made = replace(env, clang=found.path, clang_cuda_path=str(folder),
                                tool_versions={**env.tool_versions, "clang": found.version})
             except (EnvironmentUnavailable, OSError) as exc:
@@ -200,36 +206,36 @@ class Environments:
         toolkit is not prepared here (a prebuilt one)."""
         with self._lock:
             if not self._sass_tools:
-                self._sass_tools.append(prepare_sass_tools(self.cache))
+                self._sass_tools.append(prepare_sass_tools(self.cache, self.ledger))
             return self._sass_tools[0]
 
-    def toolkit(self, version: str, wanted: bool = True) -> Environment | str:
+    def toolkit(self, version: str, wanted: bool = True) -> Environment | Failure:
         """The environment, or the reason it could not be had. A toolkit the cells could do
         without (`wanted=False`: a prebuilt library's runtime) is tried, but its failure is
         neither the run's environment error nor kept for a cell that needs it."""
         with self._lock:
             return self._toolkit(version, wanted)
 
-    def _toolkit(self, version: str, wanted: bool = True) -> Environment | str:
+    def _toolkit(self, version: str, wanted: bool = True) -> Environment | Failure:
         if version in self.toolkits:
             return self.toolkits[version]
         started = time.monotonic()
         self.progress.note(f"preparing toolkit {version} ({self.provider})")
-        result: Environment | str
+        result: Environment | Failure
         users = False  # whether the failure is the user's to fix
         try:
             result = self.toolkit_provider.toolkit(version)
         except ToolkitNotHere as exc:  # a run's selection, not the user's to fix
-            result = str(exc)
+            result = Failure(str(exc))
         except EnvironmentUnavailable as exc:
-            result, users = str(exc), True
+            result, users = Failure(str(exc)), True
         except OSError as exc:  # the cache cannot hold it (a file in the way, a full disk)
-            result, users = f"{exc.strerror or exc}: {exc.filename or self.cache}", True
-        if isinstance(result, str) and users and wanted:
-            self.failures[f"toolkit {version}"] = result
+            result, users = Failure(f"{exc.strerror or exc}: {exc.filename or self.cache}"), True
+        if isinstance(result, Failure) and users and wanted:
+            self.failures[f"toolkit {version}"] = result.reason
         if isinstance(result, Environment) and result.cuobjdump is None:
             # In containers too: the run mounts the cache's tools folder into them.
-            result = replace(result, cuobjdump=prepare_sass_tools(self.cache))
+            result = replace(result, cuobjdump=prepare_sass_tools(self.cache, self.ledger))
         if isinstance(result, Environment):
             for tool, accepted in (("ptxas", result.known_archs), ("NVRTC", result.nvrtc_archs),
                                    ("nvcc", result.nvcc_archs)):
@@ -243,7 +249,7 @@ class Environments:
         return result
 
     def library(self, name: str, version: str, cuda_major: int | None,
-                toolkit: Environment | None = None) -> LibraryEnvironment | str:
+                toolkit: Environment | None = None) -> LibraryEnvironment | Failure:
         """A library version for a cell; one from a source the project names is built (where
         it must be) with the cell's toolkit, once per toolkit."""
         spec = self.matrix.libraries[name].sources.get(version)
@@ -254,10 +260,10 @@ class Environments:
             return self._library(key)
 
     def _library_from_source(self, name: str, version: str, spec: str,
-                             toolkit: Environment | None) -> LibraryEnvironment | str:
+                             toolkit: Environment | None) -> LibraryEnvironment | Failure:
         # A project's paths are absolute already; the matrix file's own start from its folder.
         source = self.source(spec, self.matrix.path.parent)
-        if isinstance(source, str):
+        if isinstance(source, Failure):
             return source
         builds = not source.is_wheel and name != "cutlass"
         key = (name, version, None) if not builds else (name, f"{version}@{toolkit.toolkit}"
@@ -273,15 +279,16 @@ class Environments:
                 self.progress.note(f"preparing {name} {version} from {spec}")
                 try:
                     self.libraries[key] = prepare_library_source(
-                        self.matrix, name, version, source, self.cache,
+                        self.matrix, name, version, source, self.cache, self.ledger,
                         toolkit.toolkit if builds and toolkit else None, build_env)
                 except (EnvironmentUnavailable, OSError) as exc:
-                    self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+                    self.failures[f"{name} {version}"] = str(exc)
+                    self.libraries[key] = Failure(str(exc))
                 self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
             return self.libraries[key]
 
     def component_libraries(self, env: Environment, component: str, flag: str
-                            ) -> LibraryEnvironment | str:
+                            ) -> LibraryEnvironment | Failure:
         """A component's libraries, for the cells whose flags link them (`flag`), once per
         toolkit; said in the run's progress, as every environment is."""
         key = (f"{component} (libraries)", env.toolkit, None)
@@ -289,10 +296,11 @@ class Environments:
             if key not in self.libraries:
                 started = time.monotonic()
                 try:
-                    got: LibraryEnvironment | str = prepare_component_libraries(
-                        env, component, self.cache)
+                    got: LibraryEnvironment | Failure = prepare_component_libraries(
+                        env, component, self.cache, self.ledger)
                 except (EnvironmentUnavailable, OSError) as exc:
-                    got = self.failures[f"{component} libraries {env.toolkit}"] = str(exc)
+                    self.failures[f"{component} libraries {env.toolkit}"] = str(exc)
+                    got = Failure(str(exc))
                 said = ", ".join(f"{n} {v}" for n, v in got.packages.items()) \
                     if isinstance(got, LibraryEnvironment) else f"unavailable: {got}"
                 self.progress.note(f"toolkit {env.toolkit}: {component} libraries for {flag}: "
@@ -300,15 +308,16 @@ class Environments:
                 self.libraries[key] = got
             return self.libraries[key]
 
-    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | str:
+    def _library(self, key: tuple[str, str, int | None]) -> LibraryEnvironment | Failure:
         name, version, cuda_major = key
         if key not in self.libraries:
             started = time.monotonic()
             self.progress.note(f"preparing {name} {version}")
             try:
                 self.libraries[key] = prepare_library(self.matrix, name, version, cuda_major,
-                                                      self.cache)
+                                                      self.cache, self.ledger)
             except EnvironmentUnavailable as exc:
-                self.libraries[key] = self.failures[f"{name} {version}"] = str(exc)
+                self.failures[f"{name} {version}"] = str(exc)
+                self.libraries[key] = Failure(str(exc))
             self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
         return self.libraries[key]

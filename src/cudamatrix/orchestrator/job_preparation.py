@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config.corpus import Variant
 from ..config.sources import tree_digest
+from ..errors import Failure
 from ..providers import Environment
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -74,8 +75,8 @@ def build_options(variant: Variant, env: Environment | None, envs: Environments,
     spec = variant.build.get("project")
     if spec:
         got = envs.source(spec, variant.source)
-        if isinstance(got, str):  # the user's to fix: reported again at the end
-            return StageResult("compile", "error", got)
+        if isinstance(got, Failure):  # the user's to fix: reported again at the end
+            return StageResult("compile", "error", got.reason)
         if got.is_wheel:
             return StageResult("compile", "error", f"project {spec}: a wheel is built "
                                "already; a build needs a folder, an sdist or a checkout")
@@ -88,8 +89,8 @@ def build_options(variant: Variant, env: Environment | None, envs: Environments,
     requires = tuple(variant.build.get("requires", ()))
     if requires:
         tools = envs.build_tools(requires)
-        if isinstance(tools, str):
-            return StageResult("compile", "error", f"build tools: {tools}")
+        if isinstance(tools, Failure):
+            return StageResult("compile", "error", f"build tools: {tools.reason}")
         options.update(tools_path=list(tools.python_path),
                        tools_bin=[str(Path(tools.root) / "bin")])
         versions.update({f"{name} (build)": v for name, v in tools.packages.items()})

@@ -29,7 +29,7 @@ from ..common import recorded
 from ..common.folders import writable_folder
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
-from ..common.up_to_date import LEDGER, forget
+from ..common.up_to_date import InputLedger, forget
 from ..config.corpus import Variant
 from ..config.options import CACHE_ENV, RunOptions, default_cell_memory, repro_arguments
 from ..config.plan import BUNDLED, Cell
@@ -74,6 +74,7 @@ class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
                  executor: Executor, started: float | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
+        self.ledger = envs.ledger  # what the run read, and why it could not be answered again
         # Each header library's folders hashed once a run (compile_cache.library_digest).
         self.library_headers: dict[tuple[str, ...], str] = {}
         self.device, self.executor = device, executor
@@ -107,7 +108,7 @@ class CellRunner:
             prepared.stages = [StageResult(
                 "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
                 "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
-            LEDGER.refuse("the run's time limit left cells unstarted")
+            self.ledger.refuse("the run's time limit left cells unstarted")
             return prepared
         job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
         if isinstance(job, list):
@@ -121,9 +122,9 @@ class CellRunner:
                                            self.library_headers)
                 prepared.covered = frozenset(included.files)
                 for folder in folders:
-                    LEDGER.watch(folder)
+                    self.ledger.watch(folder)
                 for file in (*included.files, *included.absent):  # headers outside them
-                    LEDGER.watch(file, 0)
+                    self.ledger.watch(file, 0)
                 prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
                                                                           job.work)
         prepared.spent = time.monotonic() - began
@@ -157,7 +158,7 @@ class CellRunner:
                     again.append(member)
                     continue
                 if not (member.key and self.keep(member, stage)):
-                    LEDGER.refuse(f"{member.cell.id}: its compile was not kept")
+                    self.ledger.refuse(f"{member.cell.id}: its compile was not kept")
                 member.cached = stage
             todo = again
 
@@ -215,7 +216,7 @@ class CellRunner:
             # A compile the cache kept is what a re-run would take from it as it is (the run
             # can still be recorded: up_to_date); a GPU stage it would ask again.
             if not kept or job.gpu_stages:
-                LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
+                self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         if prepared.cache_note:
             stages[0] = replace(stages[0], details={**stages[0].details,
                                                     "cache": prepared.cache_note})
@@ -230,7 +231,7 @@ class CellRunner:
     def execute(self, job: Job) -> list[StageResult]:
         """A worker runs the job (in the cell's container, or as a process here), which a
         re-run would run again: the run leaves no record (up_to_date)."""
-        LEDGER.refuse(f"{job.cell_id} ran its {job.frontend} stages")
+        self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         return self.executor.run(job)
 
     def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
@@ -336,10 +337,12 @@ def _now() -> str:
 
 def execute(options: RunOptions, progress: Progress,
             on_result: Callable[[CellResult], None] | None = None,
-            device: DeviceInfo | None = None) -> tuple[RunInfo, list[CellResult]]:
+            device: DeviceInfo | None = None, *, ledger: InputLedger
+            ) -> tuple[RunInfo, list[CellResult]]:
     """Run the planned cells; returns the run record and every cell's result. `device`:
-    the GPU as the caller already probed it (run_device), else probed here."""
-    LEDGER.start()
+    the GPU as the caller already probed it (run_device), else probed here. `ledger`: the
+    run's own, which every environment and cell watches what it read in, and which says
+    why a re-run could not answer from the record (the caller records the run from it)."""
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
     for reason, count in sorted(plan.pruned.items()):
@@ -351,7 +354,7 @@ def execute(options: RunOptions, progress: Progress,
     lock = lock_output(out)
     try:
         return _execute(options, plan, progress, on_result, started_at, started,
-                        device or run_device(options.gpu))
+                        device or run_device(options.gpu), ledger)
     finally:
         lock.close()
 
@@ -377,7 +380,8 @@ def lock_output(out: Path) -> IO[str]:
 
 def _execute(options: RunOptions, plan: Plan, progress: Progress,
              on_result: Callable[[CellResult], None] | None, started_at: str,
-             started: float, device: DeviceInfo) -> tuple[RunInfo, list[CellResult]]:
+             started: float, device: DeviceInfo, ledger: InputLedger
+             ) -> tuple[RunInfo, list[CellResult]]:
     out = options.out
     done: dict[str, CellResult] = {}
     forget(out)  # the last run's record stops holding as this one starts writing
@@ -399,7 +403,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                                                 previous_provider(out))
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour, container_timeout=options.container_timeout,
-                        cuda_compat=options.cuda_compat)
+                        cuda_compat=options.cuda_compat, ledger=ledger)
     todo = [c for c in plan.cells if c.id not in done]
     compiled_here = [c for c in todo
                      if not options.prebuilt or c.frontend in options.compile_here]

@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common.up_to_date import LEDGER
+from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment
 from .cuda_root import linked_cuda_root
@@ -40,7 +40,6 @@ def find_clang() -> Clang | None:
         path = shutil.which(name)
         if not path:
             continue
-        LEDGER.watch_program(path)
         said = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
         found = re.search(r"clang version (\d+)\.(\d+)\.(\d+)", said.stdout)
         if found and (best is None or int(found.group(1)) > best[0]):
@@ -52,17 +51,17 @@ def _curand_package(major: int) -> str:
     return "nvidia-curand" if major >= 13 else f"nvidia-curand-cu{major}"
 
 
-def curand_headers(major: int, cache: Path) -> Path:
+def curand_headers(major: int, cache: Path, ledger: InputLedger) -> Path:
     """The include folder of the newest curand wheel for CUDA `major`, extracted once."""
     package = _curand_package(major)
-    folders = wheel_headers(cache / "clang" / f"curand-{major}", [package])
+    folders = wheel_headers(cache / "clang" / f"curand-{major}", [package], ledger)
     found = next((Path(f) for f in folders if (Path(f) / "curand.h").is_file()), None)
     if found is None:
         raise EnvironmentUnavailable(f"the {package} wheel holds no curand.h")
     return found
 
 
-def cuda_path(env: Environment, cache: Path) -> Path:
+def cuda_path(env: Environment, cache: Path, ledger: InputLedger) -> Path:
     """A CUDA-installation-shaped folder of links to the wheel toolkit's files."""
     if env.ptxas is None:
         raise EnvironmentUnavailable(f"toolkit {env.toolkit} has no ptxas for clang")
@@ -73,6 +72,6 @@ def cuda_path(env: Environment, cache: Path) -> Path:
     # clang's CUDA wrappers include cuRAND's headers: the toolkit's own release has them
     # (release_headers.py); a toolkit that lacks them gets the newest cuRAND's.
     if not any((folder / "curand.h").is_file() for folder in folders):
-        folders.append(curand_headers(int(env.toolkit.split(".")[0]), cache))
+        folders.append(curand_headers(int(env.toolkit.split(".")[0]), cache, ledger))
     return linked_cuda_root(cache / "clang" / f"cuda-{env.toolkit}", folders,
                             {"nvvm/libdevice": libdevice, "bin/ptxas": Path(env.ptxas)})

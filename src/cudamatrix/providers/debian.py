@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.locks import folder_lock
-from ..common.up_to_date import LEDGER
+from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment
 
@@ -107,12 +107,12 @@ def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...]) -
 
 
 def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tuple[str, ...],
-                        library_dirs: tuple[str, ...]) -> DebianNvcc:
+                        library_dirs: tuple[str, ...], ledger: InputLedger) -> DebianNvcc:
     """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
     root = cache / "debian" / f"{suite}-{toolkit}"
     with folder_lock(root):  # a second run sharing the cache waits for this unpack
         marker = root / MARKER
-        LEDGER.watch(marker, 0)  # the unpacked package, known by its marker
+        ledger.watch(marker, 0)  # the unpacked package, known by its marker
         nvcc_dir = root / DEBIAN_NVCC_BIN
         if marker.is_file():
             facts = json.loads(marker.read_text())

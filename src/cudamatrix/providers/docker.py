@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..common.tomlfile import load_toml
+from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
-from ..errors import EnvironmentUnavailable, UserError
+from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..stages.cell.environment import Environment
 from .debian import (
     DEBIAN_NVCC_BIN,
@@ -139,7 +140,8 @@ class ToolkitImage:
 
 
 def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
-                        containers: Path, flavour: str = "wheels") -> ToolkitImage:
+                        containers: Path, ledger: InputLedger, flavour: str = "wheels"
+                        ) -> ToolkitImage:
     """The toolkit's image (built now, or reused by its content hash) and its environment."""
     if flavour == "nvidia":
         return _nvidia_image(client, toolkit, cache, containers)
@@ -147,9 +149,9 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
     if not dockerfile.is_file():
         raise UserError(f"{dockerfile}: missing (the docker provider builds from it; "
                         "--containers names the folder)")
-    host = prepare_toolkit(matrix, toolkit, cache)
+    host = prepare_toolkit(matrix, toolkit, cache, ledger)
     base_id = ensure_base_image(client)
-    debian = _debian_nvcc(matrix, toolkit, host, cache)
+    debian = _debian_nvcc(matrix, toolkit, host, cache, ledger)
     buildargs = {"BASE": BASE_TAG, "TOOLKIT": toolkit, "CELL_UID": str(CELL_UID)}
     key = content_digest(dockerfile.read_text(), buildargs, host.packages, base_id,
                          debian.facts if isinstance(debian, DebianLayer) else None)
@@ -165,8 +167,8 @@ def build_toolkit_image(client: Any, matrix: Matrix, toolkit: str, cache: Path,
         nvcc=inside(host.nvcc) if host.nvcc else None,
         include_dirs=tuple(inside(p) for p in host.include_dirs),
         library_dirs=tuple(inside(p) for p in host.library_dirs))
-    if isinstance(debian, str):
-        environment = replace(environment, nvcc_unusable=debian)
+    if isinstance(debian, Failure):
+        environment = replace(environment, nvcc_unusable=debian.reason)
     elif debian is not None:
         environment = debian.environment(environment)
     if image_exists(client, tag):
@@ -229,8 +231,8 @@ def _wheel_cudart_in_image(image: Environment) -> str | None:
     return None
 
 
-def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path
-                 ) -> DebianLayer | str | None:
+def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path,
+                 ledger: InputLedger) -> DebianLayer | Failure | None:
     """Debian's nvcc for the image where the wheels have none and Debian packages the
     release; why not, where it cannot be had or no GCC of the image fits; else None."""
     entry = matrix.toolkits.get(toolkit)
@@ -238,13 +240,13 @@ def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path
         return None
     try:
         got = prepare_debian_nvcc(entry.debian, toolkit, cache, host.include_dirs,
-                                  host.library_dirs)
+                                  host.library_dirs, ledger)
     except (EnvironmentUnavailable, OSError) as exc:
-        return nvcc_unavailable(toolkit, entry.debian, exc)
+        return Failure(nvcc_unavailable(toolkit, entry.debian, exc))
     fitting = [major for major in BASE_GCC if entry.gcc_max is None or major <= entry.gcc_max]
     if not fitting:
-        return (f"toolkit {toolkit}'s nvcc accepts GCC up to {entry.gcc_max}; the base image "
-                f"has {', '.join(f'g++ {m}' for m in BASE_GCC)}")
+        return Failure(f"toolkit {toolkit}'s nvcc accepts GCC up to {entry.gcc_max}; the base "
+                       f"image has {', '.join(f'g++ {m}' for m in BASE_GCC)}")
     return DebianLayer(got, max(fitting))
 
 

@@ -13,8 +13,6 @@ import re
 import shutil
 import subprocess
 
-from ..common.up_to_date import LEDGER
-
 
 def _major(program: str) -> int | None:
     try:
@@ -27,21 +25,20 @@ def _major(program: str) -> int | None:
 
 
 def installed_gcc() -> dict[int, str]:
-    """GCC majors on PATH and the program for each."""
+    """GCC majors on PATH and the program for each (the caller watches each program: a
+    choice among them rests on every one)."""
     found: dict[int, str] = {}
     for name in ["g++", *(f"g++-{n}" for n in range(6, 16))]:
         path = shutil.which(name)
-        if path:
-            LEDGER.watch_program(path)
         major = _major(path) if path else None
         if path and major is not None:
             found.setdefault(major, path)
     return found
 
 
-def choose_gcc(toolkit: str, gcc_max: int) -> tuple[str | None, str | None]:
-    """(program, None) for the newest GCC <= gcc_max, or (None, why none fits)."""
-    found = installed_gcc()
+def choose_gcc(toolkit: str, gcc_max: int, found: dict[int, str]) -> tuple[str | None, str | None]:
+    """(program, None) for the newest GCC <= gcc_max of those `found` (installed_gcc), or
+    (None, why none fits)."""
     fitting = [major for major in found if major <= gcc_max]
     if fitting:
         return found[max(fitting)], None
@@ -52,11 +49,11 @@ def choose_gcc(toolkit: str, gcc_max: int) -> tuple[str | None, str | None]:
 
 @functools.cache
 def installed_compiler(name: str) -> tuple[str, str] | None:
-    """A host compiler a case names (``g++-12``): its path and full version, or None."""
+    """A host compiler a case names (``g++-12``): its path and full version, or None (the
+    caller watches the program: the answer is kept for the process's life)."""
     path = shutil.which(name)
     if path is None:
         return None
-    LEDGER.watch_program(path)
     try:
         done = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True,
                               text=True, timeout=30, check=False)

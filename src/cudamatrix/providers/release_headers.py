@@ -34,7 +34,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ..common.locks import folder_lock
-from ..common.up_to_date import LEDGER
+from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
 from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
 
@@ -112,12 +112,13 @@ def _move_in(source: Path, root: Path) -> None:
                 os.replace(path, destination)
 
 
-def release_headers(root: Path, toolkit: str, compilers: Sequence[str]) -> dict[str, str]:
+def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger
+                    ) -> dict[str, str]:
     """Put the headers of every component of CUDA `toolkit` that the compilers' wheels
     (`compilers`, requirement strings) do not bring into the toolkit tree `root`, once;
     the components taken, by name and version."""
     marker = root / HEADERS_MARKER
-    LEDGER.watch(marker, 0)
+    ledger.watch(marker, 0)
     own = {canonicalize_name(Requirement(r).name) for r in compilers}
     with folder_lock(root):
         if marker.is_file():

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
 from .wheels import install
 
 SASS_TOOLS = ("nvidia-cuda-cuobjdump==13.5.*", "nvidia-cuda-nvdisasm==13.5.*")
 
 
-def prepare_sass_tools(cache: Path) -> str | None:
+def prepare_sass_tools(cache: Path, ledger: InputLedger) -> str | None:
     """The path of a cuobjdump with its nvdisasm beside it, or None when none can be had
     (a GPU machine without network): checks on SASS then say so and decide nothing."""
     try:
-        root = install(cache / "tools" / "sass-13.5", SASS_TOOLS)
+        root = install(cache / "tools" / "sass-13.5", SASS_TOOLS, ledger=ledger)
     except EnvironmentUnavailable:
         return None
     tool = root / "nvidia" / "cu13" / "bin" / "cuobjdump"

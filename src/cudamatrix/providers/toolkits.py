@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..common import plugins
+from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
-from ..errors import EnvironmentUnavailable, UserError
+from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..stages.cell.environment import Environment
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
 from .host import prepare_host
-from .host_compiler import choose_gcc, installed_compiler
+from .host_compiler import choose_gcc, installed_compiler, installed_gcc
 from .tree import nvcc_archs
 from .wheels import prepare_toolkit
 
@@ -43,11 +44,16 @@ class Notes(Protocol):
 @dataclass(frozen=True)
 class ProviderSetting:
     """What the run makes its provider from: the matrix, the cache, where to say things,
-    and the container options (the docker provider's; the others ignore them)."""
+    the run's ledger, and the container options (the docker provider's; the others ignore
+    them)."""
 
     matrix: Matrix
     cache: Path
     notes: Notes
+    # What the run read: a provider watches every file a toolkit it hands out rests on (an
+    # install's marker, a program found on PATH), or the run's "up to date" answer would
+    # stand on a toolkit installed again since.
+    ledger: InputLedger
     containers: Path
     flavour: str
     client: Callable[[], object]  # the Docker engine's client, asked for on first use
@@ -87,14 +93,15 @@ class ToolkitProvider(Protocol):
     local: bool
 
     def toolkit(self, version: str) -> Environment:
-        """The toolkit `version`, prepared; EnvironmentUnavailable when it cannot be."""
+        """The toolkit `version`, prepared; EnvironmentUnavailable when it cannot be. Every
+        file it rests on is watched in the setting's ledger."""
         ...
 
     def executor(self, site: CellSite) -> ExecutorChoice:
         """Which executor runs the cells of this provider's toolkits, and with what."""
         ...
 
-    def host_compiler(self, name: str) -> tuple[str, str] | str:
+    def host_compiler(self, name: str) -> tuple[str, str] | Failure:
         """A host compiler a case or the tier names for nvcc (``g++-11``), as the cells
         will find it (path, version); or why they cannot have it."""
         ...
@@ -104,14 +111,18 @@ class _LocalCells:
     """Cells as processes of this machine (the wheels and host providers)."""
 
     local = True
+    ledger: InputLedger
 
     def executor(self, site: CellSite) -> ExecutorChoice:
         return ExecutorChoice("local", {"gpu_server": site.gpu and site.gpu_server,
                                         "say": site.say})
 
-    def host_compiler(self, name: str) -> tuple[str, str] | str:
+    def host_compiler(self, name: str) -> tuple[str, str] | Failure:
         found = installed_compiler(name)
-        return found if found else f"no {name} on this machine for nvcc's -ccbin (install it)"
+        if found is None:
+            return Failure(f"no {name} on this machine for nvcc's -ccbin (install it)")
+        self.ledger.watch_program(found[0])
+        return found
 
 
 class WheelsToolkits(_LocalCells):
@@ -120,15 +131,16 @@ class WheelsToolkits(_LocalCells):
 
     name = "wheels"
 
-    def __init__(self, matrix: Matrix, cache: Path, notes: Notes) -> None:
-        self.matrix, self.cache, self.notes = matrix, cache, notes
+    def __init__(self, matrix: Matrix, cache: Path, notes: Notes, ledger: InputLedger) -> None:
+        self.matrix, self.cache, self.notes, self.ledger = matrix, cache, notes, ledger
 
     @classmethod
     def made_for(cls, setting: ProviderSetting) -> WheelsToolkits:
-        return cls(setting.matrix, setting.cache, setting.notes)
+        return cls(setting.matrix, setting.cache, setting.notes, setting.ledger)
 
     def toolkit(self, version: str) -> Environment:
-        return self._with_debian_nvcc(prepare_toolkit(self.matrix, version, self.cache), version)
+        env = prepare_toolkit(self.matrix, version, self.cache, self.ledger)
+        return self._with_debian_nvcc(env, version)
 
     def _with_debian_nvcc(self, env: Environment, version: str) -> Environment:
         """A wheels toolkit without nvcc gets Debian's nvcc of the same release, where the
@@ -140,13 +152,20 @@ class WheelsToolkits(_LocalCells):
                         "nvidia-cuda-toolkit")
         try:
             got = prepare_debian_nvcc(toolkit.debian, version, self.cache, env.include_dirs,
-                                      env.library_dirs)
+                                      env.library_dirs, self.ledger)
         except (EnvironmentUnavailable, OSError) as exc:
             return replace(env, nvcc_unusable=nvcc_unavailable(version, toolkit.debian, exc))
-        host, why = choose_gcc(version, toolkit.gcc_max) if toolkit.gcc_max else (None, None)
+        host, why = None, None
+        if toolkit.gcc_max:
+            gccs = installed_gcc()
+            for program in gccs.values():
+                self.ledger.watch_program(program)
+            host, why = choose_gcc(version, toolkit.gcc_max, gccs)
         tools = {**env.tool_versions, "nvcc": got.version, "nvcc_from": got.package}
         if host:  # as a case's own is recorded: the program and its full version
             found = installed_compiler(host)
+            if found:
+                self.ledger.watch_program(found[0])
             tools["host_compiler"] = f"{Path(host).name} {found[1] if found else 'unknown'}"
         return replace(env, nvcc=got.nvcc, tool_versions=tools, host_compiler=host,
                        nvcc_archs=nvcc_archs(Path(got.nvcc)),
@@ -159,12 +178,13 @@ class HostToolkits(_LocalCells):
 
     name = "host"
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: InputLedger) -> None:
         self._found: Environment | EnvironmentUnavailable | None = None
+        self.ledger = ledger
 
     @classmethod
     def made_for(cls, setting: ProviderSetting) -> HostToolkits:
-        return cls()
+        return cls(setting.ledger)
 
     def toolkit(self, version: str) -> Environment:
         if self._found is None:
@@ -185,11 +205,12 @@ class DockerToolkits:
     name, local = "docker", False
 
     def __init__(self, matrix: Matrix, cache: Path, containers: Path, flavour: str,
-                 client: Callable[[], object], notes: Notes, *,
+                 client: Callable[[], object], notes: Notes, ledger: InputLedger, *,
                  base_image: Callable[[], str | None], lifetime_s: float,
                  compat: bool) -> None:
         self.matrix, self.cache, self.containers, self.flavour = matrix, cache, containers, flavour
         self.client, self.notes = client, notes  # the engine's client, asked for on first use
+        self.ledger = ledger
         # The image of cells without a toolkit; how long a container lives; NVIDIA's
         # forward-compatibility libraries first on the library path.
         self.base_image, self.lifetime_s, self.compat = base_image, lifetime_s, compat
@@ -197,12 +218,12 @@ class DockerToolkits:
     @classmethod
     def made_for(cls, setting: ProviderSetting) -> DockerToolkits:
         return cls(setting.matrix, setting.cache, setting.containers, setting.flavour,
-                   setting.client, setting.notes, base_image=setting.base_image,
+                   setting.client, setting.notes, setting.ledger, base_image=setting.base_image,
                    lifetime_s=setting.container_timeout, compat=setting.cuda_compat)
 
     def toolkit(self, version: str) -> Environment:
         image = build_toolkit_image(self.client(), self.matrix, version, self.cache,
-                                    self.containers, self.flavour)
+                                    self.containers, self.ledger, self.flavour)
         self.notes.note(f"image {image.tag}: {'built' if image.built else 'reused'}")
         return image.environment
 
@@ -212,17 +233,17 @@ class DockerToolkits:
             "corpus": site.corpus, "base_image": self.base_image, "gpu": site.gpu,
             "lifetime_s": self.lifetime_s, "compat": self.compat})
 
-    def host_compiler(self, name: str) -> tuple[str, str] | str:
+    def host_compiler(self, name: str) -> tuple[str, str] | Failure:
         """The wheels images' GCCs (the base image's ``g++-N``); no other compiler."""
         have = ", ".join(f"g++-{major}" for major in BASE_GCC)
         named = re.fullmatch(r"g\+\+-(\d+)", name)
         if self.flavour == "wheels" and named and int(named.group(1)) in BASE_GCC:
             return f"/usr/bin/{name}", f"{named.group(1)} (image)"
         if self.flavour == "wheels":
-            return (f"the toolkit images carry {have}, not {name}: another host compiler "
-                    "runs with the wheels or host provider")
-        return (f"NVIDIA's images carry their own GCC, not {name}: a named host compiler "
-                "runs with the wheels or host provider")
+            return Failure(f"the toolkit images carry {have}, not {name}: another host "
+                           "compiler runs with the wheels or host provider")
+        return Failure(f"NVIDIA's images carry their own GCC, not {name}: a named host "
+                       "compiler runs with the wheels or host provider")
 
 
 ProviderFactory = Callable[[ProviderSetting], ToolkitProvider]

@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from ..common.locks import folder_lock
-from ..common.up_to_date import LEDGER
+from ..common.up_to_date import InputLedger
 from ..config.matrix import Library, Matrix
 from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
@@ -38,8 +38,8 @@ MARKER = "cudamatrix-environment.json"
 PIP_TIMEOUT_S = 900
 
 
-def install(target: Path, requirements: Sequence[str], *, with_deps: bool = False,
-            env: Mapping[str, str] | None = None) -> Path:
+def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
+            with_deps: bool = False, env: Mapping[str, str] | None = None) -> Path:
     """Install `requirements` into `target` once; later calls reuse it. `env`: the
     variables pip (and a package it builds from source) runs with: a CUDA package built
     for a toolkit sees that toolkit's CUDA_HOME."""
@@ -47,7 +47,7 @@ def install(target: Path, requirements: Sequence[str], *, with_deps: bool = Fals
     wanted = {"requirements": list(requirements), "with_deps": with_deps}
     # What the run's cells compile against is this install, known by its marker: another
     # run installing beside it in the same cache changes nothing this run read.
-    LEDGER.watch(marker, 0)
+    ledger.watch(marker, 0)
     with folder_lock(target):
         if marker.is_file() and json.loads(marker.read_text()) == wanted:
             return target
@@ -81,12 +81,13 @@ def install(target: Path, requirements: Sequence[str], *, with_deps: bool = Fals
 DESCRIBED = "cudamatrix-described.json"
 
 
-def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path) -> Environment:
+def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path, ledger: InputLedger
+                    ) -> Environment:
     """The compilers' wheels of `toolkit`, and every other component's headers beside
     them (release_headers.py): the release as a full install has it."""
     compilers = matrix.wheel_requirements(toolkit)
-    root = install(cache / "toolkits" / f"wheels-{toolkit}", compilers)
-    components = release_headers(root, toolkit, compilers)
+    root = install(cache / "toolkits" / f"wheels-{toolkit}", compilers, ledger=ledger)
+    components = release_headers(root, toolkit, compilers, ledger)
     # Describing a tree walks thousands of files and runs each tool once; a finished
     # install never changes, so its description is kept beside it.
     described = root / DESCRIBED
@@ -116,25 +117,27 @@ def _installed_version(package: str) -> str | None:
 
 
 def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | None,
-                    cache: Path) -> LibraryEnvironment:
+                    cache: Path, ledger: InputLedger) -> LibraryEnvironment:
     """Install one library version: CUTLASS's headers, or a Python package with its needs."""
     library = matrix.libraries[name]
     if library.headers:
-        return prepare_header_library(library, version, cache)
+        return prepare_header_library(library, version, cache, ledger)
     package = library.package_for(cuda_major or 12)
     suffix = f"-cu{cuda_major}" if "{major}" in library.package else ""
     target = cache / "libraries" / f"{name}-{version}{suffix}"
     if name == "cutlass":
         # The C++ headers are all a CUDA build needs; the Python side pulls in far more.
-        root = install(target, [f"{package}=={version}.*"])
+        root = install(target, [f"{package}=={version}.*"], ledger=ledger)
         source = root / "cutlass_library" / "source"
         includes = (source / "include", source / "tools" / "util" / "include")
         return LibraryEnvironment(name, version, str(root),
                                   include_dirs=tuple(str(p) for p in includes if p.is_dir()),
                                   packages=installed_packages(root))
     if library.headers_from:
-        root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
-        headers = wheel_headers(target.with_name(target.name + "-headers"), library.headers_from)
+        root = install(target, [f"{package}=={version}", *library.requires], ledger=ledger,
+                       with_deps=True)
+        headers = wheel_headers(target.with_name(target.name + "-headers"),
+                                library.headers_from, ledger)
         return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                                   include_dirs=headers,
                                   packages={**installed_packages(root),
@@ -144,12 +147,14 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     if system is not None and Version(system) == Version(version):
         # Already importable here (a GPU machine's image): no network needed.
         return LibraryEnvironment(name, version, "(this Python)", packages={package: system})
-    root = install(target, [f"{package}=={version}", *library.requires], with_deps=True)
+    root = install(target, [f"{package}=={version}", *library.requires], ledger=ledger,
+                   with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
 
 
-def prepare_header_library(library: Library, version: str, cache: Path) -> LibraryEnvironment:
+def prepare_header_library(library: Library, version: str, cache: Path, ledger: InputLedger
+                           ) -> LibraryEnvironment:
     """A header library's release: the headers of its wheel (read by ranges, as a
     toolkit's components are), extracted once; its include folders, ahead of the
     toolkit's on every compile of the cells that name it."""
@@ -158,7 +163,7 @@ def prepare_header_library(library: Library, version: str, cache: Path) -> Libra
     marker = target / MARKER
     pin = f"{package}=={version}.*"
     wanted = {"headers_of": pin, "include": list(library.include)}
-    LEDGER.watch(marker, 0)
+    ledger.watch(marker, 0)
 
     def member(name: str) -> bool:
         if library.include:
@@ -212,7 +217,7 @@ def _cutlass_headers(root: Path) -> tuple[str, ...]:
 
 
 def prepare_library_source(matrix: Matrix, name: str, version: str, source: Source,
-                           cache: Path, toolkit: str | None = None,
+                           cache: Path, ledger: InputLedger, toolkit: str | None = None,
                            build_env: Mapping[str, str] | None = None) -> LibraryEnvironment:
     """A library version from a source (sources.py) rather than the index: CUTLASS's
     headers straight from a checkout or unpacked sdist; a Python package installed from its
@@ -225,7 +230,8 @@ def prepare_library_source(matrix: Matrix, name: str, version: str, source: Sour
                                   include_dirs=_cutlass_headers(source.path), packages=described)
     suffix = f"-{toolkit}" if toolkit else ""
     target = cache / "libraries" / f"{name}-source-{source.digest[:16]}{suffix}"
-    root = install(target, [str(source.path), *library.requires], with_deps=True, env=build_env)
+    root = install(target, [str(source.path), *library.requires], ledger=ledger,
+                   with_deps=True, env=build_env)
     if name == "cutlass":
         return LibraryEnvironment(name, version, str(root), include_dirs=_cutlass_headers(root),
                                   packages={**installed_packages(root), **described})
@@ -254,8 +260,8 @@ def linked_components(flags: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def prepare_component_libraries(env: Environment, component: str, cache: Path
-                                ) -> LibraryEnvironment:
+def prepare_component_libraries(env: Environment, component: str, cache: Path,
+                                ledger: InputLedger) -> LibraryEnvironment:
     """A component's libraries for a toolkit from wheels, installed only when a case links
     them (its headers are in the toolkit already): the same build of the release as its
     headers (release_headers.py's record), and a folder of links with the unversioned
@@ -271,7 +277,7 @@ def prepare_component_libraries(env: Environment, component: str, cache: Path
         raise EnvironmentUnavailable(f"toolkit {env.toolkit}: its release has no {component} "
                                      f"component (components: {', '.join(sorted(taken))})")
     target = cache / "toolkits" / f"wheels-{env.toolkit}-lib-{component}"
-    install(target, [f"{name}=={taken[name]}"])
+    install(target, [f"{name}=={taken[name]}"], ledger=ledger)
     folders = sorted({str(p.parent) for p in target.glob("nvidia/**/lib*.so*")})
     links = target / "links"
     with folder_lock(links):
@@ -297,24 +303,26 @@ def unversioned_links(links: Path, folders: Iterable[Path]) -> None:
                 plain.symlink_to(os.path.relpath(versioned, links))
 
 
-def prepare_build_tools(requires: Sequence[str], cache: Path) -> LibraryEnvironment:
+def prepare_build_tools(requires: Sequence[str], cache: Path, ledger: InputLedger
+                        ) -> LibraryEnvironment:
     """A build's tools (cmake, scikit-build-core, pybind11, ...) installed once per set of
     requirements and interpreter: their folder goes on PYTHONPATH and its ``bin`` on PATH.
     pip writes the interpreter that ran it into each script's ``#!`` line (``bin/cmake``),
     so an install made by another Python (a virtual environment since removed) is not
     this one's: its scripts could not even start."""
     key = hashlib.sha256("\n".join([*sorted(requires), sys.executable]).encode()).hexdigest()[:16]
-    root = install(cache / "build-tools" / key, list(requires), with_deps=True)
+    root = install(cache / "build-tools" / key, list(requires), ledger=ledger, with_deps=True)
     return LibraryEnvironment("build tools", ",".join(requires), str(root),
                               python_path=(str(root),), packages=installed_packages(root))
 
 
-def wheel_headers(target: Path, requirements: Sequence[str]) -> tuple[str, ...]:
+def wheel_headers(target: Path, requirements: Sequence[str], ledger: InputLedger
+                  ) -> tuple[str, ...]:
     """The include folders of wheels, extracted once: each wheel is downloaded on its own
     (pip checks its hash), only its members under an ``include/`` folder are kept."""
     marker = target / MARKER
     wanted = {"headers_from": list(requirements)}
-    LEDGER.watch(marker, 0)
+    ledger.watch(marker, 0)
     with folder_lock(target):
         if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")

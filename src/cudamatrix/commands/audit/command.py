@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 def _audit(args: argparse.Namespace, console: Console) -> int:
     """`cudamatrix audit`: facts, predictions (and measurements on a GPU), then the reports."""
+    from ...common.up_to_date import InputLedger
     from ...config.matrix import load_matrix
     from ...config.options import default_cache
     from ...config.project import find_project
@@ -30,7 +31,8 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     matrix = load_matrix(args.matrix or find_project(Path.cwd()).matrix)
     cache = args.cache or default_cache()
     # The 13.5 wheel where pip works; else a toolkit's own (a GPU machine without network).
-    cuobjdump = prepare_sass_tools(cache) or shutil.which("cuobjdump")
+    # An audit records no run to answer from later: what it read is nobody's to watch.
+    cuobjdump = prepare_sass_tools(cache, InputLedger()) or shutil.which("cuobjdump")
     if cuobjdump is None:
         raise UserError("audit needs cuobjdump: the nvidia-cuda-cuobjdump wheel could not be "
                         f"installed into {cache}/tools")

@@ -6,6 +6,8 @@ import functools
 import re
 from typing import Any
 
+from ...errors import Failure
+
 _NOISE = re.compile(
     r"(\d+ errors? detected in the compilation|Ptx assembly aborted due to errors"
     r"|compilation (failed|terminated)|^\s*$)", re.IGNORECASE)
@@ -155,7 +157,7 @@ def _step_arch(command: str) -> str | None:
 
 
 def split_nvcc_trace(output: str, archs: list[str]
-                     ) -> tuple[dict[str, str], str | None] | str:
+                     ) -> tuple[dict[str, str], str | None] | Failure:
     """What one nvcc for several archs (``nvcc -v``) printed, as each arch's build alone
     would have printed it: the lines of the steps for every arch (the host pass, the
     fatbinary, the link) and of that arch's own steps (its preprocessing, cicc, ptxas and
@@ -171,12 +173,12 @@ def split_nvcc_trace(output: str, archs: list[str]
         elif steps:
             steps[-1][1].append(line)
         elif line.strip():
-            return f"nvcc printed outside its steps: {line.strip()[:200]}"
+            return Failure(f"nvcc printed outside its steps: {line.strip()[:200]}")
     owners: list[str | None] = []  # None: every arch's step
     for command, _ in steps:
         key = _step_arch(command)
         if key is not None and key not in keys:
-            return f"an nvcc step for {key}, not asked for: {command[:200]}"
+            return Failure(f"an nvcc step for {key}, not asked for: {command[:200]}")
         owners.append(None if key is None else keys[key])
     parts = {arch: "\n".join(line for (_, printed), owner in zip(steps, owners, strict=True)
                              if owner in (None, arch) for line in printed)

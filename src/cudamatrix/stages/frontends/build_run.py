@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ...common.versions import Arch, sass_runs_on
+from ...errors import Failure
 from ..binaries.elf import UnreadableFile, fatbins
 from ..binaries.facts import Module, read_modules, runs_on
 from ..binaries.inputs import members
@@ -277,8 +278,9 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
                            time.monotonic() - started, details), fatbinaries
     if job.budgets:
         judged = judge_budget(job.budgets, resources, f"cuobjdump -res-usage, {gpu.name}")
-        if isinstance(judged, str):
-            return StageResult("inspect", "error", judged, "\n".join([*lines, judged]),
+        if isinstance(judged, Failure):
+            return StageResult("inspect", "error", judged.reason,
+                               "\n".join([*lines, judged.reason]),
                                time.monotonic() - started, details), fatbinaries
         lines += judged.lines
         if judged.broken:

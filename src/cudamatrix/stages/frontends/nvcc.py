@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...common.versions import Arch
+from ...errors import Failure
 from ..binaries.elf import UnknownImage, UnreadableFile, prune_fatbins
 from ..cell.environment import Environment
 from ..cell.files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX, READ_OUTSIDE
@@ -199,9 +200,9 @@ def compile_together(job: Job) -> list[StageResult]:
         tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
         together = f"one nvcc for {', '.join(archs)}"
         split = split_nvcc_trace(tool.output, archs) if not tool.accident \
-            else f"{tool.accident}"
-        if isinstance(split, str):
-            return [_apart(f"{together}: {split}", tool.output, started)]
+            else Failure(f"{tool.accident}")
+        if isinstance(split, Failure):
+            return [_apart(f"{together}: {split.reason}", tool.output, started)]
         parts, last = split
 
         def log(member: Job) -> str:
@@ -221,8 +222,8 @@ def compile_together(job: Job) -> list[StageResult]:
             images = _cubins_by_arch(keep, archs)
             for member in members:
                 built = _member_build(member, keep, library, images, log(member), started)
-                if isinstance(built, str):
-                    return [_apart(f"{together}: {built}", tool.output, started)]
+                if isinstance(built, Failure):
+                    return [_apart(f"{together}: {built.reason}", tool.output, started)]
                 stages.append(built)
         seconds = (time.monotonic() - started) / len(members)
         return [s if s.status == "skipped" else
@@ -258,13 +259,14 @@ def _facts(member: Job) -> dict[str, object]:
 
 
 def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, str],
-                  log: str, started: float) -> StageResult | str:
+                  log: str, started: float) -> StageResult | Failure:
     """One cell's compile stage from the shared build, its files in its own folder; or
     why its part cannot be told apart."""
     ptx, cubin = kept_file(keep, member.source, ".ptx", member.arch), \
         kept_file(keep, member.source, ".cubin", member.arch)
     if ptx is None or cubin is None:
-        return f"nvcc kept no PTX or cubin of {Path(member.source).name} for {member.arch}"
+        return Failure(f"nvcc kept no PTX or cubin of {Path(member.source).name} for "
+                       f"{member.arch}")
     own_ptx, own_cubin = member.work / PTX, member.work / CUBIN
     shutil.copyfile(ptx, own_ptx)
     shutil.copyfile(cubin, own_cubin)
@@ -280,7 +282,7 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
         try:
             pruned = prune_fatbins(library.read_bytes(), ours)
         except (UnknownImage, UnreadableFile) as exc:
-            return str(exc)
+            return Failure(str(exc))
         own_library = member.work / LIBRARY
         own_library.write_bytes(pruned)
         own_library.chmod(0o755)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import Failure
 from .kernel_names import KernelNotFound, cpp_names, resolve
 
 # Budget key -> (the resources record's field, how the message says it).
@@ -42,19 +43,19 @@ def reporter(compiled: Mapping[str, Any], arch: str) -> str:
 
 
 def judge_budget(budget: Mapping[str, Any], resources: Sequence[Mapping[str, Any]],
-                 said_by: str) -> BudgetVerdict | str:
-    """Each kernel's figures (or the one `kernel` names) against the budget's limits; a
-    string is the case error of a budget that cannot be judged (no figures, no kernel)."""
+                 said_by: str) -> BudgetVerdict | Failure:
+    """Each kernel's figures (or the one `kernel` names) against the budget's limits; or
+    the case error of a budget that cannot be judged (no figures, no kernel)."""
     kernels = {str(r["kernel"]): r for r in resources}
     if not kernels:
-        return ("case error: [variant.resources] has no figures to judge: the compiler "
-                "reported no kernel's resource usage (a module without kernels, or one "
-                "built by a compiler that does not say it)")
+        return Failure("case error: [variant.resources] has no figures to judge: the "
+                       "compiler reported no kernel's resource usage (a module without "
+                       "kernels, or one built by a compiler that does not say it)")
     if "kernel" in budget:
         try:
             chosen = [resolve(str(budget["kernel"]), list(kernels)).lowered]
         except KernelNotFound as exc:
-            return f"[variant.resources] {exc}"
+            return Failure(f"[variant.resources] {exc}")
     else:
         chosen = list(kernels)
     labels = dict(zip(kernels, cpp_names(list(kernels)), strict=True))

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...errors import Failure
 from ..binaries.facts import cubin_kernel_names
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -63,7 +64,7 @@ def module_kernels(ptx_text: str | None, cubin: Path | None) -> list[str] | None
 
 
 def name_kernel(kernel: str, compiled: Mapping[str, Any],
-                kernels: Sequence[str] | None) -> KernelName | str | None:
+                kernels: Sequence[str] | None) -> KernelName | Failure | None:
     """The case's kernel as the module holds it, or the case error saying why it is not
     there (with the module's kernels as C++ prints them); None when nothing was built to
     look in (a script that wrote no module)."""
@@ -74,7 +75,7 @@ def name_kernel(kernel: str, compiled: Mapping[str, Any],
             return resolve(kernel, kernels or [])
         except KernelNotFound as exc:
             by = compiled.get("kernel_refused_by", "NVRTC, given it as a name expression")
-            return f"{exc}; {by}: {compiled[KERNEL_REFUSED]}"
+            return Failure(f"{exc}; {by}: {compiled[KERNEL_REFUSED]}")
     if KERNEL_RECORD in compiled:  # the compiler resolved the name itself
         record = compiled[KERNEL_RECORD]
         named = KernelName(record["name"], record["lowered"], record["signature"])
@@ -85,7 +86,7 @@ def name_kernel(kernel: str, compiled: Mapping[str, Any],
     try:
         return resolve(kernel, kernels)
     except KernelNotFound as exc:
-        return str(exc)
+        return Failure(str(exc))
 
 
 def _text_for(kind: str, texts: dict[str, str | None]) -> str | None:
@@ -108,8 +109,9 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
     lines, failures, unavailable = [], [], ""
     if kernel:
         named = name_kernel(kernel, compiled, module_kernels(ptx_text, cubin))
-        if isinstance(named, str):
-            return StageResult("inspect", "error", named, named, time.monotonic() - started)
+        if isinstance(named, Failure):
+            return StageResult("inspect", "error", named.reason, named.reason,
+                               time.monotonic() - started)
         if named is not None:
             details[KERNEL_RECORD] = named.to_dict()
             found = "" if named.lowered == kernel else f": {named.signature} ({named.lowered})"
@@ -143,8 +145,9 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
             failures.append(f"artifact check failed: {kind} {found} /{pattern}/{why}")
     if budgets:
         judged = judge_budget(budgets, compiled.get("resources", []), reporter(compiled, arch))
-        if isinstance(judged, str):
-            return StageResult("inspect", "error", judged, "\n".join([*lines, judged]),
+        if isinstance(judged, Failure):
+            return StageResult("inspect", "error", judged.reason,
+                               "\n".join([*lines, judged.reason]),
                                time.monotonic() - started, details)
         lines.extend(judged.lines)
         failures.extend(judged.broken)
