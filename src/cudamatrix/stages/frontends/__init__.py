@@ -3,7 +3,12 @@ nvcc, clang, cupy, cutlass, cute_dsl, cutlass_python, build), each registering i
 Every frontend, built-in or a plugin's, is found by its ``cudamatrix.frontends`` entry
 point (common/plugins.py); then the modules named in $CUDAMATRIX_FRONTENDS, an override
 for a plugin not installed. Import this package, not a module of it: importing it is what
-fills the registry: `registered()` (and `frontend`) load them on first use."""
+fills the registry: `registered()` (and `frontend`) load them on first use.
+
+May import every other group of ``stages`` (a frontend is a compile, an inspect and what
+its cells need of a process), ``common``, ``errors``; never the run's side: a frontend's
+orchestrator part is named as "module:function" (``Frontend.prepare``).
+"""
 
 from __future__ import annotations
 
