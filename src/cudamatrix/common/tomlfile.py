@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from ..errors import UserError
 

@@ -1,6 +1,6 @@
 """COMPATIBILITY.md: per case, a table of toolkit x arch for each variant, then the details.
 
-Plain GitHub-flavoured Markdown (tabulate's "github" format), so the same text
+Plain GitHub-flavoured Markdown tables (`compact_table`), so the same text
 renders in a repository and in a GitHub Actions step summary.
 """
 
@@ -10,8 +10,6 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
-
-from tabulate import tabulate
 
 from ..common.versions import Arch
 from ..record.baseline import FAILING, BaselineDiff
@@ -66,10 +64,11 @@ def notes_lines(cells: list[CellResult]) -> list[str]:
 
 
 def compact_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub table without tabulate's column padding: the Details table has a row per
-    cell that is not a plain pass (thousands in the nightly tier), and padding every row to
-    the longest message made COMPATIBILITY.md near GitHub's 1 MiB step-summary limit. The
-    cells are escaped already (md_text)."""
+    """A GitHub table, its columns unpadded: the Details table has a row per cell that is
+    not a plain pass (thousands in the nightly tier), and padding every row to the longest
+    message made COMPATIBILITY.md near GitHub's 1 MiB step-summary limit. Every table of
+    the report is one (no table library for a format this plain). The cells are escaped
+    already (md_text)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -419,8 +418,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
             table = [[md_text(label), *(md_text(row.get(a, "")) for a in archs)]
                      for label, row in rows.items()]
             lines += ["", f"### {md_code(variant)} ({md_text(cells[0].cell.frontend)})", "",
-                      tabulate(table, headers=["toolkit", *map(md_text, archs)], tablefmt="github",
-                               disable_numparse=True)]
+                      compact_table(["toolkit", *map(md_text, archs)], table)]
             lines += notes_lines(cells)
         lines += resources_lines(case_results)
         lines += timing_lines(case_results)

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ... import __version__
@@ -120,7 +120,7 @@ def _unreadable(name: str, why: str, gpu: Arch, driver: Driver) -> CellResult:
 
 def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
               note: Callable[[str], None]) -> tuple[RunInfo, list[CellResult]]:
-    started_at = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     started = time.monotonic()
     gpus, drivers = gpus_of(matrix, options.gpus), drivers_of(matrix, options.drivers)
     device = probe() if options.measure else DeviceInfo(reason="measurement turned off")
@@ -174,7 +174,7 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
         raise UserError(f"{', '.join(options.inputs)}: no CUDA module found (no cubin or PTX "
                         "in any ELF file)")
     info = RunInfo(
-        started=started_at, finished=datetime.now(timezone.utc).replace(
+        started=started_at, finished=datetime.now(UTC).replace(
             microsecond=0).isoformat(),
         tier="audit", provider="none", provider_choice="audit: no compile",
         host=f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, "
