@@ -4,9 +4,8 @@ and every one of them loads what its group needs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from cudamatrix.commands.command import Command
 from cudamatrix.common import plugins

@@ -49,6 +49,7 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "plan": "cudamatrix.commands.plan:COMMAND",
         "merge": "cudamatrix.commands.merge:COMMAND",
         "audit": "cudamatrix.commands.audit.command:COMMAND",
+        "schema": "cudamatrix.commands.schema:COMMAND",
     },
 }
 

@@ -16,14 +16,15 @@ from ..errors import UserError
 from ..stages.frontends import registered
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
+from .declarations import ARTIFACT, EXPECT
 
-STAGES = ("compile", "inspect", "load", "run")
-EXPECT_FIELDS = ("when", "outcome", "stage", "match", "note", "warning")
+STAGES = EXPECT.key("stage").allowed
+EXPECT_FIELDS = EXPECT.names()
 # What a case may expect of a cell: that it works, that it fails (at a stage, saying
 # something), or that it hangs until its limit (a known hang is a finding, not a broken
 # tool); `match` then reads the stopped process's stack.
-EXPECTED_OUTCOMES = ("pass", "fail", "timeout")
-ARTIFACT_KEYS = ("in", "contains", "lacks", "why")
+EXPECTED_OUTCOMES = EXPECT.key("outcome").allowed
+ARTIFACT_KEYS = ARTIFACT.names()
 Spec = str | tuple[str, ...]
 
 def selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:

@@ -25,25 +25,31 @@ from ..stages.compile.flags import PLACEHOLDERS, case_path, path_values, unknown
 from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
 from .case_tables import ArtifactCheck, Expectation, Spec, selects
+from .declarations import (
+    BUILD,
+    CASE,
+    DEFAULT_OUTPUTS,
+    FLAGS_IF,
+    LIBRARY_NAME_PATTERN,
+    TIME,
+    VARIANT,
+)
 from .run_table import RUN_KEYS, RunTableReader
 from .sources import SourceSpec
 
 # How the load stage gets the module: the cubin where it can run, else the PTX
 # through the driver's JIT ("auto"), or always one of them.
-LOAD_MODES = ("auto", "cubin", "ptx")
-# The keys of each table of case.toml.
-CASE_KEYS = ("title", "description", "upstream", "variant")
-VARIANT_KEYS = ("name", "source", "frontend", "flags", "kernel", "arch_flag", "only", "expect",
-                "artifact", "timeout", "run", "load", "options", "host_compiler", "build",
-                "resources", "libraries", "time", "flags_if", "defines")
+LOAD_MODES = VARIANT.key("load").allowed
+# The keys of each table of case.toml, as declarations.py declares them (the schema and
+# the reference are made from the same declarations).
+CASE_KEYS = CASE.names()
+VARIANT_KEYS = VARIANT.names()
 # [variant.time]: how a kernel that ran is timed (stages/device/timing.py).
-TIME_KEYS = ("l2", "noise", "max_seconds", "max_us", "max_slowdown")
+TIME_KEYS = TIME.names()
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
-LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 # [variant.build]: a project's own build (the build frontend).
-BUILD_KEYS = ("commands", "project", "outputs", "test", "requires", "env")
-# What a build's audit reads when the case names no outputs: its libraries and wheels.
-DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
+BUILD_KEYS = BUILD.names()
 
 # A case id is its folder's name and travels into file names, XML, Markdown and HTML.
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
@@ -236,7 +242,7 @@ class _Reader(RunTableReader):
             at = f"{where}.flags_if[{i}]"
             if not isinstance(entry, dict):
                 raise self.fail(at, "expected a table { when = {...}, flags = [...] }")
-            check_keys(at, entry, ("when", "flags"), self.fail)
+            check_keys(at, entry, FLAGS_IF.names(), self.fail)
             if "when" not in entry or "flags" not in entry:
                 raise self.fail(at, "needs when (which cells) and flags (what they add)")
             flags_if.append((self.when(f"{at}.when", entry["when"], when_keys),

@@ -23,13 +23,14 @@ from ..common.versions import (
     version_matches,
 )
 from ..errors import UserError
+from .declarations import LIBRARY_NAME_PATTERN
 from .sources import SourceSpec
 
 # The libraries a frontend brings an axis for; any other [libraries.NAME] is a header
 # library (`headers = true`) a variant names itself (`libraries = ["cccl"]`).
 LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler")
-LIBRARY_NAME = re.compile(r"[a-z][a-z0-9_]*")
+LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 LIBRARY_KEYS = ("package", "versions", "requires", "constraint", "headers_from", "sources",
                 "headers", "include")
 

@@ -21,15 +21,15 @@ from .. import __version__
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..errors import UserError
+from .declarations import LIBRARY, PROJECT, TIER, schema_line
 from .defaults import CONFIG, DEFAULT_MATRIX
 from .sources import SourceSpec
 
-KEYS = ("cases", "known_bugs", "matrix", "default_tier", "tiers", "libraries", "paths")
+KEYS = PROJECT.names()
 # A [paths] name, as a case writes it in braces ({ggml}).
 PATH_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # The keys of a tier a project may set (the others come from the default tier of that name).
-TIER_KEYS = ("toolkit", "arch", "include", "exclude", "case", "cutlass", "cupy", "cute_dsl",
-             "cutlass_python", "cutlass_torch", "host_compiler")
+TIER_KEYS = TIER.names()
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,7 @@ def _library_sources(table: Any, base: Path,
     for name, entry in table.items():
         if not isinstance(entry, dict):
             raise fail(f"libraries.{name}", "expected a table")
-        check_keys(f"libraries.{name}", entry, ("sources", "headers", "package", "versions",
-                                                "include"), fail)
+        check_keys(f"libraries.{name}", entry, LIBRARY.names(), fail)
         sources = entry.get("sources", {})
         if not isinstance(sources, dict):
             raise fail(f"libraries.{name}.sources", "expected \"<version label>\" = \"<source>\"")
@@ -344,6 +343,11 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
     for path in wanted:  # every refusal before the first file is written
         _writable_inside(folder, path)
     for path, text in wanted.items():
+        # The line editors read (Taplo, Even Better TOML): every key checked as it is typed.
+        if path.name == CONFIG:
+            text = schema_line("project") + text
+        elif path.name == "case.toml":
+            text = schema_line("case") + text
         _make_folders(folder, path.parent)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(descriptor, "w") as handle:

@@ -10,13 +10,12 @@ from typing import Any
 from ..common.keys import check_keys
 from ..stages.device.expressions import RefusedExpression, parse_check
 from .case_tables import TableReader
+from .declarations import ARG, RUN
 
-RUN_KEYS = ("args", "grid", "block", "shared_bytes", "shared_opt_in", "check", "rtol", "atol",
-            "seed", "host")
-ARG_KEYS = ("name", "value", "dtype", "shape", "output", "inout", "range", "fill", "values")
+RUN_KEYS = RUN.names()
+ARG_KEYS = ARG.names()
 # The NumPy dtypes an argument may have (NumPy's own names).
-DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128")
+DTYPES = ARG.key("dtype").allowed
 # The most elements one array argument may have (1 GiB of float32).
 MAX_ELEMENTS = 1 << 28
 # The most bytes a cell's arguments may take together (each is made on the host and on

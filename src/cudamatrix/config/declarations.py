@@ -1,0 +1,400 @@
+"""Every key of case.toml and cudamatrix.toml, declared once: its type, default, allowed
+values, what it means and an example.
+
+`validate` takes each table's key names from here (corpus.py, case_tables.py,
+run_table.py, project.py refuse any other key by name), `cudamatrix schema case|project`
+prints the JSON Schema made from here (shipped in the package too, for an editor's
+``#:schema`` line), and ``nox -s docs`` writes the case.toml and cudamatrix.toml
+references from here. The readers keep the checks a schema cannot say (a source file
+that must exist, a specifier's grammar, a kernel name's C++); the declarations say
+everything a reader of the file needs to write it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..common.versions import EXPECT_KEYS, WHEN_KEYS
+from ..stages.inspect.artifact_text import ARTIFACT_KINDS
+from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
+
+SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+# Where the schemas are published: the documentation site, in the report's docs/ folder
+# on this repository's Pages (docs/generate.py copies them there); an editor reads the
+# #:schema line.
+SCHEMA_BASE = "https://cudamatrix.github.io/cudamatrix/docs/schema"
+
+# A value's kind, as TOML writes it.
+STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
+STRINGS = "string or array of strings"
+INTEGERS = "array of integers"
+NUMBERS = "array of numbers"
+ANY = "any value"
+# What a build's audit reads when the case names no outputs: its libraries and wheels.
+DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
+# A library's name, as matrix.toml's [libraries.NAME] spells it.
+LIBRARY_NAME_PATTERN = "^[a-z][a-z0-9_]*$"
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a table."""
+
+    name: str
+    kind: str  # STRING, BOOLEAN, ..., or "table" / "array of tables" (with `table`)
+    doc: str
+    default: object = None  # None: no default (optional unless `required`)
+    required: bool = False
+    allowed: tuple[str, ...] = ()
+    example: str = ""
+    table: Table | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table and its keys; `extra` is the kind of keys it takes beyond those declared
+    (a table of names the user chooses: [paths], [variant.defines]), None for none."""
+
+    title: str
+    doc: str
+    keys: tuple[Key, ...] = ()
+    extra: str | None = None
+    extra_doc: str = ""
+    # The names the extra keys may have (a regular expression), where they have a shape.
+    extra_names: str | None = None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(key.name for key in self.keys)
+
+    def key(self, name: str) -> Key:
+        return next(k for k in self.keys if k.name == name)
+
+
+# -- case.toml -------------------------------------------------------------------------
+
+_SELECTOR_DOC = ("each axis a specifier or a list of them: a version range (`\">=12.4\"`, "
+                 "`\"<13\"`), an arch range (`\"<sm_80\"`, `\">=sm_90\"`) or a name "
+                 "(`host_compiler = \"clang++-19\"`); a header library's name selects its "
+                 "version")
+
+WHEN = Table("when", "Which cells: every axis given must match.", tuple(
+    Key(axis, STRINGS, f"the `{axis}` axis", example=f'{axis} = ">=12.4"'
+        if axis in ("toolkit", "driver") else f'{axis} = "<sm_80"' if axis == "arch"
+        else f'{axis} = "clang++-19"' if axis == "host_compiler" else f'{axis} = ">=3.5"')
+    for axis in WHEN_KEYS), extra=STRINGS, extra_names=LIBRARY_NAME_PATTERN,
+    extra_doc="a header library the variant names (`libraries = [\"cccl\"]`), by its version "
+    "(the schema takes any name shaped like a library's; validate, only the variant's)")
+EXPECT_WHEN = Table("when", "Which cells this expectation is about: " + _SELECTOR_DOC + ".",
+                    tuple([*WHEN.keys, Key("gpu_arch", STRINGS,
+                                           "the GPU the cell ran on (load and run stages)",
+                                           example='gpu_arch = ">=sm_90"')]),
+                    extra=STRINGS, extra_names=LIBRARY_NAME_PATTERN, extra_doc=WHEN.extra_doc)
+assert EXPECT_WHEN.names() == EXPECT_KEYS
+
+EXPECT = Table("[[variant.expect]]", "What a cell should do; the first expectation whose "
+               "`when` matches decides, and a cell none matches must pass.", (
+    Key("when", "table", "which cells (none: every cell)", table=EXPECT_WHEN),
+    Key("outcome", STRING, "what the cell should do", required=True,
+        allowed=("pass", "fail", "timeout"), example='outcome = "fail"'),
+    Key("stage", STRING, "where a failure stops", allowed=("compile", "inspect", "load", "run"),
+        example='stage = "compile"'),
+    Key("match", STRING, "a regular expression the decisive message must match",
+        example='match = "unsupported GNU version"'),
+    Key("note", STRING, "why: shown beside the case's table", example='note = "fixed in 12.8"'),
+    Key("warning", STRING, "a regular expression over the compile stage's warnings that the "
+        "cell must print", example='warning = "pre-Hopper path"'),
+))
+
+ARTIFACT = Table("[[variant.artifact]]", "A check of what was built: a pattern its PTX, "
+                 "SASS or cubin must contain, or lack.", (
+    Key("in", STRING, "what is read", default="ptx", allowed=tuple(ARTIFACT_KINDS),
+        example='in = "sass"'),
+    Key("contains", STRING, "a regular expression that must match (give it or `lacks`)",
+        example='contains = "fma\\\\.rn\\\\.f32"'),
+    Key("lacks", STRING, "a regular expression that must not match",
+        example='lacks = "STL"'),
+    Key("why", STRING, "what the check proves, shown when it fails",
+        example='why = "no local-memory spills"'),
+))
+
+ARG = Table("[[variant.run.args]]", "One kernel argument, in launch order: a scalar "
+            "(`value`) or an array (`shape`).", (
+    Key("name", STRING, "its name in `check` expressions (default: arg<N> for a scalar)",
+        example='name = "x"'),
+    Key("value", NUMBER, "a scalar argument's value", example="value = 2.5"),
+    Key("dtype", STRING, "NumPy's dtype (default: int32 for a scalar, float32 for an array)",
+        allowed=("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64", "complex64", "complex128"),
+        example='dtype = "float16"'),
+    Key("shape", INTEGERS, "an array's shape (at most 2^28 elements)", example="shape = [1024]"),
+    Key("output", BOOLEAN, "written by the kernel, checked by `check`", default=False,
+        example="output = true"),
+    Key("inout", BOOLEAN, "read and written: its input is `<name>_in` in `check`",
+        default=False, example="inout = true"),
+    Key("range", INTEGERS, "an integer array's values, uniform in [low, high)",
+        example="range = [0, 16]"),
+    Key("fill", NUMBER, "every element this value", example="fill = 1.0"),
+    Key("values", NUMBERS, "each element's value", example="values = [1, 2, 3]"),
+))
+
+RUN = Table("[variant.run]", "Launch the kernel on a GPU and check its outputs against "
+            "NumPy.", (
+    Key("args", "array of tables", "the kernel's arguments, in order", table=ARG),
+    Key("grid", INTEGERS, "blocks, 1 to 3 dimensions", default=[1], example="grid = [64]"),
+    Key("block", INTEGERS, "threads a block, 1 to 3 dimensions (at most 1024 in all)",
+        default=[1], example="block = [256]"),
+    Key("shared_bytes", INTEGER, "dynamic shared memory a block", default=0, minimum=0,
+        example="shared_bytes = 49168"),
+    Key("shared_opt_in", BOOLEAN, "raise the kernel's dynamic shared memory limit first "
+        "(cuFuncSetAttribute), as a library must above 48 KiB", default=False,
+        example="shared_opt_in = true"),
+    Key("check", "table", "each output's expected value, a NumPy expression over the "
+        "arguments", table=Table("check", "output = \"expression\"", extra=STRING,
+                                 extra_doc="an output argument's name"),
+        example='check = { y = "a * x + y_in" }'),
+    Key("rtol", NUMBER, "relative tolerance", default=1e-5, minimum=0, example="rtol = 1e-3"),
+    Key("atol", NUMBER, "absolute tolerance", default=1e-8, minimum=0, example="atol = 1e-2"),
+    Key("seed", INTEGER, "the random inputs' seed", default=0, minimum=0, example="seed = 7"),
+    Key("host", BOOLEAN, "the kernel is launched by the case's own host code (a library's "
+        "entry point)", default=False, example="host = true"),
+))
+
+TIME = Table("[variant.time]", "Time the kernel once its run passed: GPU events around "
+             "each launch, the median of the samples.", (
+    Key("l2", STRING, "cold: the L2 cache flushed before each sample", default="cold",
+        allowed=("cold", "hot"), example='l2 = "hot"'),
+    Key("noise", NUMBER, "the relative noise to sample down to", minimum=0.0001, maximum=0.5,
+        example="noise = 0.005"),
+    Key("max_seconds", NUMBER, "the most time spent sampling", minimum=0.01, maximum=30.0,
+        example="max_seconds = 2"),
+    Key("max_us", NUMBER, "fail above this median (microseconds)", minimum=0.001,
+        maximum=1e9, example="max_us = 40"),
+    Key("max_slowdown", "table", "fail where the median is more than `ratio` times the "
+        "named toolkit's", table=Table("max_slowdown", "{ toolkit, ratio }", (
+            Key("toolkit", STRING, "the reference toolkit", required=True,
+                example='toolkit = "12.4"'),
+            Key("ratio", NUMBER, "at most this many times slower", required=True,
+                minimum=1.0, maximum=100.0, example="ratio = 1.05"))),
+        example='max_slowdown = { toolkit = "12.4", ratio = 1.05 }'),
+))
+
+RESOURCES = Table("[variant.resources]", "A resource budget per kernel, against the "
+                  "compiler's own figures (ptxas -v; a build's modules through cuobjdump).", (
+    *(Key(name, INTEGER, f"at most this many {words}", minimum=0,
+          example=f"{name} = {128 if name == 'max_registers' else 0}")
+      for name, (_, words) in BUDGET_FIELDS.items()),
+    Key("kernel", STRING, "the one kernel judged (default: every kernel of the module)",
+        example='kernel = "gemm<128>"'),
+))
+assert RESOURCES.names() == BUDGET_KEYS
+
+BUILD = Table("[variant.build]", "The project's own build, run per cell in a fresh copy "
+              "(frontend = \"build\").", (
+    Key("commands", STRINGS, "the build's commands, each run with the cell's toolkit as "
+        "$CUDA_HOME, its arch as $CUDAARCHS, {cuda_arch} and {gencode} filled in",
+        required=True, example='commands = ["cmake -B b -S .", "cmake --build b"]'),
+    Key("project", STRING, "where the project comes from (default: the case folder): "
+        "path:, file:, sdist:NAME==VERSION, git:URL@REV", example='project = "path:../.."'),
+    Key("outputs", STRINGS, "what the build makes, audited per arch (globs in the project)",
+        default=list(DEFAULT_OUTPUTS), example='outputs = ["build/*.so"]'),
+    Key("test", STRING, "a command run on a GPU once the outputs loaded",
+        example='test = "python check.py"'),
+    Key("requires", STRINGS, "PyPI requirements the build needs (cmake, pybind11...)",
+        default=[], example='requires = ["cmake>=3.26"]'),
+    Key("env", "table", "environment variables for the commands",
+        table=Table("env", "NAME = \"value\"", extra=STRING, extra_doc="a variable"),
+        example='env = { CMAKE_BUILD_PARALLEL_LEVEL = "2" }'),
+))
+
+FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option that only "
+                 "some toolkits take.", (
+    Key("when", "table", "which cells add them", required=True, table=WHEN),
+    Key("flags", STRINGS, "what they add", required=True,
+        example='flags = ["-compress-mode=size"]'),
+))
+
+VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
+                "host compiler and library version of the tier.", (
+    Key("name", STRING, "letters, digits, '.', '_' or '-'; part of each cell's id",
+        required=True, example='name = "nvrtc"'),
+    Key("frontend", STRING, "what compiles it: nvrtc, nvcc, clang, cupy, cutlass, cute-dsl, "
+        "cutlass-python, cutlass-python-build, build, or a plugin's", required=True,
+        example='frontend = "nvcc"'),
+    Key("source", STRING, "a kernel case's source file beside case.toml, or {tree}/path; a "
+        "build case's project folder (default: the case folder)", example='source = "k.cu"'),
+    Key("kernel", STRING, "the kernel as its C++ names it (`ns::gemm<128, float>`)",
+        example='kernel = "saxpy"'),
+    Key("flags", STRINGS, "compiler flags; relative paths are the case folder's, {tree} a "
+        "[paths] tree", default=[], example='flags = ["-std=c++17", "-Iinclude"]'),
+    Key("arch_flag", BOOLEAN, "give the compiler the cell's arch", default=True,
+        example="arch_flag = false"),
+    Key("only", "table", "the cells this variant has (others are not planned)", table=WHEN,
+        example='only = { toolkit = ">=12.0" }'),
+    Key("expect", "array of tables", "what its cells should do", table=EXPECT),
+    Key("artifact", "array of tables", "checks of what was built", table=ARTIFACT),
+    Key("timeout", NUMBER, "seconds a cell may take", minimum=0, example="timeout = 600"),
+    Key("run", "table", "run the kernel on a GPU", table=RUN),
+    Key("load", STRING, "how the load stage gets the module: the cubin where it runs, else "
+        "the PTX through the driver's JIT", default="auto", allowed=("auto", "cubin", "ptx"),
+        example='load = "ptx"'),
+    Key("options", "table", "the frontend's own options (cupy: jitify, "
+        "enable_cooperative_groups)", table=Table("options", "the frontend's option schema",
+                                                   extra=ANY, extra_doc="an option the "
+                                                   "variant's frontend declares"),
+        example="options = { jitify = true }"),
+    Key("host_compiler", STRING, "nvcc's host compiler for this variant (-ccbin)",
+        example='host_compiler = "g++-11"'),
+    Key("build", "table", "the project's own build (frontend = \"build\")", table=BUILD),
+    Key("resources", "table", "a resource budget per kernel", table=RESOURCES),
+    Key("libraries", STRINGS, "the header library this variant builds against (one axis)",
+        default=[], example='libraries = ["cccl"]'),
+    Key("time", "table", "time the kernel", table=TIME),
+    Key("flags_if", "array of tables", "flags some cells add", table=FLAGS_IF),
+    Key("defines", "table", "a build option's values, a cell each (-DNAME=VALUE)",
+        table=Table("defines", "NAME = [values]", extra=STRINGS, extra_doc="a C macro"),
+        example='defines = { GGML_CUDA_FORCE_MMQ = ["0", "1"] }'),
+))
+
+CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (
+    Key("title", STRING, "what the case reproduces", required=True,
+        example='title = "WMMA fragments without an arch"'),
+    Key("description", STRING, "more words, shown in the report", default=""),
+    Key("upstream", STRINGS, "the issues it reproduces (http(s) addresses)", default=[],
+        example='upstream = ["https://github.com/cupy/cupy/issues/8155"]'),
+    Key("variant", "array of tables", "its variants", required=True, table=VARIANT),
+))
+
+# -- cudamatrix.toml -------------------------------------------------------------------
+
+TIER = Table("[tiers.NAME]", "A tier of the matrix, laid over the default tier of that "
+             "name (keys not given are the default's).", (
+    Key("toolkit", STRINGS, "toolkit versions", example='toolkit = ["12.4", "13.0"]'),
+    Key("arch", STRINGS, "GPU archs", example='arch = ["sm_80", "sm_90a"]'),
+    Key("include", "array of tables", "cells added beyond the axes' product",
+        table=Table("include", "a row of axes", extra=STRING, extra_doc="an axis")),
+    Key("exclude", "array of tables", "cells taken out",
+        table=Table("exclude", "a row of axes", extra=STRING, extra_doc="an axis")),
+    Key("case", STRINGS, "only these cases", example='case = ["saxpy"]'),
+    *(Key(library, STRINGS, f"{library} versions", example=f'{library} = ["3.5.0"]')
+      for library in ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")),
+    Key("host_compiler", STRINGS, "nvcc's host compilers as an axis",
+        example='host_compiler = ["g++-11", "clang++-19"]'),
+))
+
+LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a wheel), or a "
+                "header library of the project.", (
+    Key("sources", "table", "version label = source (path:, file:, sdist:, git:)",
+        table=Table("sources", "label = \"source\"", extra=STRING, extra_doc="a version label"),
+        example='sources = { "4.2.0+mine" = "path:../cutlass" }'),
+    Key("headers", BOOLEAN, "a header library (its include folders ahead of the toolkit's)",
+        default=False, example="headers = true"),
+    Key("package", STRING, "its PyPI package", example='package = "nvidia-cuda-cccl"'),
+    Key("versions", STRINGS, "its versions", example='versions = ["13.0"]'),
+    Key("include", STRINGS, "its include folders inside the package",
+        example='include = ["include/cccl"]'),
+))
+
+PROJECT = Table("cudamatrix.toml", "A project: its cases and its part of the matrix (also "
+                "[tool.cudamatrix] in pyproject.toml).", (
+    Key("cases", STRINGS, "folders of cases, relative to this file", default=[],
+        example='cases = ["cudamatrix-cases"]'),
+    Key("known_bugs", BOOLEAN, "also run the tool's corpus of known CUDA bugs", default=False,
+        example="known_bugs = true"),
+    Key("matrix", STRING, "a matrix file of your own in place of the tool's",
+        example='matrix = "matrix.toml"'),
+    Key("default_tier", STRING, "the tier a run takes without --tier", default="pr",
+        example='default_tier = "nightly"'),
+    Key("tiers", "table", "tiers laid over the default matrix's",
+        table=Table("tiers", "[tiers.NAME]", extra="table", extra_doc="a tier")),
+    Key("libraries", "table", "your versions of a library, or your header libraries",
+        table=Table("libraries", "[libraries.NAME]", extra="table", extra_doc="a library")),
+    Key("paths", "table", "trees outside the case folders, named for cases' {name} "
+        "(lower-case letters, digits, '_')", table=Table("paths", "name = \"folder\"",
+                                                          extra=STRING, extra_doc="a tree"),
+        example='paths = { ggml = "../llama.cpp/ggml" }'),
+))
+
+# The tables whose entries are themselves declared tables (a tier, a library).
+_ENTRIES = {("cudamatrix.toml", "tiers"): TIER, ("cudamatrix.toml", "libraries"): LIBRARY}
+
+
+def _kind_schema(kind: str) -> dict[str, Any]:
+    if kind == STRINGS:
+        return {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    if kind == INTEGERS:
+        return {"type": "array", "items": {"type": "integer"}}
+    if kind == NUMBERS:
+        return {"type": "array", "items": {"type": "number"}}
+    if kind == ANY:
+        return {}
+    if kind == "table":
+        return {"type": "object"}
+    return {"type": kind}
+
+
+def _key_schema(owner: Table, key: Key) -> dict[str, Any]:
+    made: dict[str, Any]
+    if key.table is not None:
+        inner = _table_schema(key.table, _ENTRIES.get((owner.title, key.name)))
+        made = {"type": "array", "items": inner} if key.kind == "array of tables" else inner
+    else:
+        made = _kind_schema(key.kind)
+    made["description"] = key.doc
+    if key.allowed and key.kind == STRING:
+        made["enum"] = list(key.allowed)
+    if key.default is not None:
+        made["default"] = key.default
+    if key.minimum is not None:
+        made["minimum"] = key.minimum
+    if key.maximum is not None:
+        made["maximum"] = key.maximum
+    return made
+
+
+def _table_schema(table: Table, entries: Table | None = None) -> dict[str, Any]:
+    made: dict[str, Any] = {"type": "object", "description": table.doc,
+                            "properties": {k.name: _key_schema(table, k) for k in table.keys}}
+    required = [k.name for k in table.keys if k.required]
+    if required:
+        made["required"] = required
+    if entries is not None:
+        made["additionalProperties"] = _table_schema(entries)
+    elif table.extra is None:
+        made["additionalProperties"] = False
+    elif table.extra_names is not None:
+        made["patternProperties"] = {table.extra_names: _kind_schema(table.extra)}
+        made["additionalProperties"] = False
+    else:
+        made["additionalProperties"] = _kind_schema(table.extra)
+    return made
+
+
+def json_schema(which: str) -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of case.toml (`case`) or cudamatrix.toml
+    (`project`): every key declared here, any other refused as `validate` refuses it."""
+    table = {"case": CASE, "project": PROJECT}[which]
+    return {"$schema": SCHEMA_DRAFT, "$id": f"{SCHEMA_BASE}/{which}.json",
+            "title": table.title, **_table_schema(table)}
+
+
+def schema_line(which: str) -> str:
+    """The first line of a file `cudamatrix init` writes: editors (Taplo, Even Better
+    TOML) validate the file against the schema it names."""
+    return f"#:schema {SCHEMA_BASE}/{which}.json\n"
+
+
+def walk(table: Table, place: str = "") -> Iterator[tuple[str, Table]]:
+    """Every declared table under `table` (itself first), each with its place in the file
+    (``variant.run.args``; ``tiers.NAME`` for a table of entries)."""
+    yield place or table.title, table
+    for key in table.keys:
+        where = f"{place}.{key.name}" if place else key.name
+        entries = _ENTRIES.get((table.title, key.name))
+        if entries is not None:
+            yield from walk(entries, f"{where}.NAME")
+        elif key.table is not None and key.table.keys:
+            yield from walk(key.table, where)
