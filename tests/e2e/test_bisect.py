@@ -181,9 +181,9 @@ def test_mistakes_are_one_line_and_status_2(tmp_path: Path, args: list[str], sai
     assert run.output.count("error:") == 1
 
 
-def test_the_readme_shows_a_worked_example() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert "cudamatrix bisect --over toolkit" in readme
+def test_the_docs_show_a_worked_example() -> None:
+    page = (REPO / "docs" / "bisect.md").read_text()
+    assert "cudamatrix bisect --over toolkit" in page
 
 
 def test_a_case_folder_named_twice_is_read_once(tmp_path: Path) -> None:

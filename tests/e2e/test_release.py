@@ -1,6 +1,7 @@
 """Release-ready (issue 25, point 5): `python -m build` makes an sdist and a wheel that pass
 `twine check`; the wheel installs into a fresh virtual environment, knows its version (from
-the one place it is written), and its `cudamatrix init` and a run work there."""
+the one place it is written), and README's first section, followed as a newcomer follows
+it (issue 51), reaches a first report there."""
 
 from __future__ import annotations
 
@@ -35,14 +36,35 @@ def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
     assert said.strip() == f"cudamatrix {cudamatrix.__version__}"
     project = tmp_path / "mylib"
     project.mkdir()
-    init = subprocess.run([str(env / "bin" / "cudamatrix"), "init", "--ci", "github"],
-                          cwd=project, capture_output=True, text=True, check=False)
-    assert init.returncode == 0, init.stdout + init.stderr
+    for command in _first_ten_minutes():
+        if command.startswith("python -m pip install cudamatrix"):
+            continue  # done above, from the wheel (README: "or its wheel")
+        if command.startswith("cd "):
+            continue  # the project's folder: `project`
+        words = command.split()
+        assert words[0] == "cudamatrix", command
+        done = subprocess.run([str(env / "bin" / "cudamatrix"), *words[1:]], cwd=project,
+                              capture_output=True, text=True, check=False, timeout=1500)
+        assert done.returncode == 0, (command, done.stdout[-3000:] + done.stderr[-3000:])
     assert f"cudamatrix=={cudamatrix.__version__}" in (
         project / ".github" / "workflows" / "cudamatrix.yml").read_text()
-    run = subprocess.run([str(env / "bin" / "cudamatrix"), "run", "--toolkit", "13.0",
-                          "--arch", "sm_80", "--case", "saxpy", "--no-gpu"], cwd=project,
-                         capture_output=True, text=True, check=False, timeout=1200)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert re.search(r"pass=1 .*\(1 cells", run.stdout), run.stdout
-    assert (project / "reports" / "latest" / "badge.json").exists()
+    # The first screen README shows: both example cases pass, then where the reports are.
+    assert re.search(r"pass=2 .*\(2 cells", done.stdout), done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].startswith("reports: "), done.stdout
+    assert (project / "reports" / "latest" / "COMPATIBILITY.md").exists()
+    # The files init wrote name their schemas, which the wheel ships and prints.
+    assert (project / "cudamatrix.toml").read_text().startswith("#:schema ")
+    schema = subprocess.run([str(env / "bin" / "cudamatrix"), "schema", "case"],
+                            capture_output=True, text=True, check=True).stdout
+    assert '"$schema": "https://json-schema.org/draft/2020-12/schema"' in schema
+
+
+def _first_ten_minutes() -> list[str]:
+    """The commands of README's first section, in order, without their comments."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Your first ten minutes", 1)[1]
+    block = section.split("```", 2)[1]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    found = [c for c in commands if c]
+    assert found[-1].startswith("cudamatrix run"), found
+    return found

@@ -1,0 +1,61 @@
+"""The site's generated references (issue 51, point 2): every key the declarations hold
+and every command and option of the parser is on its page, so a key or an option added
+without words shows as a hole here, not in a user's editor."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from cudamatrix.cli import build_parser
+from cudamatrix.config.declarations import CASE, PROJECT, walk
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_declared_key_is_on_its_reference_page() -> None:
+    generate = _generator()
+    for root, name in ((CASE, "case.toml"), (PROJECT, "cudamatrix.toml")):
+        page = generate._table_page(root, name, "")
+        for place, table in walk(root):
+            assert f"## `{place}`" in page
+            for key in table.keys:
+                assert f"| `{key.name}` |" in page, (place, key.name)
+                assert key.doc.replace("|", "\\|") in page
+
+
+def test_every_command_and_option_is_on_the_cli_page() -> None:
+    page = _generator()._cli_page()
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(commands.choices) >= 11
+    for name, sub in commands.choices.items():
+        assert f"## `cudamatrix {name}`" in page
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}`" in page, (name, option)
+
+
+def test_the_committed_reference_pages_are_current() -> None:
+    """README links the reference pages, so they are committed; `python docs/generate.py`
+    writes them again after a declaration or an option changed."""
+    generate = _generator()
+    reference = ROOT / "docs" / "reference"
+    expected = {"case-toml.md": generate._table_page(CASE, "case.toml", generate.CASE_INTRO),
+                "cudamatrix-toml.md": generate._table_page(PROJECT, "cudamatrix.toml",
+                                                           generate.PROJECT_INTRO),
+                "cli.md": generate._cli_page()}
+    for name, text in expected.items():
+        assert (reference / name).read_text() == text, \
+            f"docs/reference/{name} is stale: python docs/generate.py"
