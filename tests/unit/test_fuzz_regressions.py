@@ -13,7 +13,7 @@ import pytest
 from cudamatrix.common.tomlfile import load_toml
 from cudamatrix.errors import UserError
 from cudamatrix.record.results import load_cell, load_results
-from cudamatrix.stages.binaries.elf import UnreadableFile, _elf_sections, fatbins
+from cudamatrix.stages.binaries.elf import UnreadableFile, elf_sections, fatbins
 from fuzzing import REPO, stream, synthetic_library
 
 SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
@@ -92,7 +92,7 @@ def test_a_lying_fatbinary_size_is_named_with_its_offset() -> None:
 def test_a_section_table_past_the_end_is_no_section() -> None:
     library = bytearray(synthetic_library())
     library[0x28:0x30] = (len(library) + 8).to_bytes(8, "little")
-    assert _elf_sections(stream(bytes(library))) == {}
+    assert elf_sections(stream(bytes(library))) == {}
 
 
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(REPO))
@@ -118,3 +118,19 @@ def test_an_inspect_stage_that_named_no_kernel_is_reported() -> None:
     result = CellResult.from_dict(cell)
     assert result.kernel is None
     assert result.to_dict()["kernel"] is None
+
+
+@pytest.mark.parametrize("source", ["[" * 3000 + "saxpy.cu", "a" * 300 + "/k.cu",
+                                    "x/" * 2100 + "k.cu"])
+def test_a_path_longer_than_any_file_can_have_is_a_case_error(tmp_path: Path, source: str
+                                                               ) -> None:
+    """Found by the case.toml fuzz target: a source name of 3,000 characters raised
+    OSError (ENAMETOOLONG) out of validate instead of naming the file."""
+    from cudamatrix.config.corpus import load_case
+
+    case = tmp_path / "corpus" / "c"
+    case.mkdir(parents=True)
+    (case / "case.toml").write_text(f'title = "t"\n[[variant]]\nname = "v"\nsource = "{source}"\n'
+                                    'frontend = "nvrtc"\nkernel = "k"\n')
+    with pytest.raises(UserError, match="longer than a file's name or path can be"):
+        load_case(case)

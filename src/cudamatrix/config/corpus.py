@@ -51,6 +51,8 @@ LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 # [variant.build]: a project's own build (the build frontend).
 BUILD_KEYS = BUILD.names()
 
+# The longest file name and path Linux takes (NAME_MAX, PATH_MAX).
+NAME_MAX, PATH_MAX = 255, 4096
 # A case id is its folder's name and travels into file names, XML, Markdown and HTML.
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -165,6 +167,11 @@ class _Reader(RunTableReader):
         if os.path.isabs(value):
             raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
                             "to the case folder (or use a {toolkit_...} placeholder)")
+        # A name no file system holds: asking for it raises (ENAMETOOLONG), not "no file".
+        if any(len(part.encode(errors="surrogateescape")) > NAME_MAX
+               for part in Path(value).parts) or len(value) > PATH_MAX:
+            raise self.fail(where, f"{what} {value!r:.80}... is longer than a file's name or "
+                            f"path can be ({NAME_MAX} bytes a name, {PATH_MAX} a path)")
         resolved = Path(case_path(value, str(directory))).resolve()
         if not resolved.is_relative_to(self.root):
             raise self.fail(where, f"{what} {value!r} leads outside the corpus folder "
