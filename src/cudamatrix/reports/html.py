@@ -7,7 +7,6 @@ embedded as JSON. Nothing is fetched from the network.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -110,13 +109,6 @@ def is_web_link(text: object) -> bool:
     return isinstance(text, str) and re.match(r"https?://", text, re.IGNORECASE) is not None
 
 
-def script_json(data: object) -> str:
-    """JSON to embed in a <script> element whatever the logs hold: no '<' (so no
-    ``</script>``, no ``<!--<script>`` that would swallow the page's code), no '>' or '&'."""
-    return (json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026"))
-
-
 # A cell's outcome in each kept run, one letter a run: the page draws the strip from it.
 HISTORY_CODES = {"pass": "p", "xfail": "x", "xpass": "X", "fail": "f", "error": "e",
                  "skip": "s", "": "-"}
@@ -171,7 +163,9 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     env.tests["web_link"] = is_web_link
     kept = list(history) if len(history) > 1 else []
     runs = _history_data(kept, cells) if kept else {"runs": [], "codes": {}}
-    payload = script_json({"cells": cells, "history": runs})
+    # Embedded in a <script> element by Jinja's tojson, which writes no '<', '>', '&' or "'"
+    # (so no ``</script>`` or ``<!--<script>`` from a log can end or swallow the page's code).
+    payload = {"cells": cells, "history": runs}
     flipped = flips(kept)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
