@@ -36,7 +36,7 @@ from cudamatrix.record.merge import merge_results
 from cudamatrix.record.rejudge import rejudge
 from cudamatrix.record.results import CELLS_DIR, load_cell, load_results
 from cudamatrix.reports import write_reports
-from cudamatrix.stages.binaries.elf import UnreadableFile, _elf_sections, elf_machine, fatbins
+from cudamatrix.stages.binaries.elf import UnreadableFile, elf_machine, elf_sections, fatbins
 from cudamatrix.stages.binaries.facts import cubin_kernel_names, read_cubin, read_ptx
 from cudamatrix.stages.binaries.inputs import members
 from fuzzing import (
@@ -98,7 +98,7 @@ def test_elf_and_fatbinary_reader() -> None:
         _count("elf")
         try:
             elf_machine(stream(data))
-            _elf_sections(stream(data))
+            elf_sections(stream(data))
             cubin_kernel_names(data)
             read_cubin(data, "sm_90")
             read_ptx(data, "sm_90")

@@ -77,13 +77,13 @@ def test_sampling_stops_once_the_noise_is_under_its_target() -> None:
                             {"noise": 0.001, "max_seconds": 0.05})
     # Never steady enough: the time budget ends it.
     assert len(samples) > timing.MIN_SAMPLES
-    said = timing.summary(samples, {"noise": 0.001})
+    said = timing.sample_summary(samples, {"noise": 0.001})
     assert said["converged"] is False and said["noise"] > 0.1
     assert said["min_us"] <= said["median_us"] and said["l2"] == "cold"
 
 
 def test_max_us_fails_only_a_median_over_it() -> None:
-    figure = timing.summary([10.0] * 20, {})
+    figure = timing.sample_summary([10.0] * 20, {})
     assert timing.over_limit(figure, {"max_us": 12}) == ""
     assert timing.over_limit(figure, {}) == ""
     said = timing.over_limit(figure, {"max_us": 8})
@@ -98,7 +98,7 @@ def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
     for number, cell in enumerate(ran):
         for stage in cell["stages"]:
             if stage["stage"] == "run":
-                stage["details"]["timing"] = {**timing.summary([20.0 + number] * 12, {}),
+                stage["details"]["timing"] = {**timing.sample_summary([20.0 + number] * 12, {}),
                                               "clock_event_reasons": number}
         cells.append(CellResult.from_dict(cell))
     text = "\n".join(timing_lines(cells))
@@ -311,9 +311,9 @@ def test_times_on_two_kinds_of_gpu_are_compared_each_on_its_own() -> None:
 
 def test_the_record_keeps_the_samples_in_order_and_few_of_many() -> None:
     few = [20.0 + i / 10 for i in range(50)]
-    assert timing.summary(few, {})["samples_us"] == [round(v, 3) for v in few]
+    assert timing.sample_summary(few, {})["samples_us"] == [round(v, 3) for v in few]
     many = [float(i) for i in range(100_000)]
-    kept = timing.summary(many, {})["samples_us"]
+    kept = timing.sample_summary(many, {})["samples_us"]
     assert len(kept) <= timing.KEPT_SAMPLES and kept[0] == 0.0 and kept == sorted(kept)
 
 

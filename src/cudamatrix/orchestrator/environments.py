@@ -12,7 +12,6 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
 
 from ..common.up_to_date import InputLedger
 from ..config.defaults import CONTAINERS
@@ -31,7 +30,13 @@ from ..providers.docker import (
 )
 from ..providers.sass_tools import prepare_sass_tools
 from ..providers.toolkit_layouts import ToolkitLayouts
-from ..providers.toolkits import CellSite, ProviderSetting, ToolkitNotHere, toolkit_providers
+from ..providers.toolkits import (
+    CellSite,
+    Notes,
+    ProviderSetting,
+    ToolkitNotHere,
+    toolkit_providers,
+)
 from ..providers.wheels import (
     prepare_build_tools,
     prepare_component_libraries,
@@ -39,10 +44,6 @@ from ..providers.wheels import (
     prepare_library_source,
 )
 from .executors import Executor, make_executor
-
-
-class Notes(Protocol):
-    def note(self, text: str) -> None: ...
 
 
 def choose_provider(provider: str, flavour: str, cuda_compat: bool,

@@ -40,7 +40,7 @@ TREE_READER_VERSION = 7  # 7: nvcc's own arch list (nvcc_archs)
 _NOT_KERNEL_HEADERS = frozenset({"nvrtc.h", "nvvm.h", "__init__.py", "__pycache__"})
 
 
-def include_folders(search: Path) -> list[Path]:
+def header_folders(search: Path) -> list[Path]:
     """The include folders nvcc itself would search, in its order, for any toolkit layout.
 
     A wheels tree has one top-level ``include`` per package (``nvidia/cuda_runtime/include``,
@@ -157,7 +157,7 @@ def describe_toolkit_tree(toolkit: str, provider: str, root: Path, packages: dic
                     if re.fullmatch(r"libcudart\.so\.\d+(\.\d+)*", p.name))
     cuobjdump = _first(p for p in search.glob("**/bin/cuobjdump")
                        if (p.parent / "nvdisasm").is_file())
-    includes = include_folders(search)
+    includes = header_folders(search)
     tool_versions = {}
     for name, tool in (("ptxas", ptxas), ("nvcc", nvcc)):
         if tool is not None:

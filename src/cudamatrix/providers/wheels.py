@@ -31,7 +31,7 @@ from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment, LibraryEnvironment, installed_packages
 from .release_headers import HEADERS_MARKER, is_header, release_headers
-from .tree import TREE_READER_VERSION, describe_toolkit_tree, include_folders
+from .tree import TREE_READER_VERSION, describe_toolkit_tree, header_folders
 from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
 
 MARKER = "cudamatrix-environment.json"
@@ -196,7 +196,7 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
     if library.include:
         folders = [p for glob in library.include for p in sorted(target.glob(glob)) if p.is_dir()]
     else:
-        folders = include_folders(target)
+        folders = header_folders(target)
     if not folders:
         raise EnvironmentUnavailable(f"{package} {version}: its wheel has no include folder")
     # The library's own first: cccl/ inside an include folder is where CCCL's headers are.

@@ -42,7 +42,7 @@ def elf_machine(elf: BinaryIO) -> int | None:
     return machine
 
 
-def _elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
+def elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
     """A 64-bit little-endian ELF's sections by name: (offset, size). Cubins and the
     host libraries that embed them are such ELFs. Reads the headers only; a table or a
     name past the end of the file is no section (a damaged ELF has none to offer), and a
@@ -100,7 +100,7 @@ def fatbins(elf: BinaryIO) -> list[Fatbin]:
     header (a 600 MB library is never read whole). A size that runs past its section (or
     the file) is the file's damage, said with its offset."""
     end_of_file = _size(elf)
-    at, size = _elf_sections(elf).get(".nv_fatbin", (0, 0))
+    at, size = elf_sections(elf).get(".nv_fatbin", (0, 0))
     if at > end_of_file or size > end_of_file - at:
         raise UnreadableFile(f".nv_fatbin claims {size} bytes at offset {at:#x}; the file "
                              f"has {end_of_file}")

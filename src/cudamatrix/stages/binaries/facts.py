@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...common.versions import Arch, sass_runs_on
-from .elf import EM_CUDA, UnreadableFile, _elf_sections, elf_machine, fatbins
+from .elf import EM_CUDA, UnreadableFile, elf_machine, elf_sections, fatbins
 
 _IMAGE = re.compile(r"^(?P<stem>.+)\.(?P<module>\d+)\.(?P<arch>sm_\d+[af]?)\.(?P<kind>cubin|ptx)$")
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
@@ -80,12 +80,12 @@ def cubin_kernel_names(data: bytes) -> list[str]:
     """The kernels of a cubin by their names in it: each has a ``.nv.info.<name>``
     section (device functions do not)."""
     prefix = ".nv.info."
-    return [name[len(prefix):] for name in _elf_sections(io.BytesIO(data))
+    return [name[len(prefix):] for name in elf_sections(io.BytesIO(data))
             if name.startswith(prefix)]
 
 
 def read_cubin(data: bytes, arch: str, index: int = 0) -> Image:
-    sections = _elf_sections(io.BytesIO(data))
+    sections = elf_sections(io.BytesIO(data))
     kernels = sum(1 for name in sections if name.startswith(".nv.info."))
     at, size = sections.get(".note.nv.tkinfo", (0, 0))
     found = _TOOLKIT.search(data[at:at + size])

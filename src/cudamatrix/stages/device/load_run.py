@@ -146,7 +146,7 @@ class GpuSession:
             cu.cuMemFreeHost(host_flag)
             if scratch is not None:
                 cu.cuMemFree(scratch)
-        return {**timing.summary(samples, settings), **self.clocks()}
+        return {**timing.sample_summary(samples, settings), **self.clocks()}
 
     def clocks(self) -> dict[str, Any]:
         """The SM clock and the reasons it is held down, from NVML by this GPU's UUID:

@@ -66,7 +66,7 @@ def kept_samples(samples_us: Sequence[float]) -> list[float]:
     return [round(v, 3) for v in samples_us[::step]]
 
 
-def summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> dict[str, Any]:
+def sample_summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> dict[str, Any]:
     """What results.json records of a timing: the median (the figure compared between
     toolkits), the minimum, the noise, the count, whether the noise target was met, and
     the samples themselves (kept_samples) for the cell's panel."""

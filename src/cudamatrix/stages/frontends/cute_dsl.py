@@ -18,7 +18,7 @@ from ..process.limits import run_tool
 from .registry import Frontend, register
 
 
-def compile_script(job: Job) -> Build:
+def compile_python_case(job: Job) -> Build:
     """A Python case (CuTe DSL): the script compiles and prints one JSON object last.
 
     The script sees ``CUDAMATRIX_ARCH`` and ``CUDAMATRIX_WORKDIR`` (and
@@ -56,4 +56,4 @@ def compile_script(job: Job) -> Build:
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)
 
 
-register(Frontend("cute-dsl", compile=compile_script, library="cute_dsl", toolkit_free=True))
+register(Frontend("cute-dsl", compile=compile_python_case, library="cute_dsl", toolkit_free=True))

@@ -4,11 +4,11 @@ what the interface emitted as its user would."""
 
 from __future__ import annotations
 
-from .cute_dsl import compile_script
+from .cute_dsl import compile_python_case
 from .registry import Frontend, register
 
-register(Frontend("cutlass-python", compile=compile_script, library="cutlass_python",
+register(Frontend("cutlass-python", compile=compile_python_case, library="cutlass_python",
                   toolkit_free=True))
 # Builds a whole PyTorch extension with CUTLASS (minutes): slow, started first.
-register(Frontend("cutlass-python-build", compile=compile_script, library="cutlass_torch",
+register(Frontend("cutlass-python-build", compile=compile_python_case, library="cutlass_torch",
                   needs=("nvcc",), slow=True))

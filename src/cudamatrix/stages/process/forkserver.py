@@ -38,7 +38,7 @@ def _child(job_file: str, server: int) -> int:
     os.setsid()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    worker._die_with_parent(server)  # the server is this cell's parent
+    worker.die_with_parent(server)  # the server is this cell's parent
     # Device printf and library chatter go to a file: a bounded one.
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     folder = Path(job_file).parent
@@ -65,7 +65,7 @@ def _preload() -> None:
 
 
 def serve(path: str) -> None:
-    worker._die_with_parent()
+    worker.die_with_parent()
     _preload()
     registered()  # every frontend's entry point loaded once, not in every forked cell
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -39,7 +39,7 @@ from ..cell.job import Job
 from ..cell.result import StageResult
 from .hang import arm_stack_dump
 from .hermetic import make_this_process_hermetic
-from .worker import _die_with_parent
+from .worker import die_with_parent
 
 # Device memory the driver may take for itself over a server's life before the server is
 # replaced (what it reserves once a module needs it: a printf buffer, local memory).
@@ -117,7 +117,7 @@ def serve(socket_path: str) -> None:
 
 
 def main() -> None:
-    _die_with_parent()
+    die_with_parent()
     make_this_process_hermetic()
     serve(sys.argv[1])
 

@@ -43,7 +43,7 @@ def _stop_cell(*_: object) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-def _die_with_parent(parent: int | None = None) -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """End this cell, compilers included, when the run that started it is killed.
 
     The worker leads its own process group (so a timeout can kill its compilers); a
@@ -170,7 +170,7 @@ def run_job_file(path: str) -> None:
 
 
 def main() -> None:
-    _die_with_parent()
+    die_with_parent()
     run_job_file(sys.argv[1])
 
 
