@@ -190,10 +190,14 @@ def check_details(details: Mapping[str, Any]) -> None:
             if not (low_ok and value < MAX_MICROSECONDS):
                 raise _fail(f"timing.{key}", f"a figure from 0 to {MAX_MICROSECONDS:g}"
                             + (" (not 0)" if key != "noise" else ""), timed.get(key))
-    for key in ("via", "ptx_version", "accident"):
+    for key in ("via", "ptx_version", "accident", "cache", "built_alone"):
         value = details.get(key)
         if value is not None and not isinstance(value, str | bool):
             raise _fail(key, "a string", value)
+    texts(details, "read_outside")
+    texts(details, "built_with")
+    if not isinstance(details.get("not_started", False), bool):
+        raise _fail("not_started", "true or false", details.get("not_started"))
 
 
 def diagnosis(data: Mapping[str, Any]) -> dict[str, Any] | None:

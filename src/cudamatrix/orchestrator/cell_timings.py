@@ -87,7 +87,7 @@ class CellTimings:
         of a cold run's cost, so it keeps what was there)."""
         for result in results:
             first = result.stages[0] if result.stages else None
-            if first is not None and first.details.get("cache") == "hit":
+            if first is not None and first.cache == "hit":
                 continue
             self.seconds[_key(result.cell)] = round(result.seconds, 2)
         kept = dict(list(self.seconds.items())[-MAX_CELLS:])

@@ -37,6 +37,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -345,13 +346,12 @@ class CompileCache:
         workdir.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
             _write_new(workdir / name, data)
-        details = {**stage.details, "cache": "hit", "cache_key": key[:16]}
+        details = {**stage.details, "cache_key": key[:16]}
         if root != self.root:
             details["cache_from"] = str(root.parent)
         if notes:
             details["cache_note"] = "; ".join(notes)
-        restored = StageResult(stage.stage, stage.status, stage.message, stage.log, stage.seconds,
-                               details)
+        restored = replace(stage, details=details, cache="hit")
         _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())
         return restored
 
@@ -359,7 +359,7 @@ class CompileCache:
         """Keep a compiler's verdict; False when the stage says nothing about the code
         (a timeout, a crash, a signal, the memory limit) or its artifacts are not plain files."""
         if not self.enabled or stage.stage != "compile" or stage.status not in CACHEABLE \
-                or stage.details.get("accident"):
+                or stage.accident:
             return False
         entry = self._entry(key)
         if entry.is_dir():

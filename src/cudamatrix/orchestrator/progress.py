@@ -14,8 +14,8 @@ def said_seconds(result: CellResult) -> str:
     """A cell's time as its line says it: a compile shared with its sibling archs is said
     to be shared (each cell's line showed the whole group's time as its own)."""
     compiled = next((s for s in result.stages if s.stage == "compile"), None)
-    archs = compiled.details.get("built_with") if compiled is not None else None
-    if isinstance(archs, list) and len(archs) > 1:
+    archs = compiled.built_with if compiled is not None else ()
+    if len(archs) > 1:
         return f"{result.seconds:.1f}s, its compile shared by {len(archs)} archs"
     return f"{result.seconds:.1f}s"
 

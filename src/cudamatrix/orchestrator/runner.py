@@ -48,7 +48,7 @@ from ..record.results import (
 )
 from ..record.slowdowns import judge_slowdowns
 from ..record.verdict import judge
-from ..stages.cell.files import CUBIN, PTX, READ_OUTSIDE
+from ..stages.cell.files import CUBIN, PTX
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
@@ -63,7 +63,6 @@ from .gpu import DeviceInfo, run_device
 from .progress import Progress
 
 # Marks a cell the run's time limit never let start: reported, never saved, so --resume runs it.
-NOT_STARTED = "not_started"
 
 
 def _found(path: Path) -> Path | None:
@@ -107,7 +106,7 @@ class CellRunner:
         if self.out_of_time():
             prepared.stages = [StageResult(
                 "compile", "timeout", f"not started: the run's {self.options.run_timeout:.0f} s "
-                "limit (--run-timeout) was spent", details={NOT_STARTED: True})]
+                "limit (--run-timeout) was spent", not_started=True)]
             self.ledger.refuse("the run's time limit left cells unstarted")
             return prepared
         job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
@@ -188,8 +187,7 @@ class CellRunner:
         file, so it is not kept (the run then leaves no record, as for any compile not kept;
         the stage's `read_outside` names what the compiler read)."""
         assert prepared.key is not None and prepared.job is not None
-        missed = [f for f in stage.details.get(READ_OUTSIDE, ()) or ()
-                  if f not in prepared.covered]
+        missed = [f for f in stage.read_outside if f not in prepared.covered]
         if missed:
             return False
         return self.cache.store(prepared.key, prepared.job.work, stage)
@@ -218,11 +216,9 @@ class CellRunner:
             if not kept or job.gpu_stages:
                 self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages")
         if prepared.cache_note:
-            stages[0] = replace(stages[0], details={**stages[0].details,
-                                                    "cache": prepared.cache_note})
+            stages[0] = replace(stages[0], cache=prepared.cache_note)
         if prepared.apart:  # its group's one compile could not stand for it
-            stages[0] = replace(stages[0], details={**stages[0].details,
-                                                    "built_alone": prepared.apart})
+            stages[0] = replace(stages[0], built_alone=prepared.apart)
         if not self.device.present and stages[0].status == "ok" \
                 and stages[-1].status in ("ok", "failed"):
             stages.append(StageResult("load", "skipped", self.device.reason))
@@ -237,7 +233,7 @@ class CellRunner:
     def predict_ptx_jit(self, stages: Sequence[StageResult]) -> dict[str, object] | None:
         """Predicted (from the matrix's PTX ISA table) versus measured PTX JIT on this driver."""
         load = next((s for s in stages if s.stage == "load"
-                     and s.details.get("via") == "ptx-jit"), None)
+                     and s.via == "ptx-jit"), None)
         matrix = self.plan.matrix
         # The driver branch's CUDA version comes from the matrix's table; the version the
         # driver itself reports stands in for branches the table does not list.
@@ -496,7 +492,7 @@ def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Exec
         if failure is not None:
             return
         for result in future.result():
-            if not result.stages[0].details.get(NOT_STARTED):
+            if not result.stages[0].not_started:
                 try:
                     save_cell(out, result)
                 except OSError as exc:

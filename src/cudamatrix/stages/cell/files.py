@@ -21,7 +21,6 @@ STACK_FILE = "stack.txt"  # every thread's Python stack, written just before the
 SCRIPT_STACK_FILE = "script-stack.txt"  # the same, by a case script of its own
 BUILD_SOURCE = "src"  # the build frontend's copy of the project
 
-# nvcc's list of the files a compile read (-MD -MF), in the cell's folder; and the compile
-# stage's detail naming those outside the folders its key stands for (compile_cache.py).
+# nvcc's list of the files a compile read (-MD -MF), in the cell's folder (those outside the
+# folders the compile key stands for are the compile stage's `read_outside`).
 DEPENDENCIES = "dependencies.d"
-READ_OUTSIDE = "read_outside"

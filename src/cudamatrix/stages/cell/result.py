@@ -20,6 +20,12 @@ Stage = Literal["compile", "inspect", "load", "run"]
 STAGE_NAMES: tuple[Stage, ...] = get_args(Stage)
 
 
+# The facts of `StageResult` that the run's side acts on, by the key each is recorded
+# under in "details" (the record's JSON is as it was before they were fields).
+CONTROL_KEYS = ("accident", "read_outside", "via", "cache", "not_started", "built_alone",
+                "built_with")
+
+
 @dataclass(frozen=True)
 class StageResult:
     stage: Stage
@@ -27,13 +33,35 @@ class StageResult:
     message: str = ""
     log: str = ""
     seconds: float = 0.0
+    # What the stage found, for the reports (resources, warnings, timing, the kernel...).
     details: dict[str, Any] = field(default_factory=dict)
+    # What the run's side acts on, named, so that no layer reads another's flag by a key:
+    # the compiler did not finish on its own (a signal, the memory limit: never cached)...
+    accident: str | None = field(default=None, kw_only=True)
+    # ...files nvcc read that the compile key did not hold (such a compile is not kept)...
+    read_outside: tuple[str, ...] = field(default=(), kw_only=True)
+    # ...how the load stage got the module (cubin, ptx-jit, library)...
+    via: str | None = field(default=None, kw_only=True)
+    # ...where the compile came from ("hit": the compile cache; else the cache's note)...
+    cache: str | None = field(default=None, kw_only=True)
+    # ...a cell the run's time limit never started...
+    not_started: bool = field(default=False, kw_only=True)
+    # ...why a cell of a together-compiled group was built alone, and the archs one nvcc
+    # built together.
+    built_alone: str | None = field(default=None, kw_only=True)
+    built_with: tuple[str, ...] = field(default=(), kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready record. Not dataclasses.asdict: its deep copy of every detail
-        was a tenth of a warm nightly run (2329 cells), and details are JSON data already."""
+        """The JSON-ready record, the named facts inside "details" as they always were.
+        Not dataclasses.asdict: its deep copy of every detail was a tenth of a warm nightly
+        run (2329 cells), and details are JSON data already."""
+        details = dict(self.details)
+        for key in CONTROL_KEYS:
+            value = getattr(self, key)
+            if value:
+                details[key] = list(value) if isinstance(value, tuple) else value
         return {"stage": self.stage, "status": self.status, "message": self.message,
-                "log": self.log, "seconds": self.seconds, "details": dict(self.details)}
+                "log": self.log, "seconds": self.seconds, "details": details}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageResult:
@@ -44,8 +72,24 @@ class StageResult:
         if data.get("stage") not in STAGE_NAMES or data.get("status") not in STATUSES:
             raise ValueError(f"not a stage record: stage {data.get('stage')!r:.40}, "
                              f"status {data.get('status')!r:.40}")
-        details = recorded.table(data, "details") or {}
+        details = dict(recorded.table(data, "details") or {})
         recorded.check_details(details)
+        control = {key: details.pop(key) for key in CONTROL_KEYS if key in details}
         return cls(stage=data["stage"], status=data["status"],
                    message=recorded.text(data, "message", ""), log=recorded.text(data, "log", ""),
-                   seconds=recorded.number(data, "seconds"), details=details)
+                   seconds=recorded.number(data, "seconds"), details=details,
+                   accident=_text_or_none(control.get("accident")),
+                   read_outside=_texts(control.get("read_outside")),
+                   via=_text_or_none(control.get("via")),
+                   cache=_text_or_none(control.get("cache")),
+                   not_started=control.get("not_started") is True,
+                   built_alone=_text_or_none(control.get("built_alone")),
+                   built_with=_texts(control.get("built_with")))
+
+
+def _text_or_none(value: object) -> str | None:
+    return str(value) if value not in (None, False, "") else None
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()

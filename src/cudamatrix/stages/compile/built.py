@@ -41,7 +41,7 @@ def build_failure(job: Job, log: str, started: float, accident: str | None = Non
     the memory limit), which says nothing about the code and is never cached."""
     if accident:
         return Build(StageResult("compile", "error", accident, log, time.monotonic() - started,
-                                 {**details, "accident": accident}))
+                                 dict(details), accident=accident))
     status: Status = "failed"
     message = decisive_line(log)
     header = missing_include(log)
@@ -79,7 +79,7 @@ def module_figures(job: Job, ptx: Path | None, cubin: Path) -> tuple[list[dict[s
 
 def build_success(job: Job, log: str, started: float, details: dict[str, object],
               ptx: Path | None, cubin: Path | None, library: Path | None = None,
-              figures_from_module: bool = False) -> Build:
+              figures_from_module: bool = False, read_outside: tuple[str, ...] = ()) -> Build:
     """A successful compile: its resource usage and warnings read off the tools' own log
     (`figures_from_module`: off the built module where the log holds none, for a compiler
     whose own cache may answer silently: module_figures),
@@ -96,5 +96,5 @@ def build_success(job: Job, log: str, started: float, details: dict[str, object]
                             zip(usages, cpp_names([u["kernel"] for u in usages]), strict=True)]
     details["warnings"] = warning_lines(log)
     details["ships"] = shipped_images(cubin, ptx, job.arch)
-    return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details),
-                 ptx, cubin, library)
+    return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details,
+                             read_outside=read_outside), ptx, cubin, library)

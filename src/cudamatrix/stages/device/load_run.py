@@ -70,7 +70,10 @@ def _timed(stage: Stage, body: Callable[[], DeviceSaid]) -> StageResult:
     except Exception as exc:  # whatever a value raises ends its cell alone
         return StageResult(stage, "error", raised(exc), traceback.format_exc()[-20_000:],
                            time.monotonic() - started)
-    return StageResult(stage, status, message, log, time.monotonic() - started, details)
+    # How the module was loaded is the run's to act on (a PTX JIT's prediction): a field.
+    via = details.pop("via", None)
+    return StageResult(stage, status, message, log, time.monotonic() - started, details,
+                       via=via)
 
 
 def raised(exc: BaseException) -> str:

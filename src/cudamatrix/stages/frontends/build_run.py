@@ -199,7 +199,7 @@ def build(job: Job) -> StageResult:
     if code != 0:
         if accident:
             return StageResult("compile", "error", accident, log, time.monotonic() - started,
-                               {**details, "accident": accident})
+                               details, accident=accident)
         lacking = missing_library(log, job)
         return StageResult("compile", "unavailable" if lacking else "failed",
                            lacking or failure_line(log), log, time.monotonic() - started,

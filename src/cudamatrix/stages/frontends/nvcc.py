@@ -16,7 +16,7 @@ from ...common.versions import Arch
 from ...errors import Failure
 from ..binaries.elf import UnknownImage, UnreadableFile, prune_fatbins
 from ..cell.environment import Environment
-from ..cell.files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX, READ_OUTSIDE
+from ..cell.files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX
 from ..cell.job import Job
 from ..cell.result import StageResult
 from ..compile.built import Build, build_failure, build_success
@@ -76,7 +76,7 @@ def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
     return compiler_named(job, entries, timeout, command)
 
 
-def read_outside(job: Job, listing: Path | None = None) -> dict[str, object]:
+def read_outside(job: Job, listing: Path | None = None) -> tuple[str, ...]:
     """The files nvcc said it read (its -MD list) that neither the toolkit, the library, the
     host compiler's system folders nor the case's folder stand for: what the compile key
     must cover by their bytes (compile_cache.py checks, and keeps no compile it missed)."""
@@ -84,7 +84,7 @@ def read_outside(job: Job, listing: Path | None = None) -> dict[str, object]:
     try:
         text = path.read_text(errors="replace")
     except OSError:
-        return {}
+        return ()
     assert job.env is not None
     stood_for = [job.env.root, *(job.library.include_dirs if job.library else ()),
                  job.case_folder, str(Path(job.source).parent), "/usr/", "/lib/", "/opt/"]
@@ -96,7 +96,7 @@ def read_outside(job: Job, listing: Path | None = None) -> dict[str, object]:
         if not any(real == f.rstrip("/") or real.startswith(f.rstrip("/") + "/")
                    for f in map(os.path.realpath, stood_for)):
             found.append(real)
-    return {READ_OUTSIDE: sorted(set(found))[:200]} if found else {}
+    return tuple(sorted(set(found))[:200])
 
 
 def gencode(arch: str) -> str:
@@ -161,10 +161,10 @@ def compile_nvcc(job: Job) -> Build:
             target.write_bytes(found.read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
     details.update(named_by_nvcc(job, ptx, job.timeout - (time.monotonic() - started)))
-    details.update(read_outside(job))
     return build_success(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
-                     library if job.host_entry and library.exists() else None)
+                     library if job.host_entry and library.exists() else None,
+                     read_outside=read_outside(job))
 
 
 def compile_together(job: Job) -> list[StageResult]:
@@ -227,7 +227,7 @@ def compile_together(job: Job) -> list[StageResult]:
                 stages.append(built)
         seconds = (time.monotonic() - started) / len(members)
         return [s if s.status == "skipped" else
-                replace(s, seconds=seconds, details={**s.details, "built_with": archs})
+                replace(s, seconds=seconds, built_with=tuple(archs))
                 for s in stages]
     finally:
         shutil.rmtree(keep, ignore_errors=True)
@@ -286,9 +286,9 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
         own_library = member.work / LIBRARY
         own_library.write_bytes(pruned)
         own_library.chmod(0o755)
-    facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout),
-             **read_outside(member, keep.parent / DEPENDENCIES)}
-    return build_success(member, log, started, facts, own_ptx, own_cubin, own_library).result
+    facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout)}
+    return build_success(member, log, started, facts, own_ptx, own_cubin, own_library,
+                         read_outside=read_outside(member, keep.parent / DEPENDENCIES)).result
 
 
 register(Frontend("nvcc", compile=compile_nvcc, compile_together=compile_together,
