@@ -7,7 +7,7 @@ set -u
 PY=${PYTHON:-python3}
 old=$1 corpus=$2 out=$3
 mkdir -p "$out"
-new=$(cd "$(dirname "$0")/../../src" && pwd)
+new=${NEW_SRC:-$(cd "$(dirname "$0")/../../src" && pwd)}
 light=() heavy=()
 for c in $(ls "$corpus"); do
   case $c in

@@ -36,15 +36,21 @@ def _driver_version_string() -> str:
                     return word
     except OSError:
         pass
+    # A container without /proc/driver: NVML (nvidia-ml-py, the gpu extra), as the load
+    # stage reads the GPU's clocks.
     try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        if nvml.nvmlInit_v2() == 0:
-            buffer = ctypes.create_string_buffer(96)
-            if nvml.nvmlSystemGetDriverVersion(buffer, 96) == 0:
-                return buffer.value.decode()
-    except OSError:
-        pass
-    return ""
+        import pynvml
+    except ImportError:
+        return ""
+    try:
+        pynvml.nvmlInit()
+        try:
+            said = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return ""
+    return said.decode() if isinstance(said, bytes) else str(said)
 
 
 def probe() -> DeviceInfo:
