@@ -73,14 +73,15 @@ def test_an_sdist_is_found_by_its_pep_625_name() -> None:
     """`sdist:llama-cpp-python==0.3.36` was "the index has no sdist of this release": its
     file is llama_cpp_python-0.3.36.tar.gz, the dashes of the name (not the version's)
     underscores, which neither stem the lookup tried matched."""
+    from cudamatrix.common.package_index import Listing
     from cudamatrix.config.sources import sdist_files
 
-    listing = {"files": [
+    listing = Listing((), (
         {"filename": "llama_cpp_python-0.3.36.tar.gz", "hashes": {"sha256": "a"}},
         {"filename": "llama_cpp_python-0.3.35.tar.gz", "hashes": {"sha256": "b"}},
-        {"filename": "llama_cpp_python-0.3.36-py3-none-any.whl", "hashes": {"sha256": "c"}}]}
+        {"filename": "llama_cpp_python-0.3.36-py3-none-any.whl", "hashes": {"sha256": "c"}}))
     assert [f["sha256"] if "sha256" in f else f["hashes"]["sha256"]
             for f in sdist_files(listing, "llama-cpp-python", "0.3.36")] == ["a"]
-    older = {"files": [{"filename": "my-lib-1.2.tar.gz", "hashes": {"sha256": "d"}},
-                       {"filename": "my_lib_1.2.zip", "hashes": {"sha256": "e"}}]}
+    older = Listing((), ({"filename": "my-lib-1.2.tar.gz", "hashes": {"sha256": "d"}},
+                         {"filename": "my_lib_1.2.zip", "hashes": {"sha256": "e"}}))
     assert len(sdist_files(older, "My.Lib", "1.2")) == 2

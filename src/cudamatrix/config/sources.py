@@ -8,9 +8,10 @@ their release job made, or a branch. A spec names one of them:
   digest taken over every file but ``.git``.
 - ``file:<archive>``: an sdist (``.tar.gz``, ``.zip``) or a wheel (``.whl``); an sdist is
   unpacked into the cache under its sha256.
-- ``sdist:<name>==<version>``: that release's sdist from the package index (PyPI, or
-  ``$PIP_INDEX_URL``), its sha256 checked against the index's, unpacked into the cache
-  (no build backend runs to fetch it, unlike ``pip download``).
+- ``sdist:<name>==<version>``: that release's sdist from the package indexes pip is told
+  to use (common/package_index.py: PyPI unless pip's configuration says otherwise, with
+  its extra indexes and credentials), its sha256 checked against the index's, unpacked
+  into the cache (no build backend runs to fetch it, unlike ``pip download``).
 - ``git:<url>@<rev>``: a clone of ``url`` at ``rev``, kept under the commit it named.
 
 Unpacking refuses members that would land outside their folder (tarfile's ``data``
@@ -26,21 +27,18 @@ import re
 import shutil
 import subprocess
 import tarfile
-import urllib.parse
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..common import package_index
 from ..common.locks import folder_lock
 from ..errors import EnvironmentUnavailable, UserError
 
 SCHEMES = ("path", "file", "sdist", "git")
 _GIT_URL = re.compile(r"^(https?://|ssh://|file://|git@[\w.-]+:)[^\s]+$")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
-# The index pip would use (PEP 691's JSON form of the simple API).
-INDEX_URL = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
 FETCH_TIMEOUT_S = 600
 
 
@@ -137,39 +135,36 @@ def _unpack(archive: Path, target: Path) -> Path:
 
 
 def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return package_index.normal_name(name)
 
 
-def _index_listing(name: str, said: str) -> Any:
-    """The index's page of project `name` (PEP 691's JSON); EnvironmentUnavailable, starting
-    with `said`, where it does not answer."""
-    request = urllib.request.Request(f"{INDEX_URL}/{_normal(name)}/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+def _index_listing(name: str, said: str) -> package_index.Listing:
+    """Project `name` as the configured indexes list it; EnvironmentUnavailable, starting
+    with `said`, where none answers."""
     try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return json.load(answer)
-    except (OSError, ValueError) as exc:
+        return package_index.listing(name)
+    except package_index.IndexUnreachable as exc:
         raise EnvironmentUnavailable(f"{said}: the index did not answer ({exc})") from None
 
 
 def index_versions(package: str) -> list[str]:
-    """Every release of `package` the package index lists (PEP 700's "versions"), in the
-    index's order; yanked files do not remove a release. EnvironmentUnavailable where the
-    index does not answer."""
-    listing = _index_listing(package, package)
-    versions = listing.get("versions") if isinstance(listing, dict) else None
-    if not isinstance(versions, list):
+    """Every release of `package` the package indexes list (PEP 700's "versions", or the
+    files' where an index gives none), in the indexes' order; yanked files do not remove a
+    release. EnvironmentUnavailable where no index answers or none lists it."""
+    versions = list(_index_listing(package, package).versions)
+    if not versions:
         raise EnvironmentUnavailable(f"{package}: the index lists no versions")
-    return [str(v) for v in versions]
+    return versions
 
 
-def sdist_files(listing: Any, name: str, version: str) -> list[dict[str, Any]]:
+def sdist_files(listing: package_index.Listing, name: str, version: str
+                ) -> list[dict[str, Any]]:
     """The sdists of name==version in an index's JSON listing, each with its sha256: by
     PEP 625's file name (`llama_cpp_python-0.3.36.tar.gz`: the name's dashes are
     underscores) or an older one (`name-version`, every dash an underscore)."""
     stems = {f"{_normal(name).replace('-', '_')}-{version}", f"{_normal(name)}-{version}",
              f"{_normal(name)}-{version}".replace("-", "_")}
-    return [f for f in listing.get("files", [])
+    return [f for f in listing.files
             if f["filename"].endswith((".tar.gz", ".zip")) and "sha256" in f.get("hashes", {})
             and f["filename"].rsplit(".tar.gz", 1)[0].rsplit(".zip", 1)[0].lower() in stems]
 
@@ -191,12 +186,12 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     if not files:
         raise EnvironmentUnavailable(f"sdist:{pin}: the index has no sdist of this release")
     wanted = files[0]["hashes"]["sha256"]
-    url = urllib.parse.urljoin(f"{INDEX_URL}/{_normal(name)}/", files[0]["url"])
+    url = str(files[0]["url"])  # absolute: the listing made it so against its index
     archive = record.parent / Path(files[0]["filename"]).name
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f"{archive.name}.partial-{os.getpid()}")
     try:
-        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as answer, \
+        with package_index.open_url(url, FETCH_TIMEOUT_S) as answer, \
                 partial.open("wb") as out:
             shutil.copyfileobj(answer, out, 1 << 20)
     except OSError as exc:

@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
-from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
+from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, wheel_for
 
 HEADERS_MARKER = "cudamatrix-release-headers.json"
 METAPACKAGE = "cuda-toolkit"
@@ -63,7 +63,7 @@ def _metadata_requirements(text: str) -> list[Requirement]:
     return found
 
 
-def release_components(toolkit: str, index: str | None = None) -> list[Requirement]:
+def release_components(toolkit: str) -> list[Requirement]:
     """Every component of CUDA `toolkit` for this machine, pinned as NVIDIA's
     ``cuda-toolkit`` metapackage of that release pins it (its ``all`` extra)."""
     pin = Requirement(f"{METAPACKAGE}=={toolkit}.*")
@@ -71,7 +71,7 @@ def release_components(toolkit: str, index: str | None = None) -> list[Requireme
         def metadata(member: str) -> bool:
             return member.endswith(".dist-info/METADATA")
         try:
-            extract_members(wheel_for(pin, index or index_url()), metadata, Path(folder))
+            extract_members(wheel_for(pin), metadata, Path(folder))
         except IndexUnreachable:
             extract_downloaded(str(pin), metadata, Path(folder), _DOWNLOAD_TIMEOUT_S)
         found = sorted(Path(folder).glob("*.dist-info/METADATA"))
@@ -89,11 +89,11 @@ def release_components(toolkit: str, index: str | None = None) -> list[Requireme
     return [components[name] for name in sorted(components)]
 
 
-def _component_headers(requirement: Requirement, index: str, staging: Path) -> str:
+def _component_headers(requirement: Requirement, staging: Path) -> str:
     """One component's headers into `staging`; the version taken."""
     target = staging / canonicalize_name(requirement.name)
     try:
-        wheel = wheel_for(requirement, index)
+        wheel = wheel_for(requirement)
         extract_members(wheel, is_header, target)
         return str(wheel.version)
     except IndexUnreachable:
@@ -128,14 +128,13 @@ def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: 
                     return dict(kept["components"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 pass
-        index = index_url()
-        wanted = [c for c in release_components(toolkit, index)
+        wanted = [c for c in release_components(toolkit)
                   if canonicalize_name(c.name) not in own]
         staging = root.with_name(f"{root.name}.headers-partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
             with ThreadPoolExecutor(_PARALLEL) as pool:
-                versions = list(pool.map(lambda c: _component_headers(c, index, staging),
+                versions = list(pool.map(lambda c: _component_headers(c, staging),
                                          wanted))
             for component in wanted:
                 _move_in(staging / canonicalize_name(component.name), root)

@@ -21,14 +21,9 @@ import contextlib
 import csv
 import hashlib
 import io
-import json
-import os
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +32,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import sys_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
+from ..common import package_index
 from ..errors import EnvironmentUnavailable
 from ..stages.binaries.inputs import inflate
 
@@ -52,22 +48,7 @@ _GAP = 256 << 10
 MemberFilter = Callable[[str], bool]
 
 
-class IndexUnreachable(Exception):
-    """The index cannot be asked this way (no JSON API, no ranges): fetch the wheel whole."""
-
-
-def index_url() -> str:
-    """The index pip is told to use ($PIP_INDEX_URL, pip's own configuration), else PyPI."""
-    said = os.environ.get("PIP_INDEX_URL")
-    if said:
-        return said.rstrip("/")
-    try:
-        done = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-                              capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return DEFAULT_INDEX
-    found = done.stdout.strip()
-    return found.rstrip("/") if done.returncode == 0 and found else DEFAULT_INDEX
+IndexUnreachable = package_index.IndexUnreachable
 
 
 @dataclass(frozen=True)
@@ -81,28 +62,14 @@ class IndexWheel:
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return (response.status, {k.lower(): v for k, v in response.headers.items()},
-                    response.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise IndexUnreachable(f"{url}: {exc}") from None
+    return package_index.get(url, headers, TIMEOUT_S)
 
 
-def project_wheels(project: str, index: str) -> list[IndexWheel]:
-    """The wheels the index lists for `project` that install on this machine."""
-    url = f"{index}/{canonicalize_name(project)}/"
-    status, headers, body = _get(url, {"Accept": "application/vnd.pypi.simple.v1+json"})
-    if status != 200 or "json" not in headers.get("content-type", ""):
-        raise IndexUnreachable(f"{url}: no JSON listing (PEP 691)")
-    try:
-        files = json.loads(body)["files"]
-    except (ValueError, KeyError, TypeError):
-        raise IndexUnreachable(f"{url}: an unreadable listing") from None
+def project_wheels(project: str) -> list[IndexWheel]:
+    """The wheels the configured indexes list for `project` that install on this machine."""
     here = set(sys_tags())
     found = []
-    for entry in files:
+    for entry in package_index.listing(project).files:
         filename = str(entry.get("filename", ""))
         if not filename.endswith(".whl") or entry.get("yanked"):
             continue
@@ -111,8 +78,9 @@ def project_wheels(project: str, index: str) -> list[IndexWheel]:
         except InvalidWheelFilename:
             continue
         if tags & here:
-            found.append(IndexWheel(str(name), version, filename,
-                                    urllib.parse.urljoin(url, str(entry["url"]))))
+            found.append(IndexWheel(str(name), version, filename, str(entry["url"])))
+    if not found:
+        raise IndexUnreachable(f"{project}: no index lists a wheel of it for this machine")
     return found
 
 
@@ -126,8 +94,8 @@ def chosen_version(versions: list[Version], specifier: SpecifierSet) -> Version 
     return fitting[-1] if pins else fitting[0]
 
 
-def wheel_for(requirement: Requirement, index: str) -> IndexWheel:
-    wheels = project_wheels(requirement.name, index)
+def wheel_for(requirement: Requirement) -> IndexWheel:
+    wheels = project_wheels(requirement.name)
     version = chosen_version([w.version for w in wheels], requirement.specifier)
     if version is None:
         raise EnvironmentUnavailable(f"the index has no wheel of {requirement} for this "

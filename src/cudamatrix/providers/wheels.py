@@ -32,7 +32,7 @@ from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment, LibraryEnvironment, installed_packages
 from .release_headers import HEADERS_MARKER, is_header, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree, header_folders
-from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, index_url, wheel_for
+from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, wheel_for
 
 MARKER = "cudamatrix-environment.json"
 PIP_TIMEOUT_S = 900
@@ -179,7 +179,7 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
             requirement = Requirement(pin)
             try:
                 try:
-                    wheel = wheel_for(requirement, index_url())
+                    wheel = wheel_for(requirement)
                     extract_members(wheel, member, staging)
                     found = str(wheel.version)
                 except IndexUnreachable:

@@ -1,0 +1,259 @@
+"""The package indexes as pip is told to ask them, for every download the tool makes itself
+(a project's releases, an sdist, a wheel's headers read by byte ranges).
+
+pip reads its index from ``$PIP_INDEX_URL`` or its configuration (``index-url``), and
+more from ``extra-index-url``; a company mirror needs credentials, which pip takes from
+the URL itself (``https://user:token@host/simple``), ``~/.netrc`` (or ``$NETRC``) or
+keyring. A tool that asks PyPI alone where pip is pointed elsewhere fails on exactly the
+machines that have a mirror, so every index request goes through here: the same indexes,
+in pip's order (the index, then each extra one), the same credentials. A project's page is
+PEP 691's JSON where the index serves it, else PEP 503's HTML (a ``file://`` index, an
+older mirror); the projects' releases and files are those of every index that lists the
+project.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html.parser
+import json
+import netrc
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+
+PYPI = "https://pypi.org/simple"
+JSON_LISTING = "application/vnd.pypi.simple.v1+json"
+TIMEOUT_S = 60
+
+
+class IndexUnreachable(Exception):
+    """No index answered a request (the network, a refusal, an unreadable page)."""
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """The index pip asks first and the extra ones, as URLs (credentials included)."""
+
+    primary: str
+    extra: tuple[str, ...] = ()
+
+    def all(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.primary, *self.extra)))
+
+
+def _pip_config() -> dict[str, str]:
+    """pip's configuration as `pip config list` prints it (global, user, site files)."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found = {}
+    for line in done.stdout.splitlines():
+        key, equals, value = line.partition("=")
+        if equals and not key.startswith(":env:"):  # the environment is read directly
+            found[key.split(".", 1)[-1]] = value.strip().strip("'\"")
+    return found
+
+
+@functools.cache
+def configured() -> Indexes:
+    """The indexes pip would ask: $PIP_INDEX_URL or `index-url`, else PyPI; and
+    $PIP_EXTRA_INDEX_URL or `extra-index-url` (whitespace-separated)."""
+    config = _pip_config() if not os.environ.get("PIP_INDEX_URL") \
+        or not os.environ.get("PIP_EXTRA_INDEX_URL") else {}
+    primary = os.environ.get("PIP_INDEX_URL") or config.get("index-url") or PYPI
+    extra = os.environ.get("PIP_EXTRA_INDEX_URL") or config.get("extra-index-url") or ""
+    return Indexes(primary.rstrip("/"), tuple(u.rstrip("/") for u in extra.split()))
+
+
+def _netrc_login(host: str) -> tuple[str, str] | None:
+    try:
+        found = netrc.netrc(os.environ.get("NETRC")).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    return (found[0], found[2] or "") if found else None
+
+
+def _keyring_login(url: str, host: str) -> tuple[str, str] | None:
+    try:
+        import keyring  # optional, as it is for pip
+    except ImportError:
+        return None
+    for service in (url, host):
+        try:
+            found = keyring.get_credential(service, None)
+        except Exception:  # a keyring backend may raise anything
+            return None
+        if found is not None:
+            return str(found.username), str(found.password)
+    return None
+
+
+def authorized(url: str, headers: dict[str, str] | None = None) -> urllib.request.Request:
+    """A request of `url` with the credentials pip would send: those in the URL, else
+    ~/.netrc's for its host, else keyring's; the URL itself without them."""
+    parts = urllib.parse.urlsplit(url)
+    login: tuple[str, str] | None = None
+    if parts.username is not None:
+        login = (urllib.parse.unquote(parts.username),
+                 urllib.parse.unquote(parts.password or ""))
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    elif parts.scheme in ("http", "https") and parts.hostname:
+        login = _netrc_login(parts.hostname) or _keyring_login(url, parts.hostname)
+    request = urllib.request.Request(url, headers=dict(headers or {}))
+    if login is not None:
+        token = base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    return request
+
+
+def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOUT_S
+        ) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers (lower-case names) and body of `url`, asked as pip would ask it."""
+    try:
+        with urllib.request.urlopen(authorized(url, headers), timeout=timeout) as answer:
+            status = getattr(answer, "status", None) or 200  # a file:// answer has none
+            return (int(status), {k.lower(): v for k, v in answer.headers.items()},
+                    answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, b""
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise IndexUnreachable(f"{_shown(url)}: {exc}") from None
+
+
+def open_url(url: str, timeout: float) -> Any:
+    """`url` opened for reading as a stream (a download), with pip's credentials."""
+    return urllib.request.urlopen(authorized(url), timeout=timeout)
+
+
+def _shown(url: str) -> str:
+    """A URL as a message may show it: never its password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(
+        netloc=f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port
+                                                           else "")))
+
+
+class _Anchors(html.parser.HTMLParser):
+    """PEP 503's page: each <a> a file, its hash in the URL's fragment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            found = dict(attrs)
+            self._open = {"url": found.get("href") or "", "filename": "",
+                          "yanked": "data-yanked" in found}
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["filename"] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            entry, self._open = self._open, None
+            url, _, fragment = str(entry["url"]).partition("#")
+            name, _, value = fragment.partition("=")
+            entry["url"], entry["hashes"] = url, ({name: value} if value else {})
+            entry["filename"] = str(entry["filename"]).strip()
+            self.files.append(entry)
+
+
+def _version_of(filename: str) -> str | None:
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[1])
+        return str(parse_sdist_filename(filename)[1])
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A project's releases and files across every index that lists it; each file's URL
+    absolute (and asked with its own host's credentials)."""
+
+    versions: tuple[str, ...]
+    files: tuple[dict[str, Any], ...]
+
+
+def _page(index: str, project: str) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """One index's page of `project`: (versions, files), or None where it lists none."""
+    url = f"{index}/{canonicalize_name(project)}/"
+    asked = url
+    if url.startswith("file:"):  # a folder of pages, as pip reads one: its index.html
+        asked = url + "index.html"
+        if not os.path.isfile(urllib.request.url2pathname(urllib.parse.urlsplit(asked).path)):
+            return None
+    status, headers, body = get(asked, {"Accept": f"{JSON_LISTING}, text/html;q=0.1"})
+    if status == 404:
+        return None
+    if status != 200:
+        raise IndexUnreachable(f"{_shown(url)}: HTTP {status}")
+    if "json" in headers.get("content-type", ""):
+        try:
+            data = json.loads(body)
+            files = [dict(f) for f in data["files"]]
+        except (ValueError, KeyError, TypeError):
+            raise IndexUnreachable(f"{_shown(url)}: an unreadable listing") from None
+        versions = [str(v) for v in data.get("versions", [])]
+    else:
+        anchors = _Anchors()
+        anchors.feed(body.decode(errors="replace"))
+        files = anchors.files
+        versions = []
+    for entry in files:
+        entry["url"] = urllib.parse.urljoin(url, str(entry.get("url", "")))
+    if not versions:  # PEP 503 and pre-PEP 700 indexes: the releases are the files'
+        versions = [v for v in (_version_of(str(f.get("filename", ""))) for f in files) if v]
+    return list(dict.fromkeys(versions)), files
+
+
+def listing(project: str, indexes: Indexes | None = None) -> Listing:
+    """`project` as every configured index lists it; IndexUnreachable where none answers,
+    an empty listing where they answer but none lists it."""
+    versions: list[str] = []
+    files: list[dict[str, Any]] = []
+    failures: list[str] = []
+    answered = False
+    for index in (indexes or configured()).all():
+        try:
+            page = _page(index, project)
+        except IndexUnreachable as exc:
+            failures.append(str(exc))
+            continue
+        answered = True
+        if page is not None:
+            versions += page[0]
+            files += page[1]
+    if not answered:
+        raise IndexUnreachable("; ".join(failures) or "no package index configured")
+    return Listing(tuple(dict.fromkeys(versions)), tuple(files))
+
+
+def normal_name(name: str) -> str:
+    """A project's name as the simple API spells it (PEP 503)."""
+    return str(canonicalize_name(name))
