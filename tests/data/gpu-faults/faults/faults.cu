@@ -9,7 +9,11 @@ extern "C" __global__ void scale(float* y, const float* x, int n) {
 
 extern "C" __global__ void far_write(float* y, const float* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i + (1 << 30)] = x[i];  // 4 GiB past the buffer: an address not mapped
+  // An address no allocation ever has (the first pages of the address space, made from
+  // an argument so the compiler cannot see it): the same fault wherever the buffers lie.
+  // (4 GiB past `y` faulted as ILLEGAL_ADDRESS or INVALID_ADDRESS_SPACE, run by run.)
+  float* nowhere = reinterpret_cast<float*>(static_cast<unsigned long long>(n) * 16);
+  if (i < n) nowhere[i] = x[i];
 }
 
 extern "C" __global__ void trap(float* y, const float* x, int n) {
