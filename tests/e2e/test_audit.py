@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import Run, cudamatrix
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.options import default_cache
 from cudamatrix.providers.sass_tools import prepare_sass_tools
 from cudamatrix.stages.binaries.facts import read_modules
@@ -134,7 +135,7 @@ def test_expected_gpus_gate_and_reports_are_written(tmp_path: Path) -> None:
 def test_facts_agree_with_cuobjdumps_own_listing(tmp_path: Path) -> None:
     """The images read module by module are the ones cuobjdump -lelf -lptx lists for the
     whole library."""
-    cuobjdump = prepare_sass_tools(default_cache())
+    cuobjdump = prepare_sass_tools(default_cache(), InputLedger())
     assert cuobjdump
     wheel = next((default_cache() / "audit-wheels" / "torchao-0.18.0").glob("*.whl"))
     subprocess.run(["python3", "-m", "zipfile", "-e", str(wheel), str(tmp_path)], check=True)
@@ -177,7 +178,7 @@ def test_relative_paths_read_the_same_images(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """`cudamatrix audit --cache cache lib.so`, as typed in a project: cuobjdump runs in the
     scratch folder it extracts into, where relative paths named nothing (no images)."""
-    cuobjdump = prepare_sass_tools(default_cache())
+    cuobjdump = prepare_sass_tools(default_cache(), InputLedger())
     assert cuobjdump
     wheel = next((default_cache() / "audit-wheels" / "torchao-0.18.0").glob("*.whl"))
     subprocess.run(["python3", "-m", "zipfile", "-e", str(wheel), str(tmp_path)], check=True)

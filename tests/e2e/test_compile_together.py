@@ -158,11 +158,12 @@ def test_one_nvcc_built_each_group_that_builds(runs: dict[str, Run]) -> None:
 def test_each_library_ships_its_own_arch_only(runs: dict[str, Run]) -> None:
     """The shared build's library, pruned per cell, holds the same images as the cell's
     own build: its arch's SASS, nothing of its siblings'."""
+    from cudamatrix.common.up_to_date import InputLedger
     from cudamatrix.config.plan import cell_slug
     from cudamatrix.providers.sass_tools import prepare_sass_tools
     from cudamatrix.stages.binaries.facts import read_modules
 
-    cuobjdump = prepare_sass_tools(SHARED_CACHE)
+    cuobjdump = prepare_sass_tools(SHARED_CACHE, InputLedger())
     assert cuobjdump is not None
     for cell_id in runs["together"].cells():
         if "/library/" not in cell_id:

@@ -75,7 +75,7 @@ def test_each_nvcc_lists_the_archs_the_matrix_keeps_for_it(nvcc_run) -> None:
             pass
 
     matrix = load_matrix(DEFAULT_MATRIX)
-    provider = WheelsToolkits(matrix, Path(os.environ["CUDAMATRIX_CACHE"]), Quiet())
+    provider = WheelsToolkits(matrix, Path(os.environ["CUDAMATRIX_CACHE"]), Quiet(), InputLedger())
     for toolkit, first, last in (("11.8", "sm_35", "sm_90"), ("12.4", "sm_50", "sm_90")):
         listed = provider.toolkit(toolkit).nvcc_archs
         assert listed[0] == first and listed[-1] == last, listed

@@ -39,7 +39,7 @@ def test_a_group_compile_the_cache_did_not_keep_refuses_the_record(tmp_path: Pat
     group = [_member(tmp_path, "sm_80"), _member(tmp_path, "sm_90")]
     # The memory limit ended one arch's step: an accident, never kept.
     stages = [StageResult("compile", "ok", "", ""),
-              StageResult("compile", "error", "memory limit", "", details={"accident": "x"})]
+              StageResult("compile", "error", "memory limit", "", accident="x")]
     runner = _runner(tmp_path, stages)
     runner.compile_together(group)
     assert [p.cached for p in group] == stages

@@ -32,3 +32,11 @@ def test_a_record_read_back_has_its_facts_as_fields() -> None:
 
 def test_a_plain_stage_records_no_flag() -> None:
     assert StageResult("load", "ok").to_dict()["details"] == {}
+
+
+def test_a_fact_recorded_as_null_reads_back_as_it_was_written() -> None:
+    """An audit's load stage records "via": null where no image loads."""
+    record = {"stage": "load", "status": "failed", "message": "", "log": "", "seconds": 0.0,
+              "details": {"via": None, "image": None}}
+    again = StageResult.from_dict(json.loads(json.dumps(record)))
+    assert again.via is None and again.to_dict() == record

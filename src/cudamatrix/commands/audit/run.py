@@ -96,8 +96,8 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
         outcome, reason = "xfail", "does not load, as declared (not an expected GPU)"
     facts = StageResult("inspect", "ok", module.describe(), "", 0.0, module.to_dict())
     load = StageResult("load", "ok" if loads else "failed", message, "", seconds,
-                       {"image": prediction.image, "measured": measured,
-                        "driver_floor": floor}, via=prediction.via)
+                       {"via": prediction.via, "image": prediction.image,
+                        "measured": measured, "driver_floor": floor}, via=prediction.via)
     comparison = None if measured is None else {
         "predicted": "loads" if prediction.loads else "refused",
         "measured": "loads" if measured else "refused", "agrees": measured == prediction.loads}

@@ -1,0 +1,82 @@
+"""README's main command as a new user runs it, timed (issue 52): a fresh clone of this
+repository and a fresh HOME (no pip cache, no cudamatrix cache), `python3 -m pip install
+nox && python3 -m nox -s matrix`, then the same again; with or without a Docker engine.
+
+    python bench/first_run.py                 # the engine as it is (auto picks docker where
+                                              # it answers and has the base image)
+    python bench/first_run.py --no-docker     # DOCKER_HOST at a socket nobody serves
+
+Prints the rows bench/RESULTS.md's first-run section keeps: the whole first run, its
+longest cell, their ratio, the cells' own seconds over the cores (what no schedule can
+beat), the second run and `cudamatrix run` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README_COMMAND = "python3 -m pip install -q nox && python3 -m nox -s matrix"
+
+
+def _timed(command: str, cwd: Path, env: dict[str, str]) -> tuple[float, int, str]:
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
+                          text=True, check=False)
+    return time.monotonic() - started, done.returncode, done.stdout + done.stderr
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-docker", action="store_true",
+                        help="no engine answers (DOCKER_HOST at a dead socket)")
+    parser.add_argument("--keep", type=Path, help="do it in this folder and keep it")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="cudamatrix-first-run-"))
+    clone, home = work / "clone", work / "home"
+    shutil.rmtree(clone, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CUDAMATRIX_", "NOX_", "VIRTUAL_ENV"))}
+    env.update(HOME=str(home), PATH=os.environ.get("PATH", "/usr/bin:/bin"))
+    if args.no_docker:
+        env["DOCKER_HOST"] = f"unix://{work}/no-engine.sock"
+    first, code, said = _timed(README_COMMAND, clone, env)
+    results = json.loads((clone / "reports" / "latest" / "results.json").read_text())
+    cells = results["cells"]
+    longest = max(cells, key=lambda c: c.get("seconds", 0.0))
+    own = sum(c.get("seconds", 0.0) for c in cells)
+    cores = os.cpu_count() or 1
+    provider = results["run"].get("provider", "?")
+    second, code2, _ = _timed(README_COMMAND, clone, env)
+    alone, _, _ = _timed(f"{clone}/.nox/matrix/bin/cudamatrix run", clone, env)
+    summary = " ".join(f"{k} {v}" for k, v in results["summary"].items() if v)
+    print(f"exit status {code} then {code2}; provider {provider}; {said.splitlines()[-1]}",
+          file=sys.stderr)
+    rows = [
+        ("first run, whole", f"{first:.1f} s ({len(cells)} cells: {summary})"),
+        (f"its longest cell (`{longest['id']}`)", f"{longest['seconds']:.1f} s"),
+        ("first run / its longest cell", f"{first / longest['seconds']:.2f}x"),
+        (f"the cells' own seconds over {cores} cores", f"{own / cores:.1f} s = "
+                                                       f"{own / cores / longest['seconds']:.2f}x"),
+        ("second run, whole (up to date)", f"{second:.2f} s"),
+        ("`cudamatrix run` alone, again", f"{alone:.2f} s"),
+    ]
+    print(f"provider: {provider}")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    return 0 if code in (0, 1) and code2 in (0, 1) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
