@@ -1,6 +1,7 @@
 """What a cell's job needs beyond its case, prepared on the orchestrator's side before a
-worker runs it: each frontend's `prepare` (stages/frontends/registry.py) is one function here,
-found by the name the frontend gives it (the cell side never imports this module)."""
+worker runs it: a built-in frontend's is one function here, in `BUILT_IN` by the
+frontend's name (an import the layer contracts see; the cell side never imports this
+module); a plugin's is the `prepare` its `Frontend` gives."""
 
 from __future__ import annotations
 
@@ -35,8 +36,12 @@ class JobContext:
 
 
 def preparation(spec: Frontend) -> Callable[[Job, JobContext], Job | StageResult] | None:
-    """A frontend's orchestrator-side function: given, or named as "module:function"."""
-    if spec.prepare is None or callable(spec.prepare):
+    """A frontend's orchestrator-side function: a built-in's from `BUILT_IN`, a plugin's
+    as its `Frontend` gives it (a function, or "module:function" for a plugin module that
+    the cell side must not import)."""
+    if spec.prepare is None:
+        return BUILT_IN.get(spec.name)
+    if callable(spec.prepare):
         return spec.prepare
     module, _, name = spec.prepare.partition(":")
     found: Callable[[Job, JobContext], Job | StageResult] = getattr(
@@ -60,6 +65,13 @@ def prepare_build(job: Job, context: JobContext) -> Job | StageResult:
                          context.versions)
     return made if isinstance(made, StageResult) else replace(job, options=made)
 
+
+
+# The built-in frontends' orchestrator sides, by frontend name.
+BUILT_IN: dict[str, Callable[[Job, JobContext], Job | StageResult]] = {
+    "cupy": prepare_cupy,
+    "build": prepare_build,
+}
 
 def build_options(variant: Variant, env: Environment | None, envs: Environments,
                   prebuilt: bool, versions: dict[str, str]) -> dict[str, Any] | StageResult:

@@ -6,8 +6,8 @@ for a plugin not installed. Import this package, not a module of it: importing i
 fills the registry: `registered()` (and `frontend`) load them on first use.
 
 May import every other group of ``stages`` (a frontend is a compile, an inspect and what
-its cells need of a process), ``common``, ``errors``; never the run's side: a frontend's
-orchestrator part is named as "module:function" (``Frontend.prepare``).
+its cells need of a process), ``common``, ``errors``; never the run's side: a built-in frontend's
+orchestrator part is orchestrator/job_preparation.py's, by the frontend's name.
 """
 
 from __future__ import annotations

@@ -16,5 +16,4 @@ def _build_stages(job: Job) -> list[StageResult]:
 
 
 register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False, slow=True,
-                  prepare="cudamatrix.orchestrator.job_preparation:prepare_build",
                   builds_project=True, reports_resources=True))

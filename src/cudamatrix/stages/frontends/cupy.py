@@ -19,5 +19,4 @@ def _cupy_stages(job: Job) -> list[StageResult]:
 register(Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
                   options=("jitify", "enable_cooperative_groups"),
                   needs_gpu_to_compile="CuPy compiles through the driver",
-                  arch_bypass_option="jitify",
-                  prepare="cudamatrix.orchestrator.job_preparation:prepare_cupy"))
+                  arch_bypass_option="jitify"))

@@ -3,8 +3,9 @@ from a toolkit, which library axis it multiplies its cells by, whether it brings
 compiler, whether its compiles are cached, and how it builds (or runs its whole story, as
 CuPy does). Each built-in frontend is a module of this package (nvrtc, nvcc, clang, cupy,
 cutlass, cute_dsl, cutlass_python, build) holding its cell-side part (its compile, the
-tools it needs, its option schema) and naming its orchestrator-side part (`prepare`, a
-"module:function" the run resolves), so nothing here imports the orchestrator.
+tools it needs, its option schema); its orchestrator-side part is
+orchestrator/job_preparation.py's, by the frontend's name (a plugin's is its `prepare`),
+so nothing here imports the orchestrator.
 
 Before, each of those facts lived in another module (a list of names here, a set of
 cacheable ones there), and forgetting one silently turned caching off or ran a cell
@@ -31,8 +32,9 @@ from ..compile.built import Build
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
 # The orchestrator's side of a job, run in the run's process: the job and the run's
 # context (job_preparation.JobContext) in, the prepared job or the stage saying why not
-# out. A built-in frontend names it ("module:function") rather than importing it, so a
-# cell's worker, which reads this registry, never imports the orchestrator's modules.
+# out. A built-in frontend's is job_preparation.BUILT_IN's and a plugin names its own
+# ("module:function") or gives it, so a cell's worker, which reads this registry, never
+# imports the orchestrator's modules.
 Prepare = Callable[[Job, Any], "Job | StageResult"]
 
 
@@ -62,9 +64,10 @@ class Frontend:
     # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump
     # -res-usage): [variant.resources] applies.
     reports_resources: bool = False
-    # The orchestrator's side: what the job needs beyond its case (a folder of links, a
-    # fetched project, a warm-up), or the stage that says why it cannot have it; a
-    # function, or its name as "module:function" (resolved by the run, never here).
+    # A plugin's orchestrator side: what the job needs beyond its case (a folder of links,
+    # a fetched project, a warm-up), or the stage that says why it cannot have it; a
+    # function, or its name as "module:function" (resolved by the run, never here). The
+    # built-ins' are job_preparation.BUILT_IN's.
     prepare: Prepare | str | None = None
 
 
