@@ -8,7 +8,6 @@ it exists, so an interrupted run loses nothing it finished.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import platform
 import shlex
@@ -27,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 from .. import __version__
 from ..common import recorded
 from ..common.folders import writable_folder
+from ..common.locks import LockHeld, exclusive_lock
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
@@ -358,20 +358,11 @@ def execute(options: RunOptions, progress: Progress,
 def lock_output(out: Path) -> IO[str]:
     """Hold `out` for this run alone: two runs writing one folder's cells and artifacts
     corrupt each other's compiles (ptxas finding its input gone) and results."""
-    handle = (out / ".cudamatrix.lock").open("a+")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise UserError(f"{out}: another run is writing this folder ({holder}); wait for it "
+        return exclusive_lock(out / ".cudamatrix.lock")
+    except LockHeld as held:
+        raise UserError(f"{out}: another run is writing this folder ({held}); wait for it "
                         "or give another --out") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()} on {platform.node()}")
-    handle.flush()
-    return handle
 
 
 def _execute(options: RunOptions, plan: Plan, progress: Progress,

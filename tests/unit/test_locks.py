@@ -1,0 +1,61 @@
+"""A cache folder another process is preparing is waited for, said once with who holds it,
+and for a bounded time; the --out lock refuses at once naming its holder (issue 50: of the
+two lock helpers, one had no timeout and no "waiting for pid N" line)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.common.locks import LockHeld, exclusive_lock, folder_lock
+from cudamatrix.errors import EnvironmentUnavailable
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from cudamatrix.common.locks import folder_lock
+    with folder_lock(Path(sys.argv[1])):
+        print("held", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_held_folder_is_waited_for_said_and_given_up_on(tmp_path: Path) -> None:
+    target = tmp_path / "toolkits" / "wheels-13.0"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(target)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        said: list[str] = []
+        with pytest.raises(EnvironmentUnavailable, match=rf"pid {holder.pid} on .* has held "
+                                                          r"it for over 0 s"), \
+                folder_lock(target, timeout_s=0.3, say=said.append):
+            pass
+        assert said == [f"waiting for {target}: pid {holder.pid} on "
+                        f"{said[0].rsplit(' on ', 1)[1]}"]
+        assert said[0].endswith("is preparing it")
+    finally:
+        holder.kill()
+        holder.wait()
+    with folder_lock(target, timeout_s=5, say=said.append):  # its holder gone: at once
+        pass
+    assert len(said) == 1
+
+
+def test_the_out_lock_refuses_at_once_naming_its_holder(tmp_path: Path) -> None:
+    first = exclusive_lock(tmp_path / ".cudamatrix.lock")
+    try:
+        code = ("import sys; from pathlib import Path; from cudamatrix.common.locks import "
+                "exclusive_lock, LockHeld\ntry:\n    exclusive_lock(Path(sys.argv[1]))\n"
+                "except LockHeld as held:\n    print(held)")
+        said = subprocess.run([sys.executable, "-c", code, str(tmp_path / ".cudamatrix.lock")],
+                              capture_output=True, text=True, check=True).stdout
+        assert said.startswith(f"pid {__import__('os').getpid()} on ")
+    finally:
+        first.close()
+    exclusive_lock(tmp_path / ".cudamatrix.lock").close()
+    assert LockHeld.__doc__
