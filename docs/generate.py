@@ -4,6 +4,7 @@ case.toml and cudamatrix.toml references from the declarations `validate` checks
 (config/declarations.py), the JSON Schemas editors read, and the changelog.
 
     python docs/generate.py          # writes docs/reference/, docs/schema/, docs/changelog.md
+    python docs/generate.py --screenshots   # and docs/images/: the report page in Chromium
 
 The reference pages are committed (README links them; a unit test says when they are
 stale); the schemas and the changelog are copies made for the site alone.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import cudamatrix
@@ -103,7 +105,35 @@ def _cli_page() -> str:
     return "\n".join(lines)
 
 
+def screenshots() -> None:
+    """The page of reports/'s real H100 run, as the test suite's Chromium (playwright with
+    the system's chromium) shows it: its first screen, and a cell's panel opened. Made on
+    demand and committed, so the site builds without a browser."""
+    import subprocess
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    images = DOCS / "images"
+    images.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-m", "cudamatrix", "report",
+                        str(ROOT / "reports" / "results.json"), "--out", out],
+                       check=True, capture_output=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"),
+                                        args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((Path(out) / "report.html").as_uri())
+            page.screenshot(path=images / "report-first-screen.png")
+            page.locator("td.cell").first.click()
+            page.screenshot(path=images / "report-cell-panel.png")
+            browser.close()
+
+
 def main() -> None:
+    if "--screenshots" in sys.argv[1:]:
+        screenshots()
     reference = DOCS / "reference"
     reference.mkdir(exist_ok=True)
     (reference / "case-toml.md").write_text(_table_page(CASE, "case.toml", CASE_INTRO))
