@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..common.versions import TOOLKIT_OWN
@@ -31,6 +31,14 @@ from .job_preparation import JobContext, preparation
 RUNTIME_FOR_LIBRARY = "runtime for the prebuilt library"
 
 
+
+@dataclass(frozen=True)
+class NoJob:
+    """A cell that gets no job: the stages that say at once why (an environment that failed,
+    a compiler the machine lacks, an earlier run's record of it), its whole record."""
+
+    stages: list[StageResult]
+
 class CellJobs:
     """Each cell's job, made the same way for every cell of the run."""
 
@@ -49,7 +57,7 @@ class CellJobs:
         return self._resolved[path]
 
     def job_for(self, cell: Cell, variant: Variant
-                ) -> tuple[Job | list[StageResult], dict[str, str]]:
+                ) -> tuple[Job | NoJob, dict[str, str]]:
         """What a worker is to do for the cell, or the stages that say at once why nothing can."""
         env: Environment | None = None
         versions: dict[str, str] = {}
@@ -57,7 +65,7 @@ class CellJobs:
         prebuilt: Path | None = None
         if self.options.prebuilt and cell.frontend not in self.options.compile_here:
             imported = self.import_prebuilt(cell, workdir, versions)
-            if isinstance(imported, list):
+            if isinstance(imported, NoJob):
                 return imported, versions
             prebuilt = imported
             env = self.runtime_for_prebuilt(cell, prebuilt)
@@ -66,8 +74,8 @@ class CellJobs:
         if cell.toolkit != BUNDLED and prebuilt is None:
             got = self.envs.toolkit(cell.toolkit)
             if isinstance(got, Failure):
-                return [StageResult("compile", "error",
-                                    f"toolkit {cell.toolkit} environment: {got.reason}")], versions
+                said = f"toolkit {cell.toolkit} environment: {got.reason}"
+                return NoJob([StageResult("compile", "error", said)]), versions
             env = got
             if "clang" in frontend(cell.frontend).needs:
                 env = self.envs.with_clang(env)
@@ -79,14 +87,14 @@ class CellJobs:
             named = variant.host_compiler or cell.host_compiler
             if missing and not (named and env.nvcc
                                 and missing == env.nvcc_unusable):  # the case names its own
-                return [StageResult("compile", "unavailable", missing)], versions
+                return NoJob([StageResult("compile", "unavailable", missing)]), versions
             unknown = env.lacks_arch(cell.arch)
             if unknown:
-                return [StageResult("compile", "unsupported", unknown)], versions
+                return NoJob([StageResult("compile", "unsupported", unknown)]), versions
         spec = frontend(cell.frontend)
         if spec.needs_gpu_to_compile and not self.device.present:
             reason = f"{spec.needs_gpu_to_compile}: {self.device.reason}"
-            return [StageResult("compile", "unavailable", reason)], versions
+            return NoJob([StageResult("compile", "unavailable", reason)]), versions
         library: LibraryEnvironment | None = None
         # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
         own = cell.library_version == TOOLKIT_OWN and self.envs.matrix.libraries.get(
@@ -98,9 +106,8 @@ class CellJobs:
             major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
             lib = self.envs.library(cell.library, cell.library_version, major, env)
             if isinstance(lib, Failure):
-                return [StageResult("compile", "error",
-                                    f"{cell.library} environment: {lib.reason}")], \
-                    versions
+                said = f"{cell.library} environment: {lib.reason}"
+                return NoJob([StageResult("compile", "error", said)]), versions
             library = lib
             versions.update(lib.packages)
         # A component whose library the case links (-lcublas): its libraries, fetched now.
@@ -108,9 +115,8 @@ class CellJobs:
             for component, flag in linked_components(variant.flags_for(cell.axes())).items():
                 linked = self.envs.component_libraries(env, component, flag)
                 if isinstance(linked, Failure):
-                    return [StageResult("compile", "error",
-                                        f"{component} libraries for {flag}: {linked.reason}")], \
-                        versions
+                    said = f"{component} libraries for {flag}: {linked.reason}"
+                    return NoJob([StageResult("compile", "error", said)]), versions
                 env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
                 versions.update(linked.packages)
         if prebuilt is None:
@@ -119,7 +125,7 @@ class CellJobs:
         named = variant.host_compiler or cell.host_compiler
         host = self.host_compiler(named) if prebuilt is None else None
         if isinstance(host, StageResult):
-            return [host], versions
+            return NoJob([host]), versions
         if host:
             versions["host_compiler"] = f"{named} {host[1]}"
         job = Job(
@@ -146,7 +152,7 @@ class CellJobs:
             prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,
                                                     prebuilt is not None, versions))
             if isinstance(prepared, StageResult):
-                return [prepared], versions
+                return NoJob([prepared]), versions
             job = prepared
         return job, versions
 
@@ -162,7 +168,7 @@ class CellJobs:
         return None if isinstance(got, Failure) else got
 
     def import_prebuilt(self, cell: Cell, workdir: Path, versions: dict[str, str]
-                        ) -> Path | list[StageResult]:
+                        ) -> Path | NoJob:
         """The cell's folder from an earlier run (--prebuilt, another machine's compile),
         copied into this run's, its versions recorded; or that run's stages, when it never
         compiled there, or why it is not there."""
@@ -172,7 +178,7 @@ class CellJobs:
         try:  # another machine's record, read as every record is: bounded and typed
             recorded = load_cell(record) if record.exists() else None
         except UserError as exc:
-            return [StageResult("compile", "error", f"--prebuilt: {exc}")]
+            return NoJob([StageResult("compile", "error", f"--prebuilt: {exc}")])
         if (earlier / COMPILE_RECORD).exists():
             if earlier.resolve() != workdir.resolve():
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -182,8 +188,9 @@ class CellJobs:
             return workdir
         if recorded is not None:  # it never compiled there: its stages are the whole story
             versions.update(recorded.versions)
-            return list(recorded.stages)
-        return [StageResult("compile", "unavailable", f"not built in {self.options.prebuilt}")]
+            return NoJob(list(recorded.stages))
+        return NoJob([StageResult("compile", "unavailable",
+                                  f"not built in {self.options.prebuilt}")])
 
     def host_compiler(self, name: str | None) -> tuple[str, str] | StageResult | None:
         """The host compiler a variant or the tier's axis names for nvcc (path, version), or

@@ -53,7 +53,7 @@ from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
 from ..stages.inspect.stage import inspect_job
-from .cell_jobs import CellJobs
+from .cell_jobs import CellJobs, NoJob
 from .cell_timings import CellTimings
 from .compile_cache import CompileCache, compile_key, key_files, key_folders
 from .cupy_warmup import JitifyWarmups
@@ -110,8 +110,8 @@ class CellRunner:
             self.ledger.refuse("the run's time limit left cells unstarted")
             return prepared
         job, prepared.versions = self.jobs.job_for(cell, prepared.variant)
-        if isinstance(job, list):
-            prepared.stages = job
+        if isinstance(job, NoJob):
+            prepared.stages = job.stages
         else:
             prepared.job = job
             if job.prebuilt is None and frontend(cell.frontend).cached:
