@@ -54,6 +54,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import recorded
+from .files import write_atomic
 
 RECORD = ".cudamatrix-run.json"
 # Where a Docker engine answers by default ($DOCKER_HOST, when set, is in the environment).
@@ -310,9 +311,7 @@ def record_run(out: Path, command: dict[str, str], watched: Mapping[str, int], s
                        listings={p: lines for p, lines in listed.items() if len(lines) > 1},
                        outputs=outputs_digest(out),
                        status=status, said=said, finished=finished, cells=cells)
-    temporary = out / f"{RECORD}.{os.getpid()}"
-    temporary.write_text(json.dumps(record.to_dict()))
-    temporary.replace(out / RECORD)
+    write_atomic(out / RECORD, json.dumps(record.to_dict()))
     return record
 
 

@@ -14,13 +14,13 @@ unwritable one is no timing, never an error.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
+from ..common.files import write_atomic
 from ..config.plan import Cell
 from ..record.results import CellResult
 from ..stages.frontends import frontend
@@ -91,11 +91,5 @@ class CellTimings:
                 continue
             self.seconds[_key(result.cell)] = round(result.seconds, 2)
         kept = dict(list(self.seconds.items())[-MAX_CELLS:])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{FILE}.")
-            with os.fdopen(handle, "w") as stream:
-                json.dump(kept, stream)
-            os.replace(temporary, self.path)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # a cache that cannot be written costs an order
+            write_atomic(self.path, json.dumps(kept))

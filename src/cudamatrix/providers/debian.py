@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
-import os
 import re
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.files import write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -150,9 +150,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
             # Whole or not at all: another run's nvcc may be reading it (each run names the
             # wheels' folders through its own cache path).
-            partial = profile.with_name(f"nvcc.profile.partial-{os.getpid()}")
-            partial.write_text(wanted)
-            os.replace(partial, profile)
+            write_atomic(profile, wanted)
         nvcc = nvcc_dir / "nvcc"
         if "version" not in facts:  # asked of nvcc itself once, then kept with the unpack
             said = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,

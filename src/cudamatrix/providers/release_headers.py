@@ -33,6 +33,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ..common.files import write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -141,8 +142,6 @@ def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: 
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         components = {c.name: v for c, v in zip(wanted, versions, strict=True)}
-        partial = marker.with_name(f"{HEADERS_MARKER}.{os.getpid()}")
-        partial.write_text(json.dumps({"format": HEADERS_FORMAT, "release": toolkit,
-                                       "components": components}, sort_keys=True))
-        partial.replace(marker)
+        write_atomic(marker, json.dumps({"format": HEADERS_FORMAT, "release": toolkit,
+                                         "components": components}, sort_keys=True))
         return components

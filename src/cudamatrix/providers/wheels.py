@@ -24,6 +24,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from ..common.files import write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Library, Matrix
@@ -101,11 +102,9 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path, ledger: InputLedg
     packages = {**installed_packages(root),
                 **{f"{name} (headers)": version for name, version in components.items()}}
     env = describe_toolkit_tree(toolkit, "wheels", root, packages, root / "nvidia")
-    staging = described.with_name(f"{DESCRIBED}.{os.getpid()}")
-    staging.write_text(json.dumps({"marker": installed, "root": str(root),
-                                   "reader": TREE_READER_VERSION,
-                                   "environment": env.to_dict()}))
-    staging.replace(described)
+    write_atomic(described, json.dumps({"marker": installed, "root": str(root),
+                                        "reader": TREE_READER_VERSION,
+                                        "environment": env.to_dict()}))
     return env
 
 

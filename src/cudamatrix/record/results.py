@@ -8,9 +8,7 @@ it finished, and ``--resume`` or ``merge`` can pick them up again.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common import recorded
+from ..common.files import write_atomic
 from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
@@ -252,24 +251,6 @@ class RunInfo:
             repro_args=recorded.shell_words(data, "repro_args"),
             repro_folder=recorded.text(data, "repro_folder", ""),
             paths=recorded.text_table(data, "paths"))
-
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        # mkstemp makes owner-only files; reports are for publishing (Pages, artifacts).
-        os.chmod(temporary, 0o666 & ~_UMASK)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def save_cell(out: Path, result: CellResult) -> None:

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..common.files import write_atomic
 from ..record.baseline import BaselineDiff
 from ..record.history import PastRun, history_document
-from ..record.results import CellResult, RunInfo, results_document, write_atomic
+from ..record.results import CellResult, RunInfo, results_document
 from .badge import badge
 from .html import html_report
 from .junit import junit_xml
