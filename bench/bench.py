@@ -115,7 +115,8 @@ def _compile(job: Job) -> Build:
 def plain_loop(options: RunOptions, envs: Environments) -> tuple[float, int]:
     """The tier's compiler invocations, called directly; returns wall seconds and the count."""
     plan = make_plan(options)
-    runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), LocalExecutor())
+    runner = CellRunner(plan, options, envs, DeviceInfo(reason="benchmark"), LocalExecutor(),
+                        ledger=envs.ledger)
     jobs: list[Job] = []
     for cell in sorted(plan.cells, key=lambda c: c.frontend != "cutlass"):
         job, _ = runner.jobs.job_for(cell, plan.variant(cell))

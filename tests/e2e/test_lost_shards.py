@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from conftest import cudamatrix, write_case
+from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.options import RunOptions
 from cudamatrix.config.planning import make_plan
 from cudamatrix.orchestrator.runner import CellRunner
@@ -76,8 +77,8 @@ def test_the_run_timeout_counts_from_the_start_of_the_run(tmp_path: Path) -> Non
     plan = make_plan(options)
     begun_long_ago = time.monotonic() - 61  # set-up took longer than the whole limit
     runner = CellRunner(plan, options, envs=None, device=None, executor=None,  # type: ignore[arg-type]
-                        started=begun_long_ago)
+                        started=begun_long_ago, ledger=InputLedger())
     assert runner.out_of_time()
     fresh = CellRunner(plan, options, envs=None, device=None, executor=None,  # type: ignore[arg-type]
-                       started=time.monotonic())
+                       started=time.monotonic(), ledger=InputLedger())
     assert not fresh.out_of_time()

@@ -71,9 +71,10 @@ def _found(path: Path) -> Path | None:
 
 class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
-                 executor: Executor, started: float | None = None) -> None:
+                 executor: Executor, started: float | None = None, *,
+                 ledger: InputLedger) -> None:
         self.plan, self.options, self.envs = plan, options, envs
-        self.ledger = envs.ledger  # what the run read, and why it could not be answered again
+        self.ledger = ledger  # what the run read, and why it could not be answered again
         # Each header library's folders hashed once a run (compile_cache.library_digest).
         self.library_headers: dict[tuple[str, ...], str] = {}
         self.device, self.executor = device, executor
@@ -410,7 +411,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     executor = envs.executor(CellSite(options.out, (*options.corpus, *options.paths.values()),
                                       device.present,
                                       options.gpu_server, progress.note))
-    runner = CellRunner(plan, options, envs, device, executor, started)
+    runner = CellRunner(plan, options, envs, device, executor, started, ledger=ledger)
     results = list(done.values())
     progress.start(len(plan.cells) + len(plan.ruled_out))
     for result in results:
