@@ -115,10 +115,13 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "on the index, listed in the matrix or not); repeatable")
     run.add_argument("--out", type=Path, default=default("out"),
                      help="report folder (default: %(default)s)")
-    run.add_argument("--provider", choices=ProviderChoices(),
+    # A metavar, so that argparse does not list the choices (importing every provider) each
+    # time the parser is made; a value given is checked against them.
+    run.add_argument("--provider", choices=ProviderChoices(), metavar="PROVIDER",
                      default=default("provider"),
-                     help="where toolkits come from: docker where an engine and the base image "
-                          f"are ready, else wheels (auto, the default); ${PROVIDER_ENV}")
+                     help="where toolkits come from: wheels, docker, host or a plugin's; auto "
+                          "(the default): docker where an engine and the base image are "
+                          f"ready, else wheels; ${PROVIDER_ENV}")
     run.add_argument("--containers", type=Path, default=default("containers"),
                      help="the Dockerfiles of the docker provider (default: %(default)s)")
     run.add_argument("--docker-flavour", choices=DOCKER_FLAVOURS,
