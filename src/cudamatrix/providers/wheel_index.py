@@ -79,8 +79,6 @@ def project_wheels(project: str) -> list[IndexWheel]:
             continue
         if tags & here:
             found.append(IndexWheel(str(name), version, filename, str(entry["url"])))
-    if not found:
-        raise IndexUnreachable(f"{project}: no index lists a wheel of it for this machine")
     return found
 
 
