@@ -171,7 +171,7 @@ def evaluate(template: Any, context: dict[str, Any]) -> Any:
     if not isinstance(template, str):
         return template
     whole = re.fullmatch(r"\$\{\{(.*?)\}\}", template.strip(), re.S)
-    if whole:
+    if whole and "${{" not in whole[1]:
         return Expression(whole[1], context).value()
     return re.sub(r"\$\{\{(.*?)\}\}",
                   lambda m: text_of(Expression(m[1], context).value()), template, flags=re.S)
@@ -219,6 +219,19 @@ class Rehearsal:
     caches: dict[str, Path] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     results: dict[str, str] = field(default_factory=dict)
+    # Which run of the workflow this is (github.run_attempt): a re-run of failed jobs is 2.
+    attempt: int = 1
+    # A job's run step that fails after its command (a runner lost mid-job), by job label.
+    sabotage: set[str] = field(default_factory=set)
+    secrets: dict[str, str] = field(default_factory=dict)
+    # The cache service: every key saved, and each key's outcome (GitHub refuses a key that
+    # exists, as upload-artifact v4 refuses an artifact name a run already has).
+    saved_caches: list[str] = field(default_factory=list)
+    # Each job's outcome, by label (shard-0, shard-1, ...): what a re-run re-runs.
+    job_outcomes: dict[str, bool] = field(default_factory=dict)
+    _caller: tuple[Path, dict[str, Any] | None, dict[str, Any] | None] | None = None
+    _merge_outputs: dict[str, str] = field(default_factory=dict)
+    _needs: dict[str, Any] = field(default_factory=dict)
 
     def github(self) -> dict[str, Any]:
         event: dict[str, Any] = {"repository": {"default_branch": "main"}}
@@ -226,11 +239,24 @@ class Rehearsal:
             event["pull_request"] = {"number": 1, "head": {"repo": {"full_name": "me/lib"}}}
         return {"event_name": self.event, "repository": "me/lib", "repository_owner": "me",
                 "ref": "refs/heads/main", "event": event, "token": "rehearsal",
-                "workflow": "CUDA matrix"}
+                "workflow": "CUDA matrix", "run_attempt": str(self.attempt), "run_id": "7",
+                "server_url": "https://github.com"}
+
+    def rerun_failed(self) -> Path:
+        """GitHub's "Re-run failed jobs": the next attempt runs the jobs that failed and
+        those that need them, beside the artifacts every attempt so far uploaded."""
+        assert self._caller is not None, "run_caller first"
+        self.attempt += 1
+        self.sabotage = set()
+        failed = {label for label, ok in self.job_outcomes.items() if not ok}
+        return self.run_caller(*self._caller, only=failed)
 
     def run_caller(self, caller: Path, overrides: dict[str, Any] | None = None,
-                   dispatch: dict[str, Any] | None = None) -> Path:
-        """Every job of the reusable workflow the caller's job uses; the merged site."""
+                   dispatch: dict[str, Any] | None = None, only: set[str] | None = None
+                   ) -> Path:
+        """Every job of the reusable workflow the caller's job uses (with `only`, the jobs of
+        those labels and every job that needs one, as a re-run); the merged site."""
+        self._caller = (caller, overrides, dispatch)
         document = yaml.safe_load(caller.read_text())
         (job,) = [j for j in document["jobs"].values() if "uses" in j]
         uses = job["uses"]
@@ -249,7 +275,8 @@ class Rehearsal:
             if value not in (None, "") or declared[name].get("type") != "string":
                 inputs[name] = value
         inputs.update(overrides or {})
-        context: dict[str, Any] = {"github": self.github(), "inputs": inputs, "needs": {}}
+        context: dict[str, Any] = {"github": self.github(), "inputs": inputs, "needs": {},
+                                   "secrets": self.secrets}
         context["env"] = {k: text_of(evaluate(v, context))
                           for k, v in (reusable.get("env") or {}).items()}
         jobs = reusable["jobs"]
@@ -268,20 +295,43 @@ class Rehearsal:
                 continue
             strategy = spec.get("strategy", {}).get("matrix")
             runs = [None] if strategy is None else evaluate(strategy, context)["include"]
-            outcomes, outputs = [], {}
+            outcomes, outputs, ran = [], {}, False
             for index, entry in enumerate(runs):
-                ok, outputs = self._job(f"{name}-{index}", spec, context, entry)
+                label = f"{name}-{index}"
+                if only is not None and label not in only and name != "merge":
+                    outcomes.append(self.job_outcomes[label])  # kept, as GitHub keeps it
+                    continue
+                ok, outputs = self._job(label, spec, context, entry)
+                self.job_outcomes[label] = ok
                 outcomes.append(ok)
+                ran = True
             self.results[name] = "success" if all(outcomes) else "failure"
-            context["needs"][name] = {"outputs": {
+            if not ran and name in self._needs:  # a job not re-run keeps its outputs
+                context["needs"][name] = self._needs[name]
+                continue
+            context["needs"][name] = self._needs[name] = {"outputs": {
                 k: text_of(evaluate(v, {**context, "steps": outputs}))
                 for k, v in (spec.get("outputs") or {}).items()}, "result": self.results[name]}
-        return self.work / "merge-0" / "site"
+            if name == "merge":
+                self._merge_outputs = context["needs"][name]["outputs"]
+        return self.work / self._folder("merge-0") / "site"
+
+    def _folder(self, label: str) -> str:
+        """A job's folder: one per attempt, as each attempt is a fresh runner."""
+        return label if self.attempt == 1 else f"{label}.attempt-{self.attempt}"
+
+    def outputs(self) -> dict[str, str]:
+        """The reusable workflow's `outputs`, as a caller's later job reads them."""
+        reusable = yaml.safe_load(REUSABLE.read_text())
+        declared = reusable[True]["workflow_call"].get("outputs") or {}
+        merge = {"outputs": self._merge_outputs}
+        return {name: text_of(evaluate(spec["value"], {"jobs": {"merge": merge}}))
+                for name, spec in declared.items()}
 
     def _job(self, label: str, spec: dict[str, Any], context: dict[str, Any],
              matrix: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
-        workspace = self.work / label
-        temp = self.work / f"{label}.temp"
+        workspace = self.work / self._folder(label)
+        temp = self.work / f"{self._folder(label)}.temp"
         shutil.copytree(self.repository, workspace, symlinks=True,
                         ignore=shutil.ignore_patterns(".git"))
         temp.mkdir()
@@ -300,11 +350,13 @@ class Rehearsal:
                 continue
             env = {k: text_of(evaluate(v, local)) for k, v in (step.get("env") or {}).items()}
             if "run" in step:
-                done, outputs, exported = self._run(step["run"], workspace, temp,
+                script = step["run"] + ("\nexit 1" if label in self.sabotage
+                                        and step.get("name") == "Run the shard" else "")
+                done, outputs, exported = self._run(script, workspace, temp,
                                                     {**local["env"], **env})
                 job_env.update(exported)
             else:
-                done, outputs = self._action(step, local, workspace, temp), {}
+                done, outputs = self._action(step, local, workspace, temp)
             if "id" in step:
                 steps[step["id"]] = {"outputs": outputs}
             if not done and not step.get("continue-on-error"):
@@ -332,25 +384,43 @@ class Rehearsal:
         return done.returncode == 0, _outputs(output), _outputs(exported)
 
     def _action(self, step: dict[str, Any], context: dict[str, Any], workspace: Path,
-                temp: Path) -> bool:
+                temp: Path) -> tuple[bool, dict[str, str]]:
         action = step["uses"].split("@")[0]
         given = {k: text_of(evaluate(v, context)) for k, v in (step.get("with") or {}).items()}
         artifacts = self.work / "artifacts"
-        if action in ("actions/checkout", "actions/setup-python", "actions/deploy-pages"):
-            return True  # the job's folder is a copy of the repository; python is ours
-        if action == "actions/cache":  # a restored cache: this machine's own caches
+        if action == "actions/setup-python":  # python is ours
+            return True, {"python-path": self.python}
+        if action in ("actions/checkout", "actions/deploy-pages"):
+            return True, {}  # the job's folder is a copy of the repository
+        if action in ("actions/cache", "actions/cache/restore"):
+            # A restored cache: this machine's own caches, matched by the newest saved key
+            # that starts with the key or a restore key, as GitHub matches them.
             for line in given["path"].split():
                 name = Path(line).name
                 if name in self.caches:
                     Path(line).symlink_to(self.caches[name])
-            return True
+            wanted = [given["key"], *given.get("restore-keys", "").split()]
+            matched = next((key for prefix in wanted for key in reversed(self.saved_caches)
+                            if key.startswith(prefix)), "")
+            return True, {"cache-primary-key": given["key"], "cache-matched-key": matched,
+                          "cache-hit": text_of(matched == given["key"])}
+        if action == "actions/cache/save":
+            if given["key"] in self.saved_caches:
+                self.log.append(f"cache key {given['key']} exists: not saved (a warning)")
+            else:
+                self.saved_caches.append(given["key"])
+            return True, {}
         if action == "actions/upload-artifact":
             paths = [workspace / p for p in given["path"].split()]
             present = [p for p in paths if p.exists()]
             if not present:
-                return given.get("if-no-files-found") != "error"
+                return given.get("if-no-files-found") != "error", {}
             root = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in present]))
             target = artifacts / given["name"]
+            if target.exists() and given.get("overwrite") != "true":
+                # upload-artifact v4: one name once per workflow run, whatever the attempt.
+                self.log.append(f"upload-artifact: an artifact named {given['name']} exists")
+                return False, {}
             for path in present:
                 destination = target / path.relative_to(root)
                 if path.is_dir():
@@ -358,15 +428,15 @@ class Rehearsal:
                 else:
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(path, destination)
-            return True
+            return True, {}
         if action == "actions/download-artifact":
             into = workspace / given["path"]
             into.mkdir(parents=True, exist_ok=True)
             for artifact in sorted(artifacts.iterdir()) if artifacts.exists() else []:
                 if fnmatch(artifact.name, given["pattern"]):
                     shutil.copytree(artifact, into / artifact.name)
-            return True
+            return True, {}
         if action in ("EnricoMi/publish-unit-test-result-action",
                       "actions/upload-pages-artifact"):
-            return (workspace / given.get("files", given.get("path", ""))).exists()
+            return (workspace / given.get("files", given.get("path", ""))).exists(), {}
         raise ValueError(f"action {action} is not rehearsed")

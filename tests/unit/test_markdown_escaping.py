@@ -10,7 +10,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from cudamatrix.record.baseline import compare
+from cudamatrix.record.baseline import Baseline, compare
 from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.reports.markdown import markdown_report, md_code, md_text
 
@@ -55,7 +55,7 @@ def test_no_tag_link_or_heading_the_tool_did_not_write() -> None:
     info, cells = _hostile()
     baseline = {f"gone{HOSTILE}": {"outcome": "pass", "message": HOSTILE},
                 cells[0].cell.id: {"outcome": "pass", "message": HOSTILE}}
-    diff = compare(f"base{HOSTILE}", baseline, cells)
+    diff = compare(f"base{HOSTILE}", Baseline(baseline), cells)
     text = markdown_report(info, cells, diff)
     tokens = list(_walk(_rendered(text)))
     tags = {t.content.strip() for t in tokens if t.type in ("html_inline", "html_block")}

@@ -13,7 +13,7 @@ import pytest
 
 from cudamatrix.config.corpus import load_case
 from cudamatrix.errors import UserError
-from cudamatrix.record.baseline import compare
+from cudamatrix.record.baseline import Baseline, compare
 from cudamatrix.record.history import PastRun
 from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.record.slowdowns import judge_slowdowns
@@ -142,7 +142,7 @@ def test_a_time_change_against_the_baseline_is_a_finding_beyond_the_noise(
         after_us: float, after_noise: float, l2: str, said: str | None) -> None:
     before = _timed_cell(40.0, 0.004)
     after = _timed_cell(after_us, after_noise, l2)
-    diff = compare("baseline.json", {before.cell.id: before.to_dict()}, [after])
+    diff = compare("baseline.json", Baseline({before.cell.id: before.to_dict()}), [after])
     assert [c.describe() for c in diff.times] == ([said] if said else [])
     assert [c.cell for c in diff.slower] == ([after.cell.id] if said and "slower" in said
                                              else [])

@@ -8,6 +8,8 @@ runners). GitHub allows 256 jobs per matrix, so shards grow until the plan fits.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections import defaultdict
@@ -26,6 +28,18 @@ RUNNER_BASE = ("self-hosted", "linux", "x64")
 def gpu_label(arch: str) -> str:
     """The runner label of the GPU a cell built for `arch` should run on."""
     return "gpu-" + re.sub(r"[af]$", "", arch)
+
+
+def cache_identity(cells: Sequence[Cell], version: str | None = None) -> str:
+    """What a shard's cache holds, as a key: the cudamatrix release that fills it and the
+    toolkits and library releases its cells need. An upgrade or a new toolkit is a new key
+    (restored from the nearest by prefix), never the same key that cannot be saved again."""
+    from .. import __version__
+
+    toolkits = sorted({c.toolkit for c in cells})
+    libraries = sorted({f"{c.library}=={c.library_version}" for c in cells if c.library})
+    held = json.dumps([version or __version__, toolkits, libraries])
+    return f"{version or __version__}-{hashlib.sha256(held.encode()).hexdigest()[:16]}"
 
 
 def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("latest",),
@@ -63,6 +77,7 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
     while sum(shards(len(c)) for c in groups.values()) * len(variants) > max_jobs:
         per_job += max(1, per_job // 4)
     include = []
+    saving: set[str] = set()
     for group in sorted(groups):
         archs = sorted({c.arch for c in groups[group]})
         count = shards(len(groups[group]))
@@ -72,6 +87,8 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
             runs_on = [*runner_base, label_prefix + group, f"{label_prefix}driver-{driver}"] \
                 if gpu else ["ubuntu-latest"]
             for index in range(1, count + 1):
+                shard_cells = groups[group][index - 1::count]
+                identity = cache_identity(shard_cells)
                 args = ["--tier", tier, *(a for arch in archs for a in ("--arch", arch)),
                         *selection, "--shard", f"{index}/{count}"]
                 if not gpu:
@@ -81,5 +98,8 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
                 include.append({
                     "name": f"{label} {index}/{count}", "runs-on": runs_on, "label": label,
                     "args": " ".join(args), "artifact": f"results-{label}-{index}-of-{count}",
-                    "cells": len(groups[group][index - 1::count])})
+                    "cells": len(shard_cells), "cache": identity,
+                    # One job saves each cache, the others restore it: no key is raced.
+                    "save-cache": identity not in saving})
+                saving.add(identity)
     return {"include": include}

@@ -197,5 +197,10 @@ def add_baseline(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", type=Path,
                         help="an earlier results.json: list new failures, fixes, flips and "
                              "added/removed cells, and fail only on new failures")
+    parser.add_argument("--fail-on", choices=("any", "new", "never"), default=None,
+                        help="what makes the exit status 1: any failed or erred cell, only "
+                             "new failures against --baseline, or never once the record is "
+                             "written (a CI shard: the merge judges) (default: new with "
+                             "--baseline, else any)")
     parser.add_argument("--allow-new-failures", action="store_true",
-                        help="with --baseline, exit 0 even when there are new failures")
+                        help="the same as --fail-on never")

@@ -6,22 +6,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..record.baseline import Baseline, BaselineDiff
     from ..record.results import CellResult, RunInfo
 
 
 def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
-                    results: list[CellResult],
-                    baseline: dict[str, dict[str, Any]] | None = None) -> int:
+                    results: list[CellResult], baseline: Baseline | None = None) -> int:
     """Write every report (with the baseline diff when asked), publish to GitHub when there;
-    the exit status: new failures with a baseline, any failure without."""
-    from ..record.baseline import compare, load_baseline, settle_xpass
+    the exit status as --fail-on says: new failures with a baseline, any failure without,
+    or 0 once the record is written (a CI shard, whose verdict is the merge's)."""
+    from ..record.baseline import compare, load_baseline, runner_labels, settle_xpass
     from ..record.history import PastRun, gather
     from ..record.results import exit_status, summary
     from ..reports import write_reports
@@ -31,9 +32,10 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     before = None
     if args.baseline:
         before = baseline if baseline is not None else load_baseline(args.baseline)
-    results = settle_xpass(results, before)
+    labels = runner_labels(info.runner_label)
+    results = settle_xpass(results, before, labels)
     if args.baseline and before is not None:
-        diff = compare(str(args.baseline), before, results)
+        diff = compare(str(args.baseline), before, results, info.tier, labels)
     history = gather(getattr(args, "history", []), PastRun.of(info, results),
                      getattr(args, "history_runs", DEFAULT_RUNS))
     written = write_reports(out, info, results, diff, history)
@@ -46,7 +48,10 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                       f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "
                       f"{len(diff.added)} added, {len(diff.removed)} removed, "
                       f"{len(diff.resources)} resource changes, "
-                      f"{len(diff.slower)} slower, {len(diff.times) - len(diff.slower)} faster")
+                      f"{len(diff.slower)} slower, {len(diff.times) - len(diff.slower)} faster"
+                      + (f"; {diff.outside} of its cells are outside this run (tier "
+                         f"{before.tier if before else '?'}, runners or selection) and not "
+                         "compared" if diff.outside else ""))
         for change in diff.new_failures[:20]:
             console.print(f"  new failure: {change.cell}: {change.message[:160]}", markup=False)
         for grown in diff.resources[:20]:
@@ -54,6 +59,43 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
         for moved in diff.times[:20]:
             console.print(f"  time: {moved.cell}: {moved.describe()}", markup=False)
     console.print("reports: " + ", ".join(str(p) for p in written))
-    if diff is not None:
-        return 1 if diff.new_failures and not args.allow_new_failures else 0
+    write_outputs(out, results, diff)
+    fail_on = fail_on_of(args)
+    if fail_on == "never":
+        return 0
+    if fail_on == "new" and diff is not None:
+        return 1 if diff.new_failures else 0
     return exit_status(results)
+
+
+def fail_on_of(args: argparse.Namespace) -> str:
+    """What fails the command: --fail-on as given; --allow-new-failures is "never"; by
+    default new failures where there is a baseline, any failure where there is none."""
+    if getattr(args, "allow_new_failures", False):
+        return "never"
+    said = getattr(args, "fail_on", None)
+    if said:
+        return str(said)
+    return "new" if getattr(args, "baseline", None) else "any"
+
+
+def write_outputs(out: Path, results: list[CellResult], diff: BaselineDiff | None) -> None:
+    """Under GitHub Actions, the step's outputs a caller's later jobs read: the counts, the
+    new failures (ids, JSON) and the report folder."""
+    import json
+    import os
+
+    from ..record.results import summary
+
+    target = os.environ.get("GITHUB_OUTPUT")
+    if os.environ.get("GITHUB_ACTIONS") != "true" or not target:
+        return
+    counts = summary(results)
+    new = [c.cell for c in diff.new_failures] if diff is not None else None
+    lines = [f"{name}={value}" for name, value in counts.items()]
+    lines += [f"cells={len(results)}", f"counts={json.dumps(counts)}",
+              f"report={out}",
+              f"new-failures={len(new) if new is not None else ''}",
+              f"new-failures-json={json.dumps(new) if new is not None else ''}"]
+    with Path(target).open("a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))

@@ -42,6 +42,9 @@ class BaselineDiff:
     resources: list[ResourceChange] = field(default_factory=list)
     # Timed kernels whose median moved beyond both runs' noise (time_changes.py).
     times: list[TimeChange] = field(default_factory=list)
+    # Baseline cells this run did not select (another tier's, another driver label's):
+    # neither removed nor compared, only counted.
+    outside: int = 0
 
     @property
     def empty(self) -> bool:
@@ -56,24 +59,56 @@ class BaselineDiff:
         return asdict(self)
 
 
-def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class Baseline:
+    """An earlier run's cells by id, with the tier and runner labels it ran: a pull
+    request's pr tier on one driver is compared with a nightly's cells of that tier and
+    label, and what the nightly ran besides is outside the comparison, not "removed"."""
+
+    cells: dict[str, dict[str, Any]]
+    tier: str = ""
+    labels: frozenset[str] = frozenset()
+
+    def match(self, cell_id: str, run_labels: frozenset[str]) -> dict[str, Any] | None:
+        """The baseline's record of `cell_id`: the same id, or the same cell under the one
+        runner label either side ran on (a merge names the runner in the id only where it
+        merged several)."""
+        found = self.cells.get(cell_id)
+        if found is not None:
+            return found
+        bare, _, label = cell_id.partition("@")
+        if not label and len(run_labels) == 1:
+            found = self.cells.get(f"{bare}@{next(iter(run_labels))}")
+        if found is None and label and label in self.labels and len(self.labels) == 1:
+            found = self.cells.get(bare)
+        return found
+
+
+def runner_labels(said: str) -> frozenset[str]:
+    """RunInfo.runner_label's labels (a merge joins several with ", ")."""
+    return frozenset(label for label in said.split(", ") if label)
+
+
+def load_baseline(path: Path) -> Baseline:
     """The cells of an earlier results.json, by id, each read as every results file is
     (typed, damage named in one line): a baseline is often another job's artifact."""
     try:
-        _, results = load_results(path)
+        info, results = load_results(path)
     except UserError as exc:
         raise UserError(f"--baseline {exc}") from None
-    return {r.cell.id: r.to_dict() for r in results}
+    return Baseline({r.cell.id: r.to_dict() for r in results}, info.tier,
+                    runner_labels(info.runner_label))
 
 
-def settle_xpass(results: Sequence[CellResult],
-                 baseline: dict[str, dict[str, Any]] | None) -> list[CellResult]:
+def settle_xpass(results: Sequence[CellResult], baseline: Baseline | None,
+                 run_labels: frozenset[str] = frozenset()) -> list[CellResult]:
     """An expected failure that worked is "possibly fixed upstream" only against a baseline
     where that cell failed as expected. On its first run it is far likelier a wrong
     expectation, and a maintainer must hear of it: a `fail` saying so, not an exit 0."""
     settled = []
     for result in results:
-        before = (baseline or {}).get(result.cell.id, {}).get("outcome")
+        found = baseline.match(result.cell.id, run_labels) if baseline else None
+        before = (found or {}).get("outcome")
         if result.outcome == "xpass" and before != "xfail":
             result = replace(result, outcome="fail", reason=(
                 f"expected {result.expected}, but it worked, and no baseline shows it "
@@ -83,31 +118,43 @@ def settle_xpass(results: Sequence[CellResult],
     return settled
 
 
-def compare(source: str, before: dict[str, dict[str, Any]],
-            after: Sequence[CellResult]) -> BaselineDiff:
+def compare(source: str, before: Baseline, after: Sequence[CellResult], tier: str = "",
+            labels: frozenset[str] = frozenset()) -> BaselineDiff:
+    """`after` (a run of `tier` on the runners `labels`) cell by cell against `before`.
+    A baseline cell the run did not select is "removed" only where the baseline ran the
+    same tier on one of the same runners; else it is outside the comparison, counted."""
     diff = BaselineDiff(source)
-    now = {r.cell.id: r for r in after}
-    for cell_id in sorted(set(before) | set(now)):
-        old = before.get(cell_id, {}).get("outcome")
-        result = now.get(cell_id)
-        new = result.outcome if result else None
-        message = (result.message or result.reason) if result else ""
-        change = Change(cell_id, old, new, message)
+    matched: set[str] = set()
+    for result in sorted(after, key=lambda r: r.cell.id):
+        cell_id = result.cell.id
+        old_record = before.match(cell_id, labels)
+        if old_record is not None:
+            matched.add(str(old_record.get("id", cell_id)))
+        old = (old_record or {}).get("outcome")
+        new = result.outcome
+        change = Change(cell_id, old, new, result.message or result.reason)
         if new in FAILING and old not in FAILING:
             diff.new_failures.append(change)  # an added cell that fails is new, too
-        if old is None:
+        if old_record is None:
             diff.added.append(change)
-        elif new is None:
-            diff.removed.append(change)
         elif old in FAILING and new in WORKING:
             diff.fixed.append(change)
         elif old != new and not (new in FAILING and old not in FAILING):
             diff.flipped.append(change)
-        if result is not None and cell_id in before:
-            recorded = before[cell_id].get("resources")
+        if old_record is not None:
+            recorded = old_record.get("resources")
             diff.resources.extend(resource_changes(
                 cell_id, recorded if isinstance(recorded, list) else [], result.resources))
-            moved = time_change(cell_id, recorded_timing(before[cell_id]), result.timing)
+            moved = time_change(cell_id, recorded_timing(old_record), result.timing)
             if moved is not None:
                 diff.times.append(moved)
-    return diff
+    same_tier = not before.tier or not tier or before.tier == tier
+    outside = 0
+    for cell_id in sorted(set(before.cells) - matched):
+        label = cell_id.partition("@")[2] or (next(iter(before.labels))
+                                              if len(before.labels) == 1 else "")
+        if same_tier and (not labels or not label or label in labels):
+            diff.removed.append(Change(cell_id, before.cells[cell_id].get("outcome"), None))
+        else:
+            outside += 1
+    return replace(diff, outside=outside)

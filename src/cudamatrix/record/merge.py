@@ -73,12 +73,36 @@ def lost_cell(cell: Cell, shard: str, why: str) -> CellResult:
                       stages=(StageResult("compile", "error", message),))
 
 
+# The workflow names each attempt's artifact apart (a re-run may not upload a name the run
+# already has): ARTIFACT-attempt-N.
+_ATTEMPT = re.compile(r"^(?P<shard>.+)-attempt-(?P<attempt>[0-9]{1,6})$")
+
+
+def shard_name(path: Path) -> tuple[str, int]:
+    """A shard folder's plan artifact name and its attempt (1 where none is named)."""
+    found = _ATTEMPT.match(path.name)
+    return (found["shard"], int(found["attempt"])) if found else (path.name, 1)
+
+
+def newest_attempts(shards: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """Of the folders a re-run left (a shard's first attempt, then its re-run), the newest
+    attempt of each shard, in the order given; and the older ones set aside."""
+    newest: dict[str, Path] = {}
+    for path in shards:
+        name, attempt = shard_name(path)
+        if name not in newest or shard_name(newest[name])[1] < attempt:
+            newest[name] = path
+    kept = [p for p in shards if newest[shard_name(p)[0]] == p]
+    return kept, [p for p in shards if p not in kept]
+
+
 def merge_results(shards: Sequence[Path], expected: Sequence[ExpectedShard] = ()
                   ) -> tuple[RunInfo, list[CellResult]]:
-    """Every shard's cells in one run; with the plan's `expected` jobs, every planned cell
-    that no shard reported is an error naming its job."""
+    """Every shard's cells in one run, the newest attempt of each; with the plan's
+    `expected` jobs, every planned cell that no shard reported is an error naming its job."""
     if not shards and not expected:
         raise UserError("merge: name at least one shard folder or results.json")
+    shards, _ = newest_attempts(shards)
     loaded = [_load_shard(path) for path in shards]
     infos = [s.info for s in loaded if s.info is not None]
     tiers = {info.tier for info in infos}
@@ -90,7 +114,7 @@ def merge_results(shards: Sequence[Path], expected: Sequence[ExpectedShard] = ()
     merged: list[CellResult] = []
     for shard in loaded:
         label = shard.info.runner_label if shard.info else next(
-            (e.label for e in expected if e.artifact == shard.path.name), "")
+            (e.label for e in expected if e.artifact == shard_name(shard.path)[0]), "")
         for result in shard.results:
             if per_runner:
                 result = replace(result, cell=replace(result.cell, runner=label))
@@ -100,7 +124,7 @@ def merge_results(shards: Sequence[Path], expected: Sequence[ExpectedShard] = ()
             seen[result.cell.id] = shard.path
             merged.append(result)
     errors: dict[str, str] = {f"shard {s.path}": s.problem for s in loaded if s.problem}
-    found = {s.path.name: s for s in loaded}
+    found = {shard_name(s.path)[0]: s for s in loaded}
     for job in expected:
         arrived = found.get(job.artifact)
         why = arrived.problem if arrived and arrived.problem else "its results never arrived"
