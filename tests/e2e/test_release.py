@@ -51,8 +51,13 @@ def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
                               capture_output=True, text=True, check=False, timeout=1500,
                               env={**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/none"})
         assert done.returncode == 0, (command, done.stdout[-3000:] + done.stderr[-3000:])
-    assert f"cudamatrix=={cudamatrix.__version__}" in (
-        project / ".github" / "workflows" / "cudamatrix.yml").read_text()
+    caller = (project / ".github" / "workflows" / "cudamatrix.yml").read_text()
+    assert f"cudamatrix=={cudamatrix.__version__}" in caller
+    # The wheel, built from the sdist where there is no git, knows the commit it came from:
+    # the caller pins the reusable workflow by it (issue 56, point 4).
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert f"cudamatrix.yml@{head} # v{cudamatrix.__version__}" in caller, caller
     # The first screen README shows: both example cases pass, then where the reports are.
     assert re.search(r"pass=2 .*\(2 cells", done.stdout), done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith("reports: "), done.stdout

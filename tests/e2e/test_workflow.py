@@ -46,9 +46,21 @@ def test_init_writes_a_caller_that_actionlint_accepts_and_never_overwrites(tmp_p
     assert done.code == 0, done.output
     caller = tmp_path / ".github" / "workflows" / "cudamatrix.yml"
     text = caller.read_text()
-    assert "uses: cudamatrix/cudamatrix/.github/workflows/cudamatrix.yml@v" in text
+    # Pinned by the commit this cudamatrix comes from, the release in a comment (issue 56,
+    # point 4): zizmor's unpinned-uses has nothing to say.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert (f"uses: cudamatrix/cudamatrix/.github/workflows/cudamatrix.yml@{head} "
+            f"# v{__version__}") in text
     linted = _actionlint(caller, REUSABLE, REPO / ".github" / "workflows" / "matrix.yml")
     assert linted.returncode == 0, linted.stdout + linted.stderr
+    zizmor = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which(
+        "zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (nox -s tests installs it)")
+    audited = subprocess.run([zizmor, "--offline", "--no-progress", str(caller)],
+                             capture_output=True, text=True, check=False)
+    assert audited.returncode == 0 and "No findings" in audited.stdout, audited.stdout
     again = cudamatrix("init", "--ci", "github", cwd=tmp_path)
     assert again.code == 2 and "already exists" in again.output
     assert caller.read_text() == text

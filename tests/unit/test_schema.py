@@ -6,6 +6,8 @@ by every case and project this repository ships, and refusing an unknown key whe
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -115,3 +117,29 @@ def test_an_unknown_project_key_is_refused_by_both(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="bogus_key"):
         find_project(tmp_path)
     assert {t.title for _, t in walk(PROJECT)} >= {"[tiers.NAME]", "[libraries.NAME]"}
+
+
+def test_every_library_table_validate_accepts_the_schema_accepts(tmp_path: Path) -> None:
+    """Issue 56, point 7: the built-in matrix's [libraries.*] tables (CCCL's `package` is a
+    table of CUDA major = package), written into a project, pass `validate` and the schema
+    alike: an editor never marks a file the tool takes."""
+    import tomli_w
+
+    from cudamatrix.config.declarations import LIBRARY
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+
+    matrix = tomllib.loads(DEFAULT_MATRIX.read_text())
+    libraries = {name: {k: v for k, v in entry.items() if k in LIBRARY.names()}
+                 for name, entry in matrix["libraries"].items()}
+    assert isinstance(libraries["cccl"]["package"], dict)
+    project = {"known_bugs": True, "libraries": libraries}
+    errors = [e.message for e in _validator("project").iter_errors(project)]
+    assert errors == [], errors
+    (tmp_path / "cudamatrix.toml").write_text(tomli_w.dumps(project))
+    done = subprocess.run([sys.executable, "-m", "cudamatrix", "validate"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # What neither takes: a package under a name that is no CUDA major.
+    bad = {**project, "libraries": {"cccl": {**libraries["cccl"],
+                                             "package": {"twelve": "nvidia-cuda-cccl-cu12"}}}}
+    assert list(_validator("project").iter_errors(bad))

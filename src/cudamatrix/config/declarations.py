@@ -32,6 +32,8 @@ STRINGS = "string or array of strings"
 INTEGERS = "array of integers"
 NUMBERS = "array of numbers"
 ANY = "any value"
+# A package name, or one per CUDA major (``{"12" = "nvidia-cuda-cccl-cu12", "13" = ...}``).
+PACKAGE_NAMES = "string or table of CUDA major = string"
 # What a build's audit reads when the case names no outputs: its libraries and wheels.
 DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
@@ -292,7 +294,8 @@ LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a whe
         example='sources = { "4.2.0+mine" = "path:../cutlass" }'),
     Key("headers", BOOLEAN, "a header library (its include folders ahead of the toolkit's)",
         default=False, example="headers = true"),
-    Key("package", STRING, "its PyPI package", example='package = "nvidia-cuda-cccl"'),
+    Key("package", PACKAGE_NAMES, "its PyPI package, or one per CUDA major",
+        example='package = { "12" = "nvidia-cuda-cccl-cu12", "13" = "nvidia-cuda-cccl" }'),
     Key("versions", STRINGS, "its versions", example='versions = ["13.0"]'),
     Key("include", STRINGS, "its include folders inside the package",
         example='include = ["include/cccl"]'),
@@ -331,6 +334,10 @@ def _kind_schema(kind: str) -> dict[str, Any]:
         return {"type": "array", "items": {"type": "number"}}
     if kind == ANY:
         return {}
+    if kind == PACKAGE_NAMES:  # as matrix.py's reader takes it: names under CUDA majors
+        return {"anyOf": [{"type": "string"}, {
+            "type": "object", "minProperties": 1, "additionalProperties": False,
+            "patternProperties": {"^[0-9]+$": {"type": "string"}}}]}
     if kind == "table":
         return {"type": "object"}
     return {"type": kind}
@@ -381,10 +388,16 @@ def json_schema(which: str) -> dict[str, Any]:
             "title": table.title, **_table_schema(table)}
 
 
-def schema_line(which: str) -> str:
+# Where `cudamatrix init` puts the installed release's schemas in a project: its files'
+# #:schema lines name them by a relative path, so an editor checks every key offline, with
+# the rules of the release the project runs.
+SCHEMA_FOLDER = (".cudamatrix", "schema")
+
+
+def schema_line(schema: str) -> str:
     """The first line of a file `cudamatrix init` writes: editors (Taplo, Even Better
-    TOML) validate the file against the schema it names."""
-    return f"#:schema {SCHEMA_BASE}/{which}.json\n"
+    TOML) validate the file against the schema it names (a path relative to the file)."""
+    return f"#:schema {schema}\n"
 
 
 def walk(table: Table, place: str = "") -> Iterator[tuple[str, Table]]:

@@ -9,6 +9,7 @@ writes a starter.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from .. import __version__
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..errors import UserError
-from .declarations import LIBRARY, PROJECT, TIER, schema_line
+from .declarations import LIBRARY, PROJECT, SCHEMA_FOLDER, TIER, json_schema, schema_line
 from .defaults import CONFIG, DEFAULT_MATRIX
 from .sources import SourceSpec
 
@@ -303,18 +304,43 @@ WORKFLOW_REPOSITORY = "cudamatrix/cudamatrix"
 CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml"}
 
 
+def release_commit() -> str:
+    """The commit this cudamatrix was built from: the record its build wrote (setup.py), else
+    the HEAD of the git checkout it runs from (an editable install); empty where neither is
+    known. Never $GITHUB_SHA: in a user's CI that is the user's commit, not this tool's."""
+    import subprocess
+
+    record = files("cudamatrix.config") / "data" / "release-commit"
+    if record.is_file():
+        said = record.read_text().strip()
+        return said if re.fullmatch(r"[0-9a-f]{40}", said) else ""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"],
+                              cwd=Path(__file__).parent, capture_output=True, text=True,
+                              timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    commit = head.stdout.strip()
+    return commit if head.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else ""
+
+
 def github_caller(workflow: str | None = None) -> str:
     """The caller workflow `init --ci github` writes: cudamatrix's reusable workflow at this
-    release (or `workflow`, ``OWNER/REPO/.github/workflows/cudamatrix.yml@REF``)."""
+    release, pinned by the commit it was built from with the version in a comment (as
+    zizmor's unpinned-uses asks and as this repository pins its own actions), or at
+    `workflow` (``OWNER/REPO/.github/workflows/cudamatrix.yml@REF``) as given."""
     template = (files("cudamatrix.config") / "data" / "ci" / "github-caller.yml").read_text()
-    uses = workflow or f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}"
+    commit = release_commit()
+    path = f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml"
+    uses = workflow or (f"{path}@{commit} # v{__version__}" if commit
+                        else f"{path}@v{__version__}")
     # Put into YAML as a plain `uses:` value: a newline would add keys of its own
     # (`secrets: inherit`), a quote or a comment mark would change what it says.
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+/[A-Za-z0-9_./\-]+@[A-Za-z0-9_./\-]+",
-                        uses):
+    if workflow is not None and not re.fullmatch(
+            r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+/[A-Za-z0-9_./\-]+@[A-Za-z0-9_./\-]+", uses):
         raise UserError(f"--workflow {uses!r:.80}: expected OWNER/REPO/PATH@REF "
                         "(letters, digits, '.', '_', '-', '/'), such as "
-                        f"{WORKFLOW_REPOSITORY}/.github/workflows/cudamatrix.yml@v{__version__}")
+                        f"{path}@v{__version__}")
     return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
 
 
@@ -332,6 +358,9 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
         folder / "cudamatrix-cases" / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
         folder / "cudamatrix-cases" / "saxpy-build" / "check.py": CHECK_PY,
     }
+    schemas = folder.joinpath(*SCHEMA_FOLDER)
+    starter.update({schemas / f"{which}.json": json.dumps(json_schema(which), indent=2) + "\n"
+                    for which in ("case", "project")})
     if ci is not None and ci not in CI_FILES:
         raise UserError(f"--ci {ci}: unknown; known: {', '.join(sorted(CI_FILES))}")
     wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
@@ -344,10 +373,10 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
         _writable_inside(folder, path)
     for path, text in wanted.items():
         # The line editors read (Taplo, Even Better TOML): every key checked as it is typed.
-        if path.name == CONFIG:
-            text = schema_line("project") + text
-        elif path.name == "case.toml":
-            text = schema_line("case") + text
+        which = {CONFIG: "project", "case.toml": "case"}.get(path.name)
+        if which is not None:
+            relative = os.path.relpath(schemas / f"{which}.json", path.parent)
+            text = schema_line(relative if relative.startswith("..") else f"./{relative}") + text
         _make_folders(folder, path.parent)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(descriptor, "w") as handle:
