@@ -20,12 +20,14 @@ import html.parser
 import json
 import netrc
 import os
+import ssl
 import subprocess
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from packaging.utils import (
@@ -47,12 +49,19 @@ class IndexUnreachable(Exception):
 
 @dataclass(frozen=True)
 class Indexes:
-    """The index pip asks first and the extra ones, as URLs (credentials included)."""
+    """Where pip looks for wheels: the index it asks first and the extra ones (URLs,
+    credentials included), its find-links (folders of files, or pages of links), whether
+    --no-index turned the indexes off, and the hosts it trusts without a valid certificate."""
 
     primary: str
     extra: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    no_index: bool = False
+    trusted_hosts: tuple[str, ...] = ()
 
     def all(self) -> tuple[str, ...]:
+        if self.no_index:
+            return ()
         return tuple(dict.fromkeys((self.primary, *self.extra)))
 
 
@@ -71,15 +80,47 @@ def _pip_config() -> dict[str, str]:
     return found
 
 
+_TRUE = frozenset({"1", "true", "yes", "on", "y"})
+
+
 @functools.cache
 def configured() -> Indexes:
-    """The indexes pip would ask: $PIP_INDEX_URL or `index-url`, else PyPI; and
-    $PIP_EXTRA_INDEX_URL or `extra-index-url` (whitespace-separated)."""
-    config = _pip_config() if not os.environ.get("PIP_INDEX_URL") \
-        or not os.environ.get("PIP_EXTRA_INDEX_URL") else {}
-    primary = os.environ.get("PIP_INDEX_URL") or config.get("index-url") or PYPI
-    extra = os.environ.get("PIP_EXTRA_INDEX_URL") or config.get("extra-index-url") or ""
-    return Indexes(primary.rstrip("/"), tuple(u.rstrip("/") for u in extra.split()))
+    """Where pip would look, each setting as pip reads it: its environment variable, else
+    its configuration files: $PIP_INDEX_URL or `index-url` (else PyPI), `extra-index-url`,
+    `find-links`, `no-index` and `trusted-host` (lists whitespace-separated)."""
+    names = ("index-url", "extra-index-url", "find-links", "no-index", "trusted-host")
+
+    def variable(name: str) -> str | None:
+        return os.environ.get("PIP_" + name.upper().replace("-", "_"))
+
+    config = _pip_config() if any(variable(n) is None for n in names) else {}
+
+    def setting(name: str) -> str:
+        said = variable(name)
+        return said if said is not None else config.get(name, "")
+
+    primary = setting("index-url") or PYPI
+    return Indexes(primary.rstrip("/"), tuple(u.rstrip("/") for u in setting(
+                       "extra-index-url").split()),
+                   find_links=tuple(setting("find-links").split()),
+                   no_index=setting("no-index").strip().lower() in _TRUE,
+                   trusted_hosts=tuple(setting("trusted-host").split()))
+
+
+def _trusted(url: str) -> bool:
+    """Whether pip would take `url`'s host without checking its certificate."""
+    parts = urllib.parse.urlsplit(url)
+    for host in configured().trusted_hosts:
+        name, _, port = host.partition(":")
+        if parts.hostname == name and (not port or str(parts.port) == port):
+            return True
+    return False
+
+
+def _context(url: str) -> ssl.SSLContext | None:
+    if url.startswith("https:") and _trusted(url):
+        return ssl._create_unverified_context()  # pip's --trusted-host, said by the user
+    return None
 
 
 def _netrc_login(host: str) -> tuple[str, str] | None:
@@ -129,7 +170,8 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
         ) -> tuple[int, dict[str, str], bytes]:
     """Status, headers (lower-case names) and body of `url`, asked as pip would ask it."""
     try:
-        with urllib.request.urlopen(authorized(url, headers), timeout=timeout) as answer:
+        with urllib.request.urlopen(authorized(url, headers), timeout=timeout,
+                                    context=_context(url)) as answer:
             status = getattr(answer, "status", None) or 200  # a file:// answer has none
             return (int(status), {k.lower(): v for k, v in answer.headers.items()},
                     answer.read())
@@ -141,7 +183,7 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
 
 def open_url(url: str, timeout: float) -> Any:
     """`url` opened for reading as a stream (a download), with pip's credentials."""
-    return urllib.request.urlopen(authorized(url), timeout=timeout)
+    return urllib.request.urlopen(authorized(url), timeout=timeout, context=_context(url))
 
 
 def _shown(url: str) -> str:
@@ -232,14 +274,54 @@ def _page(index: str, project: str) -> tuple[list[str], list[dict[str, Any]]] | 
     return list(dict.fromkeys(versions)), files
 
 
+def _linked(place: str, project: str) -> list[dict[str, Any]]:
+    """The files of `project` one find-links place offers, as pip reads it: a folder (a path
+    or a file:// URL) by its files' names, else a page (HTML) by its links' names."""
+    wanted = canonicalize_name(project)
+    folder = place
+    if place.startswith("file:"):
+        folder = urllib.request.url2pathname(urllib.parse.urlsplit(place).path)
+    found: list[dict[str, Any]] = []
+    if "://" not in place or place.startswith("file:"):
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                found.append({"filename": name, "hashes": {}, "yanked": False,
+                              "url": Path(folder, name).resolve().as_uri()})
+        elif not os.path.isfile(folder):
+            return []  # pip passes over a find-links place that is not there
+        else:
+            place = Path(folder).resolve().as_uri()
+    if not found:
+        status, _, body = get(place, {"Accept": "text/html"})
+        if status != 200:
+            raise IndexUnreachable(f"{_shown(place)}: HTTP {status}")
+        anchors = _Anchors()
+        anchors.feed(body.decode(errors="replace"))
+        for entry in anchors.files:
+            entry["url"] = urllib.parse.urljoin(place, str(entry["url"]))
+            entry["filename"] = entry["filename"] or entry["url"].rsplit("/", 1)[-1]
+        found = anchors.files
+    return [entry for entry in found if _project_of(str(entry["filename"])) == wanted]
+
+
+def _project_of(filename: str) -> str | None:
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[0])
+        return str(parse_sdist_filename(filename)[0])
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+
+
 def listing(project: str, indexes: Indexes | None = None) -> Listing:
-    """`project` as every configured index lists it; IndexUnreachable where none answers,
-    an empty listing where they answer but none lists it."""
+    """`project` as every configured index and find-links place lists it; IndexUnreachable
+    where none answers, an empty listing where they answer but none lists it."""
+    indexes = indexes or configured()
     versions: list[str] = []
     files: list[dict[str, Any]] = []
     failures: list[str] = []
     answered = False
-    for index in (indexes or configured()).all():
+    for index in indexes.all():
         try:
             page = _page(index, project)
         except IndexUnreachable as exc:
@@ -249,8 +331,18 @@ def listing(project: str, indexes: Indexes | None = None) -> Listing:
         if page is not None:
             versions += page[0]
             files += page[1]
+    for place in indexes.find_links:
+        try:
+            linked = _linked(place, project)
+        except IndexUnreachable as exc:
+            failures.append(str(exc))
+            continue
+        answered = True
+        files += linked
+        versions += [v for v in (_version_of(str(f["filename"])) for f in linked) if v]
     if not answered:
-        raise IndexUnreachable("; ".join(failures) or "no package index configured")
+        raise IndexUnreachable("; ".join(failures) or "no package index configured (pip's "
+                                                       "--no-index, and no find-links)")
     return Listing(tuple(dict.fromkeys(versions)), tuple(files))
 
 

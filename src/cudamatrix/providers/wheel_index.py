@@ -24,6 +24,8 @@ import io
 import subprocess
 import sys
 import tempfile
+import urllib.parse
+import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -250,6 +252,15 @@ def _prefetch(remote: _RangedFile, archive: zipfile.ZipFile, wanted: MemberFilte
 def extract_members(wheel: IndexWheel, wanted: MemberFilter, target: Path) -> list[str]:
     """The wanted members of an index wheel into `target`, read by ranges; IndexUnreachable
     where the index serves none."""
+    if wheel.url.startswith("file:"):  # a find-links folder or a file:// index: read here
+        local = urllib.request.url2pathname(urllib.parse.urlsplit(wheel.url).path)
+        try:
+            with zipfile.ZipFile(local) as archive:
+                return _extract(archive, wanted, target, wheel.filename)
+        except OSError as exc:
+            raise IndexUnreachable(f"{wheel.url}: {exc.strerror or exc}") from None
+        except zipfile.BadZipFile as exc:
+            raise EnvironmentUnavailable(f"{wheel.filename}: not a wheel ({exc})") from None
     remote = _RangedFile(wheel.url)
     try:
         archive = zipfile.ZipFile(remote)
