@@ -21,6 +21,7 @@ from pathlib import Path
 import cudamatrix
 from cudamatrix.cli import build_parser
 from cudamatrix.config.declarations import CASE, PROJECT, Key, Table, json_schema, walk
+from cudamatrix.errors import EXIT_STATUSES
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -102,6 +103,11 @@ def _cli_page() -> str:
                   "| option | choices | default | what |", "| --- | --- | --- | --- |"]
         lines += [_option_row(a) for a in sub._actions if a.dest != "help"]
         lines.append("")
+    lines += ["## Exit status", "", "The same for every command (errors and warnings go to "
+              "stderr, what a command found to stdout).", "", "| status | meaning |",
+              "| --- | --- |"]
+    lines += [f"| {status} | {_cell(meaning)} |" for status, meaning in EXIT_STATUSES]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -23,9 +23,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
                     "and GPU architectures, and report what works where.")
     parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
+    # -q and -v after any command (`cudamatrix run -q`): how much a run says as it works.
+    talk = argparse.ArgumentParser(add_help=False)
+    said = talk.add_mutually_exclusive_group()
+    said.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
+                      default=0, help="say only the cells that failed or erred, warnings, "
+                                      "errors and the summary")
+    said.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                      help="also each failing cell's message as it finishes")
     subparsers = parser.add_subparsers(dest="command")
     for command in commands():
-        command.add_arguments(subparsers.add_parser(command.name, help=command.help))
+        command.add_arguments(subparsers.add_parser(command.name, help=command.help,
+                                                    parents=[talk]))
     return parser
 
 
@@ -42,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run ...`
             args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
     except UserError as exc:
-        print(f"error: {exc}", flush=True)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         sys.exit(exc.exit_code)
     from rich.console import Console
 
@@ -52,12 +61,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     # No line is cut at the width: a pipe or a CI log counts as 80 columns, and a summary
     # split there ("1 resource\nchanges", a path across two lines) cannot be searched for.
     console = Console(stderr=False, highlight=False, markup=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
     command = _command(args.command)
     try:
         if command.checks_out and args.out is not None:
             writable_folder(args.out, "the output folder (--out)")  # before any work
-        status = command.handle(args, Invocation(console, parser))
+        status = command.handle(args, Invocation(console, parser, errors))
     except UserError as exc:
-        console.print(f"error: {exc}", markup=False, soft_wrap=True)
+        errors.print(f"error: {exc}", markup=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     sys.exit(status)

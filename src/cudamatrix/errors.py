@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Every exit status the command line gives, in one place (the CLI reference prints it).
+EXIT_STATUSES: tuple[tuple[int, str], ...] = (
+    (0, "done: no cell failed (with --baseline: none failed anew; with --fail-on never: the "
+        "record was written); `validate`, `list`, `plan`, `schema`, `init` did what was asked"),
+    (1, "done, and a cell failed or erred (with --baseline: a cell failed that did not "
+        "before); `bisect` found no change"),
+    (2, "not done as asked: a bad file, value or option (one line on stderr naming it), or "
+        "an environment that could not be prepared; every result already collected is kept"),
+    (130, "interrupted (Ctrl-C, or SIGTERM from a cancelled CI job): finished cells are kept "
+          "in --out/cells, `--resume` goes on"),
+)
+
 
 class UserError(Exception):
     """Bad input: a malformed file, an unknown value, an empty selection.

@@ -43,12 +43,12 @@ def test_init_then_run_in_an_empty_folder_outside_the_checkout(installed: Path,
     version = _in(folder, installed, "--version")
     assert version.returncode == 0 and version.stdout.startswith("cudamatrix ")
     nothing = _in(folder, installed, "run")
-    assert nothing.returncode == 2 and "cudamatrix init" in nothing.stdout
+    assert nothing.returncode == 2 and "cudamatrix init" in nothing.stderr
     made = _in(folder, installed, "init")
     assert made.returncode == 0, made.stdout + made.stderr
     assert (folder / "cudamatrix.toml").is_file()
     again = _in(folder, installed, "init")
-    assert again.returncode == 2 and "already exists" in again.stdout
+    assert again.returncode == 2 and "already exists" in again.stderr
     run = _in(folder, installed, "run", "--toolkit", "13.0", "--toolkit", "12.4", "--arch", "sm_80")
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     cells = {c["id"]: c for c in

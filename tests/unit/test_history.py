@@ -94,7 +94,7 @@ def test_report_history_from_old_results_folders(tmp_path: Path) -> None:
                           "--history", str(tmp_path)], capture_output=True, text=True,
                          check=False)
     assert bad.returncode == 2
-    assert f"{tmp_path}: --history: no history.json or results.json in it" in bad.stdout
+    assert f"{tmp_path}: --history: no history.json or results.json in it" in bad.stderr
 
 
 def _cell(outcome: str) -> CellResult:

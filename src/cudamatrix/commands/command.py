@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Invocation:
-    """What a handler is given besides its arguments: where it prints, and the parser (a
-    merge reads each planned job's arguments with it)."""
+    """What a handler is given besides its arguments: where it prints (what it found on
+    stdout; errors and warnings on stderr, so `plan`'s and `schema`'s JSON stays clean), and
+    the parser (a merge reads each planned job's arguments with it)."""
 
     console: Console
     parser: argparse.ArgumentParser
+    errors: Console
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def _merge(args: argparse.Namespace, invocation: Invocation) -> int:
     info, results = merge_results(args.shards, expected)
     for name, why in info.environment_errors.items():  # said here, not only inside
         if name.startswith("shard "):
-            console.print(f"warning: {name}: {why}", markup=False, soft_wrap=True)
+            invocation.errors.print(f"warning: {name}: {why}", markup=False, soft_wrap=True)
     # max_slowdown against a toolkit another shard ran: only the merge has both (the
     # cases are read only where some cell was timed).
     cases = cases_here(args) if any(r.timing for r in results) else {}

@@ -28,7 +28,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
+def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from ..common.up_to_date import InputLedger, record_run, said_plainly, standing_record
     from ..orchestrator.gpu import run_device
     from ..orchestrator.progress import Progress as PlainProgress
@@ -57,7 +57,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     from ..orchestrator.runner import execute
     from ..record.baseline import load_baseline, settle_xpass
 
-    progress = RichProgress(console) if interactive else PlainProgress()
+    verbosity = getattr(args, "verbosity", 0)
+    progress = RichProgress(console) if interactive and verbosity == 0 else PlainProgress()
+    progress.verbosity = verbosity
     # A malformed baseline or history is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
     progress.settle = lambda result: settle_xpass([result], baseline)[0]
@@ -82,7 +84,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         console.file.write(said)
         console.file.flush()
     for name, reason in info.environment_errors.items():
-        console.print(f"error: {name} could not be prepared; its cells are marked error: "
+        errors.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
     if info.environment_errors and fail_on_of(args) != "never":
         return 2  # a shard's (--fail-on never) are error cells the merge judges
@@ -155,4 +157,5 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 COMMAND = Command("run", "run the matrix and write the reports", _arguments,
-                  lambda args, invocation: _run(args, invocation.console))
+                  lambda args, invocation: _run(args, invocation.console,
+                                                     invocation.errors))

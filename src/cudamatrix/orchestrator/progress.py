@@ -3,6 +3,7 @@ terminal bar builds on it."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,9 +27,15 @@ class Progress:
     baseline is a fail): the line and the summary say the same."""
 
     settle: Callable[[CellResult], CellResult] = staticmethod(lambda result: result)
+    # -q (-1): only the cells that failed or erred, and warnings; -v (1): each such cell's
+    # message too. Warnings go to stderr, as errors do.
+    verbosity: int = 0
 
     def note(self, text: str) -> None:
-        print(text, flush=True)
+        if text.startswith("warning:"):
+            print(text, file=sys.stderr, flush=True)
+        elif self.verbosity >= 0:
+            print(text, flush=True)
 
     def start(self, total: int) -> None:
         self.total, self.done = total, 0
@@ -36,8 +43,13 @@ class Progress:
     def cell_done(self, result: CellResult) -> None:
         self.done += 1
         shown = self.settle(result)
+        failed = shown.outcome in ("fail", "error")
+        if self.verbosity < 0 and not failed:
+            return
         print(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
               f"({said_seconds(shown)})", flush=True)
+        if self.verbosity > 0 and failed and (shown.message or shown.reason):
+            print(f"    {(shown.message or shown.reason)[:2000]}", flush=True)
 
     def finish(self) -> None:
         pass
