@@ -54,22 +54,25 @@ def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
             return target
         staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                   "--no-compile", "--target", str(staging), *requirements]
+        # pip's raw progress ("Progress N of M" a line), turned into a line of bytes now
+        # and then: a toolkit's wheels are the longest wait of a first run.
+        command = [sys.executable, "-m", "pip", "install", "--progress-bar", "raw",
+                   "--disable-pip-version-check", "--no-compile", "--target", str(staging),
+                   *requirements]
         if not with_deps:
             command.insert(4, "--no-deps")
         try:
-            done = subprocess.run(command, capture_output=True, text=True,
-                                  timeout=PIP_TIMEOUT_S, check=False,
-                                  env={**os.environ, **env} if env else None)
+            returncode, output = run_pip(command, PIP_TIMEOUT_S,
+                                         {**os.environ, **env} if env else None)
         except subprocess.TimeoutExpired:
             shutil.rmtree(staging, ignore_errors=True)
             raise EnvironmentUnavailable(
                 f"pip install {' '.join(requirements)} took over {PIP_TIMEOUT_S} s") from None
-        if done.returncode != 0:
+        if returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            lines = [ln for ln in done.stderr.splitlines() if ln.strip()
-                     and not ln.startswith("WARNING")]
+            # pip's own errors where it said some (its other lines share the stream).
+            lines = [ln for ln in output if ln.startswith("ERROR")] or [
+                ln for ln in output if ln.strip() and not ln.startswith("WARNING")]
             raise EnvironmentUnavailable(
                 f"pip could not install {' '.join(requirements)}: "
                 + " | ".join(lines[-3:] or ["(no message)"]))
@@ -77,6 +80,56 @@ def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     return target
+
+
+# A download is said when it is at least this large, at most every this many seconds.
+SAID_BYTES, SAID_EVERY_S = 20_000_000, 5.0
+
+
+def run_pip(command: list[str], timeout_s: float, env: Mapping[str, str] | None
+            ) -> tuple[int, list[str]]:
+    """pip's exit status and its output's lines; each large download said on stderr as it
+    goes ("downloading NAME: 120 of 480 MB"), from pip's raw progress lines."""
+    import threading
+    import time
+
+    lines: list[str] = []
+    name, said_at = "", 0.0
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(env) if env is not None else None) as pip:
+        # A pip that hangs without a word is stopped all the same.
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            pip.kill()
+
+        watchdog = threading.Timer(timeout_s, stop)
+        watchdog.start()
+        try:
+            assert pip.stdout is not None
+            for line in pip.stdout:
+                line = line.rstrip("\n")
+                if line.lstrip().startswith("Downloading "):
+                    name = line.split()[1]
+                if not line.startswith("Progress "):
+                    lines.append(line)
+                    continue
+                words = line.split()
+                if len(words) != 4 or not (words[1].isdigit() and words[3].isdigit()):
+                    continue
+                done, total = int(words[1]), int(words[3])
+                now = time.monotonic()
+                if total >= SAID_BYTES and (now - said_at >= SAID_EVERY_S or done == total):
+                    said_at = now
+                    print(f"downloading {name or 'a wheel'}: {done / 1e6:.0f} of "
+                          f"{total / 1e6:.0f} MB", file=sys.stderr, flush=True)
+            pip.wait()
+        finally:
+            watchdog.cancel()
+        if fired.is_set():
+            raise subprocess.TimeoutExpired(command, timeout_s)
+    return pip.returncode, lines
 
 
 DESCRIBED = "cudamatrix-described.json"
