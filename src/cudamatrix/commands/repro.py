@@ -4,6 +4,7 @@ from its record (cells/ while a run goes on, else results.json)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import re
@@ -61,25 +62,92 @@ def _output_folders(command: str) -> list[str]:
 
 # The programs a cell's compile runs, as its log names them by path.
 _COMPILERS = re.compile(r"(nvcc|ptxas|clang(\+\+)?(-\d+)?|python[\d.]*)$")
+# Compiler options that make a compiler run a program of their naming (gcc's -wrapper and
+# -B, a plugin, a specs file, a linker by path, another host compiler): a record from
+# elsewhere may hold them, a repro never prints them. Checked on every word and on each
+# piece of a comma list (nvcc's -Xcompiler a,b and --opt=a,b split as nvcc splits them).
+_RUNS_A_PROGRAM = re.compile(
+    r"^(-wrapper|-B|--?specs|-fplugin|-iplugindir|-fuse-ld|--plugin|-plugin|"
+    r"--compiler-bindir|-ccbin|--?dependency-output-prefix)")
+_HOST_COMPILER = re.compile(r"^(g\+\+|gcc|clang\+\+|clang)(-\d+)?$")
 
 
-def _one_program(line: str) -> bool:
-    """Whether a logged line is one compiler's command as the tool writes it (shlex-quoted,
-    an optional LD_LIBRARY_PATH first): pasted, it runs that program and nothing else."""
+def _pieces(word: str) -> list[str]:
+    """A word as the compilers read it: itself, an option's value after '=', and each piece
+    of a comma list (nvcc splits -Xcompiler a,b and --pre-include=a,b; gcc splits -Wl,a,b)."""
+    found = [word]
+    for piece in re.split(r"[=,]", word):
+        found.append(piece)
+    return found
+
+
+def _programs_allowed() -> list[str]:
+    """Where a repro's programs may live: a toolkit this machine's cudamatrix made (its
+    cache), the system's (/usr, /opt), and this Python's own installation."""
+    import sys
+
+    from ..config.options import default_cache
+
+    cache = default_cache()
+    roots = [cache, Path("/usr"), Path("/opt"), Path(sys.prefix), Path(sys.base_prefix)]
+    # A cache's folders may be links to a shared one (a team's, a CI's restored cache).
+    with contextlib.suppress(OSError):
+        roots += [entry for entry in cache.iterdir() if entry.is_symlink()]
+    return [os.path.realpath(root) for root in roots]
+
+
+def _inside_any(path: str, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _one_program(line: str) -> list[str] | None:
+    """A logged line as the words a repro runs, where it is one compiler's command as the
+    tool writes it (shlex-quoted, an optional LD_LIBRARY_PATH first), the compiler a
+    toolkit's or the system's, no option that runs another program; else None. The NVRTC
+    driver runs on this tool's own Python with -P, so the folder it runs in can plant no
+    module (python -m would import ./cudamatrix first)."""
+    import sys
+
     try:
         words = shlex.split(line)
     except ValueError:
-        return False
+        return None
     if shlex.join(words) != line or not words:
-        return False
+        return None
+    roots = _programs_allowed()
+    prefix: list[str] = []
     if words[0].startswith("LD_LIBRARY_PATH="):
-        words = words[1:]
+        folders = words[0].partition("=")[2].split(":")
+        if not all(os.path.isabs(f) and _inside_any(f, roots) for f in folders):
+            return None
+        prefix, words = [words[0]], words[1:]
     if not words or not os.path.isabs(words[0]) \
             or _COMPILERS.search(os.path.basename(words[0])) is None:
-        return False
-    # Python only as the NVRTC driver the tool ships.
-    return not os.path.basename(words[0]).startswith("python") \
-        or words[1:3] == ["-m", "cudamatrix.stages.compile.nvrtc"]
+        return None
+    if os.path.basename(words[0]).startswith("python"):
+        if words[1:3] != ["-m", "cudamatrix.stages.compile.nvrtc"]:
+            return None  # Python only as the NVRTC driver the tool ships
+        words = [sys.executable, "-P", *words[1:]]
+    elif not _inside_any(words[0], roots):
+        return None
+    for before, word in itertools.pairwise(["", *words[1:]]):
+        if before in ("-ccbin", "--compiler-bindir"):
+            # A host compiler by name (found on PATH), or by its path on the system.
+            if not _HOST_COMPILER.match(os.path.basename(word)) or (
+                    os.path.isabs(word) and not _inside_any(word, roots)) or (
+                    not os.path.isabs(word) and "/" in word):
+                return None
+            continue
+        if any(_RUNS_A_PROGRAM.match(piece) for piece in _pieces(word)) and word not in (
+                "-ccbin", "--compiler-bindir"):
+            return None
+    return [*prefix, *words]
+
+
+def _said(text: str) -> str:
+    """A record's value as a comment may hold it: one line, nothing a terminal acts on."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def compile_script(result: CellResult, out: Path) -> str:
@@ -93,30 +161,40 @@ def compile_script(result: CellResult, out: Path) -> str:
     lines = [line[2:] for line in (compile_stage.log if compile_stage else "").splitlines()
              if line.startswith("$ ")]
     if not lines:
-        raise UserError(f"cell {result.cell.id}: its compile stage logged no command "
+        raise UserError(f"cell {_said(result.cell.id)!r}: its compile stage logged no command "
                         "(a build case's commands are in its log; a CuPy cell compiles "
                         "through the driver)")
     from ..stages.frontends import frontend
 
-    if frontend(result.cell.frontend).builds_project:
-        raise UserError(f"cell {result.cell.id}: a build case runs its own commands (they are "
+    try:
+        builds_project = frontend(result.cell.frontend).builds_project
+    except (KeyError, UserError):
+        raise UserError(f"cell {_said(result.cell.id)!r}: its record names frontend "
+                        f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
+                        "have: not printed as a script") from None
+    if builds_project:
+        raise UserError(f"cell {_said(result.cell.id)!r}: a build case runs its own commands (they are "
                         "in its log); its repro is the report's `cudamatrix run ... --cell` line")
+    commands = []
     for line in lines:
-        if not _one_program(line):
-            raise UserError(f"cell {result.cell.id}: its log's command {line[:80]!r} is not one "
-                            "compiler's plain command line: not printed as a script (a record "
-                            "from elsewhere may hold anything)")
+        words = _one_program(line)
+        if words is None:
+            raise UserError(f"cell {_said(result.cell.id)!r}: its log's command "
+                            f"{_said(line[:80])!r} is not one toolkit compiler's plain command "
+                            "line: not printed as a script (a record from elsewhere may hold "
+                            "anything)")
+        commands.append(shlex.join(words))
     folder = (out / ARTIFACTS_DIR / cell_slug(result.cell.id)).resolve()
     return "\n".join([
         "#!/bin/sh",
-        f"# {result.cell.id}: its compile, as the run into {out} ran it "
-        f"({result.outcome} at {result.stage})",
+        _said(f"# {result.cell.id}: its compile, as the run into {out} ran it "
+              f"({result.outcome} at {result.stage})"),
         "set -e",
         f"mkdir -p {shlex.quote(str(folder))}",
         f"cd {shlex.quote(str(folder))}",
         *(f"mkdir -p {shlex.quote(made)}" for made in dict.fromkeys(
-            f for line in lines for f in _output_folders(line))),
-        *lines, ""])
+            f for line in commands for f in _output_folders(line))),
+        *commands, ""])
 
 
 def _repro(args: argparse.Namespace, invocation: Invocation) -> int:
