@@ -173,8 +173,9 @@ def compile_script(result: CellResult, out: Path) -> str:
                         f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
                         "have: not printed as a script") from None
     if builds_project:
-        raise UserError(f"cell {_said(result.cell.id)!r}: a build case runs its own commands (they are "
-                        "in its log); its repro is the report's `cudamatrix run ... --cell` line")
+        raise UserError(f"cell {_said(result.cell.id)!r}: a build case runs its own commands "
+                        "(they are in its log); its repro is the report's `cudamatrix run ... "
+                        "--cell` line")
     commands = []
     for line in lines:
         words = _one_program(line)
