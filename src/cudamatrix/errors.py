@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# The userinfo of a URL (`https://TOKEN@host`, `https://user:password@host`): a private
+# index's credential, which no message, record or report may hold.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+
+
+def without_credentials(text: str) -> str:
+    """`text` with every URL's userinfo masked, as pip masks it (`https://***@host`)."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
+
+
+class _Said(Exception):
+    """An exception whose words never hold a URL's credentials, wherever they are shown or
+    recorded (a failure may quote an index's address anywhere in its message)."""
+
+    def __str__(self) -> str:
+        return without_credentials(super().__str__())
 
 # Every exit status the command line gives, in one place (the CLI reference prints it).
 EXIT_STATUSES: tuple[tuple[int, str], ...] = (
@@ -17,7 +35,7 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
 )
 
 
-class UserError(Exception):
+class UserError(_Said):
     """Bad input: a malformed file, an unknown value, an empty selection.
 
     The CLI prints the message (which names the file, entry or value) and exits
@@ -27,7 +45,7 @@ class UserError(Exception):
     exit_code = 2
 
 
-class EnvironmentUnavailable(Exception):
+class EnvironmentUnavailable(_Said):
     """A toolkit or library environment could not be prepared (a wheel failed to install)."""
 
 
@@ -40,4 +58,4 @@ class Failure:
     reason: str
 
     def __str__(self) -> str:
-        return self.reason
+        return without_credentials(self.reason)

@@ -38,12 +38,14 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
+from ..errors import EnvironmentUnavailable
+
 PYPI = "https://pypi.org/simple"
 JSON_LISTING = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_S = 60
 
 
-class IndexUnreachable(Exception):
+class IndexUnreachable(EnvironmentUnavailable):
     """No index answered a request (the network, a refusal, an unreadable page)."""
 
 
@@ -170,8 +172,7 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
         ) -> tuple[int, dict[str, str], bytes]:
     """Status, headers (lower-case names) and body of `url`, asked as pip would ask it."""
     try:
-        with urllib.request.urlopen(authorized(url, headers), timeout=timeout,
-                                    context=_context(url)) as answer:
+        with _open(authorized(url, headers), timeout) as answer:
             status = getattr(answer, "status", None) or 200  # a file:// answer has none
             return (int(status), {k.lower(): v for k, v in answer.headers.items()},
                     answer.read())
@@ -183,17 +184,41 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
 
 def open_url(url: str, timeout: float) -> Any:
     """`url` opened for reading as a stream (a download), with pip's credentials."""
-    return urllib.request.urlopen(authorized(url), timeout=timeout, context=_context(url))
+    return _open(authorized(url), timeout)
 
 
 def _shown(url: str) -> str:
-    """A URL as a message may show it: never its password."""
+    """A URL as a message may show it: never its userinfo, whole (`https://TOKEN@host`, the
+    form many private indexes issue, is a secret with no password part), as pip masks it."""
     parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
+    if "@" not in parts.netloc:
         return url
-    return urllib.parse.urlunsplit(parts._replace(
-        netloc=f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port
-                                                           else "")))
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects as pip follows them: the credentials go to the host they were meant for,
+    never on to another one (urllib alone keeps the Authorization header)."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> urllib.request.Request | None:
+        made = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if made is not None:
+            before, after = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+            if (before.scheme, before.hostname, before.port) != (
+                    after.scheme, after.hostname, after.port):
+                made.headers.pop("Authorization", None)
+                made.unredirected_hdrs.pop("Authorization", None)
+        return made
+
+
+def _open(request: urllib.request.Request, timeout: float) -> Any:
+    """`request` opened with pip's rules for redirects and trusted hosts."""
+    handlers: list[urllib.request.BaseHandler] = [_SameHostRedirects()]
+    context = _context(request.full_url)
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    return urllib.request.build_opener(*handlers).open(request, timeout=timeout)
 
 
 class _Anchors(html.parser.HTMLParser):
