@@ -59,3 +59,40 @@ def test_the_out_lock_refuses_at_once_naming_its_holder(tmp_path: Path) -> None:
         first.close()
     exclusive_lock(tmp_path / ".cudamatrix.lock").close()
     assert LockHeld.__doc__
+
+
+def test_a_lock_file_is_never_opened_through_a_link_or_as_a_fifo(tmp_path: Path) -> None:
+    """Issue 57, point 5: a link where the lock file goes truncated its target; a FIFO
+    there was a traceback (or a hang). Each is one line naming the file, the target kept."""
+    import os
+
+    from cudamatrix.common.locks import exclusive_lock, folder_lock
+    from cudamatrix.errors import UserError
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    (tmp_path / "toolkit.lock").symlink_to(precious)
+    with pytest.raises(UserError, match=r"toolkit\.lock: cannot be used as a lock file \(a link"), \
+            folder_lock(tmp_path / "toolkit"):
+        pass
+    assert precious.read_text() == "keep me\n"
+    os.mkfifo(tmp_path / ".cudamatrix.lock")
+    with pytest.raises(UserError, match="not a regular file"):
+        exclusive_lock(tmp_path / ".cudamatrix.lock")
+
+
+def test_a_forged_holder_is_not_named_as_one(tmp_path: Path) -> None:
+    """Issue 57, point 13: the waiting line names the pid the file holds only where such a
+    process runs; its advice never is "remove the lock file"."""
+    import platform
+
+    from cudamatrix.common.locks import _holder, _open_lock
+
+    lock = tmp_path / "x.lock"
+    lock.write_text(f"pid 99999999 on {platform.node()}")
+    with _open_lock(lock) as handle:
+        assert _holder(handle) == ("another process (its lock file names pid 99999999, "
+                                   "not running)")
+    lock.write_text("pid 1; rm -rf / on \n\x1b[2J")
+    with _open_lock(lock) as handle:
+        assert _holder(handle) == "another process"

@@ -6,9 +6,11 @@ not share at all. Both say who holds them: a lock file holds its holder's pid an
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import platform
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from ..errors import EnvironmentUnavailable
+from ..errors import EnvironmentUnavailable, UserError
 
 # How long a run waits for another process's folder (a toolkit's install takes minutes;
 # an hour is a process that hangs, not one that works).
@@ -25,8 +27,38 @@ _POLL_S = 0.2
 
 
 def _holder(handle: IO[str]) -> str:
+    """Who holds the lock, as its file says, checked where it can be: a pid on this host
+    that no process has (a forged or stale record) is said as such, not named as holder."""
     handle.seek(0)
-    return handle.read().strip() or "another process"
+    said = handle.read(200).strip()
+    words = said.split()
+    if len(words) == 4 and words[0] == "pid" and words[1].isdigit() and words[2] == "on":
+        if words[3] == platform.node():
+            try:
+                os.kill(int(words[1]), 0)
+            except ProcessLookupError:
+                return f"another process (its lock file names pid {words[1]}, not running)"
+            except PermissionError:
+                pass
+        return f"pid {words[1]} on {words[3]}"
+    return "another process"
+
+
+def _open_lock(path: Path) -> IO[str]:
+    """A lock file opened for the lock, never through a link and never anything but a
+    regular file (a FIFO or a device there would block or be truncated): refused in one
+    line naming it."""
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                             | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        kind = "a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise UserError(f"{path}: cannot be used as a lock file ({kind})") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UserError(f"{path}: not a regular file; cudamatrix keeps its lock there "
+                        "(remove it)")
+    return os.fdopen(descriptor, "a+")
 
 
 def _claim(handle: IO[str]) -> None:
@@ -49,7 +81,7 @@ def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
     for ... held by pid N"), and for at most `timeout_s`. The lock goes with the process,
     even on a kill, so a run that dies mid-way never leaves the next one waiting."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with target.with_name(target.name + ".lock").open("a+") as handle:
+    with _open_lock(target.with_name(target.name + ".lock")) as handle:
         started = time.monotonic()
         said = False
         while True:
@@ -63,7 +95,8 @@ def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
                 if time.monotonic() - started > timeout_s:
                     raise EnvironmentUnavailable(
                         f"{target}: {_holder(handle)} has held it for over {timeout_s:.0f} s "
-                        "(remove the process, or its lock file, to go on)") from None
+                        "(stop that process to go on: removing the lock file would let "
+                        "another run prepare the folder beside it)") from None
                 time.sleep(_POLL_S)
         _claim(handle)
         try:
@@ -79,7 +112,7 @@ class LockHeld(Exception):
 def exclusive_lock(path: Path) -> IO[str]:
     """Hold `path` (a lock file) for this process alone, or raise LockHeld at once naming
     who holds it; the caller closes the handle to let go."""
-    handle = path.open("a+")
+    handle = _open_lock(path)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
