@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -312,6 +313,11 @@ class _Reader(RunTableReader):
                 raise self.fail(f"{where}.{name}", "expected distinct values of letters, digits, "
                                 f"'_', '.', '+' or '-', got {values!r:.60}")
             found.append((name, tuple(listed)))
+        combinations = math.prod(len(values) for _, values in found)
+        if combinations > MAX_DEFINE_COMBINATIONS:
+            raise self.fail(where, f"{combinations:,} combinations of values, each a variant of "
+                            f"its own: at most {MAX_DEFINE_COMBINATIONS:,} (split the case, or "
+                            "list fewer values)")
         return tuple(found)
 
     def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:
@@ -441,6 +447,12 @@ class _Reader(RunTableReader):
         return table
 
 
+# A case's [variant.defines] makes a variant per combination of values, and a cell per
+# variant, toolkit and arch: more than this is a typo's or a hostile file's, not a matrix
+# (10^9 was a MemoryError, 10^5 a minute of validate).
+MAX_DEFINE_COMBINATIONS = 1024
+
+
 def with_defines(variant: Variant) -> list[Variant]:
     """A variant with [variant.defines] as one variant per combination of their values,
     each named after its values (``cmake-flags.GGML_CUDA_FORCE_MMQ-1``), so the cell id
@@ -475,7 +487,7 @@ def load_case(directory: Path, root: Path | None = None,
     parsed = tuple(expanded for i, v in enumerate(variants)
                    for expanded in with_defines(reader.variant(i, v, directory)))
     names = [v.name for v in parsed]
-    duplicate = {n for n in names if names.count(n) > 1}
+    duplicate = {n for n, count in Counter(names).items() if count > 1}
     if duplicate:
         raise reader.fail("variant", f"duplicate variant name(s) {sorted(duplicate)}")
     return Case(
