@@ -146,3 +146,35 @@ def test_what_other_runs_do_in_the_same_cache_changes_nothing_it_read(tmp_path: 
     again.replace(marker)
     reinstalled = _run(tmp_path)
     assert f"running: {marker} changed" in reinstalled.output, reinstalled.output
+
+
+PRE_INCLUDED_CASE = """\
+title = "a header its flags include"
+
+[[variant]]
+name = "nvcc"
+source = "k.cu"
+frontend = "nvcc"
+flags = ["-include", "{t}/pre.h"]
+"""
+
+
+def test_a_file_the_flags_include_is_watched(tmp_path: Path) -> None:
+    """Issue 57, point 8: `-include {t}/pre.h` from a [paths] tree is in the compile key;
+    the up-to-date record watches it too, so the run after pre.h breaks compiles again and
+    fails, where it answered "up to date" with a stale pass."""
+    (tmp_path / "tree").mkdir()
+    pre = tmp_path / "tree" / "pre.h"
+    pre.write_text("#define SCALE 2.0f\n")
+    (tmp_path / "cudamatrix.toml").write_text('cases = ["cases"]\n[paths]\nt = "tree"\n')
+    write_case(tmp_path / "cases", "pre", PRE_INCLUDED_CASE, {
+        "k.cu": "__global__ void k(float *x) { x[threadIdx.x] *= SCALE; }\n"})
+    first = cudamatrix("run", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu", "--cache",
+                       str(tmp_path / "cache"), out=tmp_path / "out", cwd=tmp_path)
+    assert first.code == 0, first.output
+    assert (tmp_path / "out" / RECORD).exists()
+    pre.write_text('#error "pre.h broke"\n')
+    second = cudamatrix("run", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu", "--cache",
+                        str(tmp_path / "cache"), out=tmp_path / "out", cwd=tmp_path)
+    assert "up to date" not in second.output and second.code == 1, second.output
+    assert "pre.h broke" in second.cells()["pre/nvcc/13.0/sm_90"]["message"]

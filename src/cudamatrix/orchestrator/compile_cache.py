@@ -63,13 +63,35 @@ COMPILER_ENVIRONMENT = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
 _SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
 
 
+# The largest file a compile key reads: a header or a source is kilobytes, a generated
+# one megabytes; past this it is no input a key can stand for.
+MAX_KEY_FILE_BYTES = 256 << 20
+
+
+class Unkeyable(Exception):
+    """An input a compile key cannot stand for: a file that holds more than its size says
+    (/proc, /sys: an #include "/proc/self/pagemap" was read for 623 s before its cell
+    started), or one larger than any source. Such a cell is compiled, never cached."""
+
+
 @functools.lru_cache(maxsize=65536)
 def _file_digest(path: str, identity: tuple[int, int, int]) -> str:
-    """A file's SHA-256, remembered for as long as its inode, size and mtime stay the same."""
+    """A file's SHA-256, remembered for as long as its inode, size and mtime stay the same;
+    read no further than its size (and MAX_KEY_FILE_BYTES): Unkeyable past that."""
+    size = identity[1]
+    if size > MAX_KEY_FILE_BYTES:
+        raise Unkeyable(f"{path}: {size:,} bytes, more than a compile key reads")
     digest = hashlib.sha256()
+    left = size
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+        while left > 0:
+            block = handle.read(min(1 << 20, left))
+            if not block:
+                break
             digest.update(block)
+            left -= len(block)
+        if handle.read(1):
+            raise Unkeyable(f"{path}: holds more than its size says (a virtual file)")
     return digest.hexdigest()
 
 

@@ -55,7 +55,7 @@ from ..stages.frontends import frontend
 from ..stages.inspect.stage import inspect_job
 from .cell_jobs import CellJobs, NoJob
 from .cell_timings import CellTimings
-from .compile_cache import CompileCache, compile_key, key_files, key_folders
+from .compile_cache import CompileCache, Unkeyable, compile_key, flag_files, key_files, key_folders
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments, choose_provider
 from .executors import Executor
@@ -118,15 +118,23 @@ class CellRunner:
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 folders = key_folders(job)
                 included = key_files(job, folders)
-                prepared.key = compile_key(job, self.envs.provider, folders, included,
-                                           self.library_headers)
-                prepared.covered = frozenset(included.files)
                 for folder in folders:
                     self.ledger.watch(folder)
-                for file in (*included.files, *included.absent):  # headers outside them
+                # Headers outside them, and the files the flags name (-include pre.h): all
+                # the key holds is watched, so an up-to-date answer sees each change.
+                named = [os.path.realpath(f) for f in flag_files(job)]
+                for file in (*included.files, *included.absent, *named):
                     self.ledger.watch(file, 0)
-                prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
-                                                                          job.work)
+                try:
+                    prepared.key = compile_key(job, self.envs.provider, folders, included,
+                                               self.library_headers)
+                except Unkeyable as exc:  # compiled, never cached, never "up to date"
+                    prepared.cache_note = f"not cached: {exc}"
+                    self.ledger.refuse(f"{cell.id}: {exc}")
+                else:
+                    prepared.covered = frozenset((*included.files, *named))
+                    prepared.cached, prepared.cache_note = self.cache.restore(prepared.key,
+                                                                              job.work)
         prepared.spent = time.monotonic() - began
         return prepared
 
