@@ -41,6 +41,9 @@ from packaging.utils import (
 from ..errors import EnvironmentUnavailable
 
 PYPI = "https://pypi.org/simple"
+# The most of one answer read into memory: PyPI's largest project page (JSON) is a few
+# megabytes; an endless page was a MemoryError.
+MAX_PAGE_BYTES = 64 << 20
 JSON_LISTING = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_S = 60
 
@@ -174,8 +177,11 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
     try:
         with _open(authorized(url, headers), timeout) as answer:
             status = getattr(answer, "status", None) or 200  # a file:// answer has none
-            return (int(status), {k.lower(): v for k, v in answer.headers.items()},
-                    answer.read())
+            body = answer.read(MAX_PAGE_BYTES + 1)
+            if len(body) > MAX_PAGE_BYTES:
+                raise IndexUnreachable(f"{_shown(url)}: an answer over {MAX_PAGE_BYTES >> 20} "
+                                       "MiB, more than any index page")
+            return int(status), {k.lower(): v for k, v in answer.headers.items()}, body
     except urllib.error.HTTPError as exc:
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, b""
     except (urllib.error.URLError, OSError, ValueError) as exc:

@@ -27,6 +27,8 @@ import re
 import shutil
 import subprocess
 import tarfile
+import urllib.parse
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +109,33 @@ def tree_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+# A source archive, downloaded and unpacked: a CUTLASS or PyTorch sdist is hundreds of
+# megabytes; past these it is a bomb (a 3 MB zip unpacked without limit).
+MAX_SDIST_BYTES = 2 << 30
+MAX_UNPACKED_BYTES = 8 << 30
+MAX_UNPACKED_FILES = 200_000
+
+
+def _bounded(archive: Path, size: int, count: int) -> None:
+    if size > MAX_UNPACKED_BYTES or count > MAX_UNPACKED_FILES:
+        raise EnvironmentUnavailable(
+            f"{archive.name}: {count:,} files, {size:,} bytes unpacked: more than a source "
+            f"archive holds ({MAX_UNPACKED_FILES:,} files, {MAX_UNPACKED_BYTES >> 30} GiB)")
+
+
+def _extract_zip(opened: zipfile.ZipFile, target: Path) -> None:
+    """Each member, streamed (zipfile reads a member no further than its header's size,
+    which _bounded summed before anything was written)."""
+    for info in opened.infolist():
+        path = target / info.filename
+        if info.is_dir():
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with opened.open(info) as source, path.open("wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+
+
 def _unpack(archive: Path, target: Path) -> Path:
     """The archive's content in `target` (made once); an sdist's single top folder is
     the project."""
@@ -122,9 +151,13 @@ def _unpack(archive: Path, target: Path) -> Path:
                             if member.startswith("/") or ".." in Path(member).parts:
                                 raise EnvironmentUnavailable(
                                     f"{archive.name}: member {member!r} leaves its folder")
-                        opened.extractall(staging)
+                        _bounded(archive, sum(i.file_size for i in opened.infolist()),
+                                 len(opened.infolist()))
+                        _extract_zip(opened, staging)
                 else:
                     with tarfile.open(archive) as opened:
+                        members = opened.getmembers()
+                        _bounded(archive, sum(m.size for m in members), len(members))
                         opened.extractall(staging, filter="data")
             except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -190,10 +223,23 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     archive = record.parent / Path(files[0]["filename"]).name
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f"{archive.name}.partial-{os.getpid()}")
+    if url.startswith("file:"):  # a listing's file:// link: a file, never a device or FIFO
+        local = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+        if not local.is_file() or (local.is_symlink() and not local.resolve().is_file()):
+            raise EnvironmentUnavailable(f"sdist:{pin}: {url} is not a file")
     try:
         with package_index.open_url(url, FETCH_TIMEOUT_S) as answer, \
                 partial.open("wb") as out:
-            shutil.copyfileobj(answer, out, 1 << 20)
+            copied = 0
+            for block in iter(lambda: answer.read(1 << 20), b""):
+                copied += len(block)
+                if copied > MAX_SDIST_BYTES:
+                    raise EnvironmentUnavailable(f"sdist:{pin}: over {MAX_SDIST_BYTES >> 20} "
+                                                 "MiB, more than any source archive")
+                out.write(block)
+    except EnvironmentUnavailable:
+        partial.unlink(missing_ok=True)
+        raise
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise EnvironmentUnavailable(f"sdist:{pin}: download failed ({exc})") from None

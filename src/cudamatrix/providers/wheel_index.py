@@ -155,12 +155,23 @@ class _RangedFile(io.RawIOBase):
         return len(data)
 
 
+# A RECORD lists a wheel's files, a line each: a CUDA wheel's is tens of kilobytes (a 3 MB
+# wheel whose RECORD claimed 3 GB was a MemoryError).
+MAX_RECORD_BYTES = 16 << 20
+
+
 def _record_hashes(archive: zipfile.ZipFile) -> dict[str, str]:
     """Each member's SHA-256 as the wheel's RECORD lists it (urlsafe base64, unpadded)."""
     record = next((n for n in archive.namelist() if n.endswith(".dist-info/RECORD")), None)
     if record is None:
         return {}
-    text = archive.read(record).decode("utf-8", "replace")
+    if archive.getinfo(record).file_size > MAX_RECORD_BYTES:
+        raise EnvironmentUnavailable(f"{record}: {archive.getinfo(record).file_size:,} bytes, "
+                                     "more than any wheel's RECORD")
+    with archive.open(record) as opened:
+        text = opened.read(MAX_RECORD_BYTES + 1).decode("utf-8", "replace")
+    if len(text) > MAX_RECORD_BYTES:  # its header understated it
+        raise EnvironmentUnavailable(f"{record}: more than any wheel's RECORD")
     found = {}
     for row in csv.reader(io.StringIO(text)):
         if len(row) >= 2 and row[1].startswith("sha256="):
