@@ -181,9 +181,9 @@ def compile_script(result: CellResult, out: Path) -> str:
         words = _one_program(line)
         if words is None:
             raise UserError(f"cell {_said(result.cell.id)!r}: its log's command "
-                            f"{_said(line[:80])!r} is not one toolkit compiler's plain command "
-                            "line: not printed as a script (a record from elsewhere may hold "
-                            "anything)")
+                            f"{_said(line[:80])!r} is not one compiler's plain command line "
+                            "(a toolkit's, running no other program): not printed as a script "
+                            "(a record from elsewhere may hold anything)")
         commands.append(shlex.join(words))
     folder = (out / ARTIFACTS_DIR / cell_slug(result.cell.id)).resolve()
     return "\n".join([
