@@ -75,10 +75,24 @@ _REGISTERED: dict[str, Frontend] = {}
 _LOADING: list[bool] = []  # started: the entry points and $CUDAMATRIX_FRONTENDS are read once
 
 
+def _origin(frontend: Frontend) -> str:
+    """Where a frontend comes from: the module of the function that runs it."""
+    runs = frontend.compile or frontend.stages
+    return str(getattr(runs, "__module__", "?"))
+
+
 def register(frontend: Frontend) -> Frontend:
-    """Add (or replace) a frontend; a plugin module calls this when imported."""
+    """Add a frontend; a plugin module calls this when imported. A name is one frontend's:
+    another that takes it (a plugin's "nvcc", two plugins' one name) is refused in one line
+    naming both, whatever its entry point is called, never replacing the first by the
+    order of loading."""
     if (frontend.compile is None) == (frontend.stages is None):
-        raise ValueError(f"frontend {frontend.name!r}: give exactly one of compile or stages")
+        raise UserError(f"frontend {frontend.name!r} ({_origin(frontend)}): give exactly one "
+                        "of compile or stages")
+    taken = _REGISTERED.get(frontend.name)
+    if taken is not None and taken != frontend:
+        raise UserError(f"frontend {frontend.name!r} of {_origin(frontend)}: the name is "
+                        f"{_origin(taken)}'s; give the plugin's frontend another name")
     _REGISTERED[frontend.name] = frontend
     return frontend
 
@@ -96,8 +110,11 @@ def load_plugins() -> None:
     for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
         try:
             importlib.import_module(name)
-        except ImportError as exc:
-            raise UserError(f"${PLUGINS_ENV}: cannot import {name} ({exc})") from None
+        except UserError:
+            raise
+        except Exception as exc:  # a plugin's import may raise anything
+            raise UserError(f"${PLUGINS_ENV}: cannot import {name} "
+                            f"({type(exc).__name__}: {exc})") from None
 
 
 def registered() -> dict[str, Frontend]:
