@@ -8,6 +8,8 @@ without loading the runner, the reports or the providers.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +45,23 @@ def _command(name: str) -> Command:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The command asked for; stdout that a reader closed (`cudamatrix plan | head`) ends it
+    quietly, one that cannot be written (a full disk) is one line, never a traceback."""
+    try:
+        _main(argv)
+    except BrokenPipeError:
+        # Python would complain again flushing stdout at exit: point it at nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        sys.exit(2)
+
+
+def _main(argv: Sequence[str] | None = None) -> None:
     try:
         # Building the parser loads every command's entry point, and checking --provider
         # every provider's: a plugin that cannot be loaded is one line, not a traceback.

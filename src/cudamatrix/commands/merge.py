@@ -30,6 +30,10 @@ def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.Argume
         jobs = json.loads(plan_file.read_text())["include"]
         expected = []
         for job in jobs:
+            if not isinstance(job, dict) or not all(
+                    isinstance(job.get(k), str) for k in ("args", "name", "artifact", "label")):
+                raise TypeError(f"a job without its args, name, artifact and label as text: "
+                                f"{str(job)[:80]}")  # shlex.split(None) reads stdin
             job_args = parser.parse_args(["run", *(["--matrix", str(matrix)] if matrix else []),
                                           *shlex.split(job["args"])])
             cells = make_plan(options_from(job_args)).cells

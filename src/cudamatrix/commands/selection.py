@@ -4,11 +4,12 @@ project around them (its cases, matrix, overrides and paths)."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.defaults import CONFIG, KNOWN_BUGS
-from ..config.options import RunOptions, default
+from ..config.options import PROVIDER_ENV, RunOptions, default
 from ..errors import UserError
 
 if TYPE_CHECKING:
@@ -52,6 +53,14 @@ def cases_here(args: argparse.Namespace) -> dict[str, Case]:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     """`cudamatrix run`'s options from its arguments (each default from options.py)."""
+    from .arguments import ProviderChoices
+
+    known = ProviderChoices()
+    if args.provider not in known:  # argparse checks a given value, never its default
+        said = f"${PROVIDER_ENV}" if os.environ.get(PROVIDER_ENV) == args.provider \
+            else "--provider"
+        raise UserError(f"{said} {str(args.provider)[:60]!r}: no such provider (known: "
+                        f"{', '.join(known.names())})")
     extra: dict[str, object] = dict(
         out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
         cell_memory_gib=args.cell_memory,

@@ -4,9 +4,11 @@ leaves the old file and no stray one."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -25,3 +27,38 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def read_marker(path: Path) -> Any:
+    """A marker or record the tool wrote (JSON), or None where there is none or it is
+    damaged (a run killed as it wrote one, a hand's edit): the folder it stands for is made
+    again, never a traceback on every later run."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remove_leftovers(target: Path) -> None:
+    """The ``<target>.partial-<pid>`` stagings and ``.<name>.*`` temporaries of processes no
+    longer running (a run SIGKILLed mid-download), beside `target`: each is an unfinished
+    copy nothing will finish."""
+    import shutil
+
+    for leftover in target.parent.glob(f"{target.name}.partial-*"):
+        pid = leftover.name.rpartition("-")[2]
+        if pid.isdigit() and not _running(int(pid)):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common import package_index
+from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.locks import folder_lock
 from ..errors import EnvironmentUnavailable, UserError
 
@@ -209,8 +210,9 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     runner) builds what was fetched elsewhere."""
     name, version = _PIN.match(pin).groups()  # type: ignore[union-attr]
     record = cache / "sources" / "downloads" / f"{_normal(name)}-{version}.json"
-    if record.is_file():
-        known = json.loads(record.read_text())
+    known = read_marker(record)
+    if isinstance(known, dict) and isinstance(known.get("filename"), str) \
+            and isinstance(known.get("sha256"), str) and "/" not in known["filename"]:
         archive = record.parent / known["filename"]
         if archive.is_file() and _sha256(archive) == known["sha256"]:
             return archive, known["sha256"]
@@ -222,6 +224,7 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
     url = str(files[0]["url"])  # absolute: the listing made it so against its index
     archive = record.parent / Path(files[0]["filename"]).name
     archive.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(archive)
     partial = archive.with_name(f"{archive.name}.partial-{os.getpid()}")
     if url.startswith("file:"):  # a listing's file:// link: a file, never a device or FIFO
         local = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
@@ -248,7 +251,7 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
         partial.unlink(missing_ok=True)
         raise EnvironmentUnavailable(f"sdist:{pin}: sha256 {got} is not the index's {wanted}")
     partial.replace(archive)
-    record.write_text(json.dumps({"pin": pin, "filename": archive.name, "sha256": wanted}))
+    write_atomic(record, json.dumps({"pin": pin, "filename": archive.name, "sha256": wanted}))
     return archive, wanted
 
 

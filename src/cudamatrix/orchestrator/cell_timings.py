@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -35,6 +36,17 @@ GUESS_S = 1.0
 COSTS_FILE = "cell-costs.json"
 
 
+def _seconds(value: object) -> bool:
+    """Whether a recorded value is a number of seconds a float holds (a 10^400 integer in a
+    damaged file was an OverflowError at start)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value)) and float(value) >= 0
+    except OverflowError:
+        return False
+
+
 def shipped_costs() -> dict[str, float]:
     """What each cell of the shipped corpus cost on the reference machine (seconds), by
     cell id: empty where the file is missing or damaged (the guesses then stand)."""
@@ -44,8 +56,7 @@ def shipped_costs() -> dict[str, float]:
         seconds = data["seconds"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {str(k): float(v) for k, v in seconds.items()
-            if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0}
+    return {str(k): float(v) for k, v in seconds.items() if _seconds(v)}
 
 
 def _key(cell: Cell) -> str:
@@ -62,7 +73,7 @@ class CellTimings:
             data = {}
         self.seconds: dict[str, float] = {
             str(k): float(v) for k, v in (data.items() if isinstance(data, dict) else ())
-            if isinstance(v, int | float) and v >= 0}
+            if _seconds(v)}
         self.shipped = shipped_costs()
 
     def expected(self, cell: Cell) -> float:

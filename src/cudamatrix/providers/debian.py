@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common.files import write_atomic
+from ..common.files import read_marker, write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -114,9 +114,8 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
         marker = root / MARKER
         ledger.watch(marker, 0)  # the unpacked package, known by its marker
         nvcc_dir = root / DEBIAN_NVCC_BIN
-        if marker.is_file():
-            facts = json.loads(marker.read_text())
-        else:
+        facts = read_marker(marker)
+        if not isinstance(facts, dict) or "package" not in facts:
             if shutil.which("dpkg-deb") is None:
                 raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
             staging = root.with_name(root.name + ".partial")
@@ -160,7 +159,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
                 raise EnvironmentUnavailable(f"Debian {suite}'s nvcc does not run: "
                                              f"{(said.stderr or said.stdout).strip()[-200:]}")
             facts["version"] = found.group(1)
-            marker.write_text(json.dumps(facts))
+            write_atomic(marker, json.dumps(facts))
     return DebianNvcc(str(nvcc), root, str(facts["package"]), str(facts["version"]))
 
 

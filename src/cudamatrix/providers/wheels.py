@@ -24,7 +24,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from ..common.files import write_atomic
+from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Library, Matrix
@@ -50,8 +50,9 @@ def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
     # run installing beside it in the same cache changes nothing this run read.
     ledger.watch(marker, 0)
     with folder_lock(target):
-        if marker.is_file() and json.loads(marker.read_text()) == wanted:
+        if read_marker(marker) == wanted:
             return target
+        remove_leftovers(target)
         staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         # pip's raw progress ("Progress N of M" a line), turned into a line of bytes now
@@ -224,7 +225,8 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
         return is_header(name)
 
     with folder_lock(target):
-        kept = json.loads(marker.read_text()) if marker.is_file() else {}
+        kept = read_marker(marker)
+        kept = kept if isinstance(kept, dict) else {}
         if {k: kept.get(k) for k in wanted} != wanted:  # "found" is what it found
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
@@ -244,7 +246,8 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
             (staging / MARKER).write_text(json.dumps({**wanted, "found": found}))
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
-        found = json.loads(marker.read_text()).get("found", version)
+        said = read_marker(marker)
+        found = said.get("found", version) if isinstance(said, dict) else version
     if library.include:
         folders = [p for glob in library.include for p in sorted(target.glob(glob)) if p.is_dir()]
     else:
@@ -376,7 +379,7 @@ def wheel_headers(target: Path, requirements: Sequence[str], ledger: InputLedger
     wanted = {"headers_from": list(requirements)}
     ledger.watch(marker, 0)
     with folder_lock(target):
-        if not (marker.is_file() and json.loads(marker.read_text()) == wanted):
+        if read_marker(marker) != wanted:
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
             download = staging / ".download"
