@@ -287,7 +287,14 @@ class _Reader(RunTableReader):
         placeholder one the tool fills in."""
         flags = self.strings(where, raw)
         for folder in path_values(flags):
-            if self.tree_path(where, "path", folder) is None and not folder.startswith("{"):
+            if folder.startswith("{") and self.tree_path(where, "path", folder) is None:
+                # A placeholder's path stays inside what it names: checked as it will be
+                # filled in ({toolkit_root}/../.. is the machine's root).
+                if ".." in Path(folder).parts:
+                    raise self.fail(where, f"path {folder!r:.80} leads outside the folder its "
+                                    "placeholder names")
+                continue
+            if self.tree_path(where, "path", folder) is None:
                 self.inside(where, "path", folder, directory)
         for flag in flags:
             unknown_names = [n for n in unknown_placeholders(flag) if n not in self.trees]

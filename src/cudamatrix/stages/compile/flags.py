@@ -83,18 +83,43 @@ def resolve_flags(flags: Sequence[str], case_dir: str, env: Environment | None) 
     return resolved
 
 
+# nvcc's options whose value is a comma list it splits (-Xcompiler a,b passes a and b to
+# the host compiler; --pre-include=a,b includes both).
+_LIST_OPTIONS = ("--pre-include", "--include-path", "--system-include", "--library-path")
+_HOST_OPTIONS = ("-Xcompiler", "--compiler-options")
+
+
+def _host_words(flags: Sequence[str]) -> list[str]:
+    """What nvcc hands the host compiler: each -Xcompiler value, split at its commas."""
+    words: list[str] = []
+    for index, flag in enumerate(flags):
+        for option in _HOST_OPTIONS:
+            if flag == option and index + 1 < len(flags):
+                words += flags[index + 1].split(",")
+            elif flag.startswith(option + "="):
+                words += flag[len(option) + 1:].split(",")
+    return words
+
+
 def path_values(flags: Sequence[str]) -> list[str]:
-    """The path each path option names, as written (``-Ifoo``, ``-I foo``,
-    ``--include-path=foo``, ``-include pre.h``, ``-Llib``)."""
+    """The path each path option names, as the compilers read it (``-Ifoo``, ``-I foo``,
+    ``--include-path=foo``, ``-include pre.h``, ``-Llib``; each piece of nvcc's comma lists,
+    ``--pre-include=a.h,b.h``; and the same options inside ``-Xcompiler`` values, which
+    nvcc splits at commas for the host compiler)."""
     found: list[str] = []
     for index, flag in enumerate(flags):
         option = _path_option(flag)
-        if option is None:
+        if option is None or (index > 0 and flags[index - 1] in _HOST_OPTIONS):
+            continue  # an -Xcompiler value is the host compiler's: read below
+        value = option[1] if option[1] is not None else (
+            flags[index + 1] if index + 1 < len(flags) else None)
+        if value is None:
             continue
-        if option[1] is not None:
-            found.append(option[1])
-        elif index + 1 < len(flags):
-            found.append(flags[index + 1])
+        listed = option[0].rstrip("=") in _LIST_OPTIONS
+        found += value.split(",") if listed else [value]
+    host = _host_words(flags)
+    if host:
+        found += path_values(host)
     return found
 
 
