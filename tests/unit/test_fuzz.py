@@ -15,6 +15,7 @@ import contextlib
 import json
 import resource
 import shutil
+import sys
 import tempfile
 import warnings
 import zipfile
@@ -391,3 +392,104 @@ def test_header_library_wheels() -> None:
             shutil.rmtree(scratch)
 
     run_target("header wheel", target)
+
+
+# --- issue 57: a repro record, an index listing, a plugin --------------------------------
+
+def test_repro_records() -> None:
+    """A cell record from elsewhere, its compile log mutated: `repro` prints a script whose
+    every command is one allowed compiler's (or refuses in one line), whatever the record
+    says; a line of the script outside its commands is only a comment or its own set-up."""
+    import shlex
+
+    from cudamatrix.commands.repro import compile_script
+    from cudamatrix.record.results import CellResult
+
+    words = st.sampled_from(["/usr/bin/nvcc", "-c", "k.cu", "-Xcompiler", "-wrapper",
+                             "/bin/sh,-c,id", "-ccbin", "g++-12", "/tmp/x/nvcc", "$(id)", ";",
+                             "\n", "-B/tmp", "LD_LIBRARY_PATH=/tmp", "-m",
+                             "cudamatrix.stages.compile.nvrtc", "/usr/bin/python3", "-o",
+                             "out/k.o", "`id`", "'", "--pre-include=a.h,/etc/passwd"])
+    seed = CELL_SEEDS[0]
+
+    @given(st.lists(st.lists(words, min_size=1, max_size=8), min_size=1, max_size=3),
+           st.text(max_size=30), st.booleans())
+    def target(lines: list[list[str]], case: str, quote: bool) -> None:
+        _count("repro record")
+        record = json.loads(json.dumps(seed))
+        log = "\n".join("$ " + (shlex.join(w) if quote else " ".join(w)) for w in lines)
+        record["case"] = case or "c"
+        record["id"] = f"{record['case']}/{record['variant']}/13.0/sm_90"
+        record["frontend"] = "nvcc"
+        record["stages"] = [{"stage": "compile", "status": "fail", "message": "", "log": log}]
+        try:
+            result = CellResult.from_dict(record)
+            script = compile_script(result, Path("/tmp/out"))
+        except (UserError, ValueError, KeyError, TypeError):
+            return
+        body = script.splitlines()
+        assert body[0] == "#!/bin/sh" and body[1].startswith("# ") and body[2] == "set -e"
+        for line in body[3:]:
+            first = shlex.split(line)[0]
+            assert first in ("mkdir", "cd") or first.startswith("LD_LIBRARY_PATH=/usr") \
+                or first in ("/usr/bin/nvcc", sys.executable), line
+
+    run_target("repro record", target)
+
+
+def test_index_listings() -> None:
+    """A project's page as an index serves it (JSON or HTML, mutated or damaged): read into
+    a listing, or one IndexUnreachable line, never another exception."""
+    from cudamatrix.common.package_index import Indexes, IndexUnreachable, listing
+
+    page = {"meta": {"api-version": "1.1"}, "name": "x", "versions": ["1.0"],
+            "files": [{"filename": "x-1.0-py3-none-any.whl", "url": "x-1.0-py3-none-any.whl",
+                       "hashes": {"sha256": "00"}}]}
+    html = b'<a href="x-1.0.tar.gz#sha256=00">x-1.0.tar.gz</a><a href="../../e">e</a>'
+
+    @given(st.one_of(mutated([page]).map(json_text), damaged(json_text(page)),
+                     damaged(html)))
+    def target(text: bytes) -> None:
+        _count("index listing")
+        scratch = _scratch()
+        try:
+            (scratch / "x").mkdir()
+            (scratch / "x" / "index.html").write_bytes(text)
+            try:
+                found = listing("x", Indexes(scratch.as_uri()))
+            except IndexUnreachable as exc:
+                assert str(exc)
+                return
+            assert all(isinstance(v, str) for v in found.versions)
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("index listing", target)
+
+
+def test_plugin_frontends() -> None:
+    """A plugin's Frontend with any name and any pair of compile/stages: registered, or one
+    UserError line; a built-in is never replaced."""
+    from cudamatrix.stages.frontends import registry
+
+    built_in = dict(registry.registered())
+
+    def compile_(job: object) -> object:
+        return None
+
+    @given(st.one_of(st.sampled_from(sorted(built_in)), st.text(min_size=1, max_size=20)),
+           st.booleans(), st.booleans())
+    def target(name: str, has_compile: bool, has_stages: bool) -> None:
+        _count("plugin frontend")
+        made = registry.Frontend(name, compile=compile_ if has_compile else None,
+                                 stages=compile_ if has_stages else None)  # type: ignore[arg-type]
+        try:
+            registry.register(made)
+        except UserError as exc:
+            assert str(exc)
+        finally:
+            if name not in built_in:
+                registry._REGISTERED.pop(name, None)
+        assert all(registry.registered()[n] is f for n, f in built_in.items())
+
+    run_target("plugin frontend", target)
