@@ -178,3 +178,22 @@ def test_a_file_the_flags_include_is_watched(tmp_path: Path) -> None:
                         str(tmp_path / "cache"), out=tmp_path / "out", cwd=tmp_path)
     assert "up to date" not in second.output and second.code == 1, second.output
     assert "pre.h broke" in second.cells()["pre/nvcc/13.0/sm_90"]["message"]
+
+
+def test_a_tree_holding_out_and_the_cache_is_up_to_date_on_its_second_run(tmp_path: Path
+                                                                         ) -> None:
+    """Issue 57: a [paths] tree at the project's root (root = ".") holds --out and the
+    cache; every run changed what the compile key and the record hashed, so nothing was ever
+    up to date or served from the compile cache. A run's --out (its lock) and a cache (its
+    CACHEDIR.TAG) are the tool's own, never inputs."""
+    (tmp_path / "cudamatrix.toml").write_text('cases = ["cases"]\n[paths]\nt = "."\n')
+    write_case(tmp_path / "cases", "pre", PRE_INCLUDED_CASE.replace(
+        '["-include", "{t}/pre.h"]', '["-I{t}"]'), {
+        "k.cu": '#include "pre.h"\n__global__ void k(float *x) { x[threadIdx.x] *= SCALE; }\n'})
+    (tmp_path / "pre.h").write_text("#define SCALE 2.0f\n")
+    runs = [cudamatrix("run", "--toolkit", "13.0", "--arch", "sm_90", "--no-gpu", "--cache",
+                       str(tmp_path / "cache"), out=tmp_path / "out", cwd=tmp_path)
+            for _ in range(2)]
+    assert runs[0].code == 0, runs[0].output
+    assert (tmp_path / "cache" / "CACHEDIR.TAG").is_file()
+    assert runs[1].code == 0 and runs[1].output.startswith("up to date: "), runs[1].output

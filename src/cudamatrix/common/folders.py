@@ -5,6 +5,7 @@ work is done, never a traceback after it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,3 +26,28 @@ def writable_folder(path: Path, what: str, hint: str = "") -> None:
         said = exc.strerror or type(exc).__name__
         raise UserError(f"{path}: {what} is not writable ({said})"
                         + (f"; {hint}" if hint else "")) from None
+
+
+# What marks a folder the tool writes: a run's --out holds its lock, the cache its
+# CACHEDIR.TAG (the convention backup tools skip by, too).
+RUN_LOCK = ".cudamatrix.lock"
+CACHE_TAG = "CACHEDIR.TAG"
+_CACHE_TAG_TEXT = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                   "# The cudamatrix cache: toolkits, libraries and compiled cells, made again "
+                   "when removed.\n")
+
+
+def tag_cache(folder: Path) -> None:
+    """Mark `folder` as cudamatrix's cache (a CACHEDIR.TAG), once."""
+    tag = folder / CACHE_TAG
+    if not tag.exists():
+        with contextlib.suppress(OSError):  # a read-only shared cache: only ever read
+            tag.write_text(_CACHE_TAG_TEXT)
+
+
+def written_by_the_tool(folder: str) -> bool:
+    """Whether `folder` is one the tool writes (a run's --out, a cache): never an input of
+    a compile key or of the up-to-date record, even inside a tree a case reads (a [paths]
+    tree at the project's root holds --out: every run changed what the next one read)."""
+    return os.path.isfile(os.path.join(folder, RUN_LOCK)) or os.path.isfile(
+        os.path.join(folder, CACHE_TAG))

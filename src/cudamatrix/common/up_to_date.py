@@ -55,6 +55,7 @@ from pathlib import Path
 
 from . import recorded
 from .files import write_atomic
+from .folders import written_by_the_tool
 
 RECORD = ".cudamatrix-run.json"
 # Where a Docker engine answers by default ($DOCKER_HOST, when set, is in the environment).
@@ -162,6 +163,8 @@ def _walk(path: str, depth: int, lines: list[str], skip: frozenset[str] = frozen
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
+        if stat.S_ISDIR(info.st_mode) and written_by_the_tool(entry.path):
+            continue  # a run's --out or a cache inside a watched tree: the tool's own
         lines.append(_entry_line(entry.path, info))
         if depth != 1 and stat.S_ISDIR(info.st_mode):
             _walk(entry.path, depth - 1 if depth > 0 else EVERYTHING, lines)
@@ -207,8 +210,10 @@ def _contents(path: str, lines: list[str]) -> None:
             lines.append(f"{path}\0unreadable {exc.errno}")
             return
         for name in names:
-            if name not in _SKIPPED_FOLDERS:
-                _contents(os.path.join(path, name), lines)
+            inner = os.path.join(path, name)
+            if name not in _SKIPPED_FOLDERS and not (os.path.isdir(inner)
+                                                     and written_by_the_tool(inner)):
+                _contents(inner, lines)
     else:
         try:
             info = os.stat(path)

@@ -41,6 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..common.folders import written_by_the_tool
 from ..stages.cell.files import ARTIFACTS, COMPILE_RECORD
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -106,7 +107,8 @@ def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
     files: dict[str, str] = {}
     for folder in dict.fromkeys(folders):
         for root, dirs, names in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS)
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS
+                             and not written_by_the_tool(os.path.join(root, d)))
             for name in sorted(names):
                 path = os.path.join(root, name)
                 info = os.lstat(path)

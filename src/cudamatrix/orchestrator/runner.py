@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from .. import __version__
 from ..common import recorded
-from ..common.folders import writable_folder
+from ..common.folders import RUN_LOCK, tag_cache, writable_folder
 from ..common.locks import LockHeld, exclusive_lock
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
@@ -356,6 +356,7 @@ def execute(options: RunOptions, progress: Progress,
     writable_folder(out, "the output folder (--out)")
     writable_folder(options.cache, "the cache folder",
                     f"give another with --cache or ${CACHE_ENV}")
+    tag_cache(options.cache)
     lock = lock_output(out)
     try:
         return _execute(options, plan, progress, on_result, started_at, started,
@@ -368,7 +369,7 @@ def lock_output(out: Path) -> IO[str]:
     """Hold `out` for this run alone: two runs writing one folder's cells and artifacts
     corrupt each other's compiles (ptxas finding its input gone) and results."""
     try:
-        return exclusive_lock(out / ".cudamatrix.lock")
+        return exclusive_lock(out / RUN_LOCK)
     except LockHeld as held:
         raise UserError(f"{out}: another run is writing this folder ({held}); wait for it "
                         "or give another --out") from None
