@@ -35,6 +35,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also each failing cell's message as it finishes")
     subparsers = parser.add_subparsers(dest="command")
     for command in commands():
+        # Made apart first: a plugin command whose arguments raise is left out, said on
+        # stderr, and every other command (and --version) still works.
+        made = argparse.ArgumentParser(prog=f"cudamatrix {command.name}", add_help=False)
+        try:
+            command.add_arguments(made)
+        except Exception as exc:  # a plugin command's may raise anything
+            print(f"warning: command {command.name!r} left out: its arguments cannot be made "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            continue
         command.add_arguments(subparsers.add_parser(command.name, help=command.help,
                                                     parents=[talk]))
     return parser

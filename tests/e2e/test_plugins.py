@@ -128,3 +128,37 @@ def test_a_plugin_that_cannot_load_or_takes_a_built_in_name_is_one_line(tmp_path
                       out=tmp_path / "out", env=taken)
     assert said.code == 2 and "'wheels' is a built-in name" in said.output, said.output
     assert "Traceback" not in said.output
+
+
+RAISING = PLUGIN + '''
+
+def _no_arguments(parser):
+    raise RuntimeError("cannot make my arguments")
+
+
+BROKEN = Command("broken", "never made", _no_arguments, _hello)
+LOST = Frontend("lost", compile=_build, prepare="toyplug_missing_module:prepare")
+'''
+
+
+def test_a_plugin_raising_in_its_arguments_or_prepare_is_one_line(tmp_path: Path) -> None:
+    """Issue 57, points 14-22: a plugin command whose arguments raise broke even `cudamatrix
+    --version`; a frontend whose `prepare` names a missing module was a traceback."""
+    env = _install(tmp_path / "site", "[cudamatrix.commands]\nbroken = toyplug:BROKEN\n"
+                   "[cudamatrix.frontends]\nlost = toyplug:LOST\n", module=RAISING)
+    version = cudamatrix("--version", env=env)
+    assert version.code == 0 and "cudamatrix " in version.output, version.output
+    assert "warning: command 'broken' left out: its arguments cannot be made (RuntimeError: " \
+        "cannot make my arguments)" in version.output
+    write_case(tmp_path / "c", "lost-case", """
+        title = "a frontend whose prepare is lost"
+        [[variant]]
+        name = "v"
+        source = "k.toy"
+        frontend = "lost"
+    """, {"k.toy": "x\n"})
+    run = cudamatrix("run", "--corpus", str(tmp_path / "c"), "--toolkit", "13.0", "--arch",
+                     "sm_80", "--no-gpu", out=tmp_path / "out", env=env)
+    assert run.code == 2, run.output[-2000:]
+    assert "error: frontend 'lost': its prepare 'toyplug_missing_module:prepare' cannot be " \
+        "loaded (ModuleNotFoundError" in run.output and "Traceback" not in run.output

@@ -14,7 +14,7 @@ from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import Variant
 from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
-from ..errors import Failure, UserError
+from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
 from ..record.results import ARTIFACTS_DIR, CELLS_DIR, load_cell
@@ -149,8 +149,14 @@ class CellJobs:
             case_dir=self.resolved(variant.case_dir or variant.source.parent))
         prepare = preparation(spec)
         if prepare is not None:
-            prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,
-                                                    prebuilt is not None, versions))
+            try:
+                prepared = prepare(job, JobContext(variant, env, self.envs, self.warmups,
+                                                        prebuilt is not None, versions))
+            except (UserError, EnvironmentUnavailable):
+                raise
+            except Exception as exc:  # a plugin's prepare may raise anything: its cell's
+                prepared = StageResult("compile", "error", f"the {spec.name} frontend's "
+                                       f"prepare raised {type(exc).__name__}: {exc}")
             if isinstance(prepared, StageResult):
                 return NoJob([prepared]), versions
             job = prepared

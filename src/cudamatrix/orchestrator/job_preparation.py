@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config.corpus import Variant
 from ..config.sources import tree_digest
-from ..errors import Failure
+from ..errors import Failure, UserError
 from ..providers import Environment
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -44,8 +44,14 @@ def preparation(spec: Frontend) -> Callable[[Job, JobContext], Job | StageResult
     if callable(spec.prepare):
         return spec.prepare
     module, _, name = spec.prepare.partition(":")
-    found: Callable[[Job, JobContext], Job | StageResult] = getattr(
-        importlib.import_module(module), name)
+    try:
+        found: Callable[[Job, JobContext], Job | StageResult] = getattr(
+            importlib.import_module(module), name)
+    except Exception as exc:  # a plugin's module may be missing or raise anything
+        raise UserError(f"frontend {spec.name!r}: its prepare {spec.prepare!r} cannot be "
+                        f"loaded ({type(exc).__name__}: {exc})") from None
+    if not callable(found):
+        raise UserError(f"frontend {spec.name!r}: its prepare {spec.prepare!r} is no function")
     return found
 
 
