@@ -32,8 +32,10 @@ from .declarations import (
     DEFAULT_OUTPUTS,
     FLAGS_IF,
     LIBRARY_NAME_PATTERN,
+    RUN,
     TIME,
     VARIANT,
+    declared_defaults,
 )
 from .run_table import RUN_KEYS, RunTableReader
 from .sources import SourceSpec
@@ -224,6 +226,8 @@ class _Reader(RunTableReader):
             raise self.fail(f"{where}.run", "expected a table")
         check_keys(f"{where}.run", run, RUN_KEYS, self.fail)
         self.run_table(f"{where}.run", run)
+        if run:  # every declared default filled in once, here: the GPU stages add none
+            run = {**declared_defaults(RUN), **run}
         load = raw.get("load", "auto")
         if load not in LOAD_MODES:
             raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")

@@ -148,19 +148,20 @@ RUN = Table("[variant.run]", "Launch the kernel on a GPU and check its outputs a
     Key("args", "array of tables", "the kernel's arguments, in order", table=ARG),
     Key("grid", INTEGERS, "blocks, 1 to 3 dimensions", default=[1], example="grid = [64]"),
     Key("block", INTEGERS, "threads a block, 1 to 3 dimensions (at most 1024 in all)",
-        default=[1], example="block = [256]"),
+        default=[32], example="block = [256]"),
     Key("shared_bytes", INTEGER, "dynamic shared memory a block", default=0, minimum=0,
         example="shared_bytes = 49168"),
     Key("shared_opt_in", BOOLEAN, "raise the kernel's dynamic shared memory limit first "
-        "(cuFuncSetAttribute), as a library must above 48 KiB", default=False,
-        example="shared_opt_in = true"),
+        "(cuFuncSetAttribute), as a library must above 48 KiB; false shows what a launch "
+        "without it does", default=True, example="shared_opt_in = false"),
     Key("check", "table", "each output's expected value, a NumPy expression over the "
         "arguments", table=Table("check", "output = \"expression\"", extra=STRING,
                                  extra_doc="an output argument's name"),
         example='check = { y = "a * x + y_in" }'),
     Key("rtol", NUMBER, "relative tolerance", default=1e-5, minimum=0, example="rtol = 1e-3"),
-    Key("atol", NUMBER, "absolute tolerance", default=1e-8, minimum=0, example="atol = 1e-2"),
-    Key("seed", INTEGER, "the random inputs' seed", default=0, minimum=0, example="seed = 7"),
+    Key("atol", NUMBER, "absolute tolerance", default=1e-5, minimum=0, example="atol = 1e-2"),
+    Key("seed", INTEGER, "the random inputs' seed", default=2024, minimum=0,
+        example="seed = 7"),
     Key("host", BOOLEAN, "the kernel is launched by the case's own host code (a library's "
         "entry point)", default=False, example="host = true"),
 ))
@@ -378,6 +379,12 @@ def _table_schema(table: Table, entries: Table | None = None) -> dict[str, Any]:
     else:
         made["additionalProperties"] = _kind_schema(table.extra)
     return made
+
+
+def declared_defaults(table: Table) -> dict[str, Any]:
+    """Each key of `table` that has a default, with it: what a reader fills in once, so no
+    stage reads a key with a default of its own."""
+    return {key.name: key.default for key in table.keys if key.default is not None}
 
 
 def json_schema(which: str) -> dict[str, Any]:

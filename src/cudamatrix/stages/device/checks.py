@@ -60,7 +60,7 @@ def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
     """The case's arguments in launch order, and every name its checks may use: each
     argument (scalars too) and each inout's input as ``NAME_in``. One reading for every
     path that launches (the driver API, CuPy), the same as the case reader's."""
-    rng = np.random.default_rng(int(job.run.get("seed", 2024)))
+    rng = np.random.default_rng(int(job.run["seed"]))
     arguments: list[Argument] = []
     named: dict[str, np.ndarray] = {}
     for index, spec in enumerate(job.run.get("args", [])):
@@ -80,7 +80,7 @@ def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
 def compare_outputs(job: Job, arrays: dict[str, np.ndarray]
                     ) -> tuple[Status, str, str, dict[str, Any]]:
     checks = job.run.get("check", {})
-    rtol, atol = float(job.run.get("rtol", 1e-5)), float(job.run.get("atol", 1e-5))
+    rtol, atol = float(job.run["rtol"]), float(job.run["atol"])
     lines, worst = [], {}
     for name, expression in checks.items():
         try:  # read when the case was read; read again here, as a worker trusts nothing

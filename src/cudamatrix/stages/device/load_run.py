@@ -265,18 +265,18 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     name = (job.kernel or "").encode()
     function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
     arrays, values, outputs = _prepare_args(job, gpu)
-    shared = int(job.run.get("shared_bytes", 0))
+    shared = int(job.run["shared_bytes"])
     # Dynamic shared memory beyond 48 KiB needs this opt-in; a case may leave it out
     # (shared_opt_in = false) to show what a launch without it does.
-    if shared > 0 and job.run.get("shared_opt_in", True):
+    if shared > 0 and job.run["shared_opt_in"]:
         _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
             function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             shared))
     holders = [np.asarray([int(v)], dtype=np.uint64) if not isinstance(v, np.ndarray) else v
                for v in values]
     pointers = np.asarray([h.ctypes.data for h in holders], dtype=np.uint64)
-    grid = [*job.run.get("grid", [1, 1, 1]), 1, 1][:3]
-    block = [*job.run.get("block", [32, 1, 1]), 1, 1][:3]
+    grid = [*job.run["grid"], 1, 1][:3]
+    block = [*job.run["block"], 1, 1][:3]
     launch = (f"cuLaunchKernel (grid {grid}, block {block}, "
               f"{shared} bytes of dynamic shared memory)")
 

@@ -117,9 +117,9 @@ def cupy_stages(job: Job) -> list[StageResult]:
         launched, host = case_arguments(job)
         device = {a.name: cupy.asarray(a.value) for a in launched if not a.scalar}
         arguments = [a.value[()] if a.scalar else device[a.name] for a in launched]
-        grid = tuple([*job.run.get("grid", [1]), 1, 1][:3])
-        block = tuple([*job.run.get("block", [32]), 1, 1][:3])
-        shared = int(job.run.get("shared_bytes", 0))
+        grid = tuple([*job.run["grid"], 1, 1][:3])
+        block = tuple([*job.run["block"], 1, 1][:3])
+        shared = int(job.run["shared_bytes"])
         if shared:
             kernel.max_dynamic_shared_size_bytes = shared
         kernel(grid, block, tuple(arguments), shared_mem=shared)
