@@ -1,0 +1,22 @@
+# This session's GPU-side changes on a lent GPU (the machine's own CUDA 13.0, the host
+# provider; the package run from the source tree, never installed): the GPU tests, and the
+# known-bug, hermetic and GPU-fault corpus made by the code before this session (4daaf13,
+# carried as .gpu/before/src) and by this checkout, compared cell by cell: [variant.run]'s
+# defaults now filled in by the reader, no stage with a default of its own.
+set -u
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>/dev/null
+export PYTHONUNBUFFERED=1 PIP_RETRIES=0 PIP_TIMEOUT=5
+nvidia-smi -L
+echo "== the GPU tests"
+PYTHONPATH=$PWD/src:$PWD/tests:/tmp/site timeout 280 python3 -m pytest -p no:cacheprovider -q \
+  tests/e2e/test_gpu.py tests/e2e/test_hermetic_gpu.py 2>&1 | tee $OUT/gpu-tests.log | tail -4
+echo "== before and after, cell by cell"
+C="--known-bugs --corpus tests/data/hermetic --corpus tests/data/gpu-faults --arch sm_90 --arch sm_90a --arch sm_80 --jitify-warmup-timeout 10"
+for code in before after; do
+  src=$PWD/src; [ $code = before ] && src=$PWD/.gpu/before/src
+  PYTHONPATH=$src:/tmp/site timeout 200 python3 -m cudamatrix run --provider host --toolkit 13.0 \
+    --runner-label h100-driver-580 $C -j 16 --cache /tmp/c-$code --out /tmp/v-$code \
+    > $OUT/$code.log 2>&1
+  echo "$code: rc=$? $(grep -E '^pass=' $OUT/$code.log)"
+done
+python3 reports/hermetic-h100/compare.py /tmp/v-before /tmp/v-after | tee $OUT/before-after.txt | tail -8
