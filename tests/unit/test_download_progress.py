@@ -40,3 +40,16 @@ def test_a_large_download_is_said_in_bytes(capsys: pytest.CaptureFixture[str],
 def test_a_silent_hang_is_stopped_at_its_limit() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         wheels.run_pip([sys.executable, "-c", "import time; time.sleep(60)"], 1, None)
+
+
+def test_an_older_pip_installs_quietly_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU image's pip 24.0 refused --progress-bar raw, and with it every install (found
+    on the lent H100): raw progress only where pip has it."""
+    import importlib.metadata
+
+    for said, flags in (("24.0", ["--quiet"]), ("24.1", ["--progress-bar", "raw"]),
+                        ("26.3", ["--progress-bar", "raw"])):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, said=said: said)
+        wheels.pip_progress.cache_clear()
+        assert wheels.pip_progress() == flags
+    wheels.pip_progress.cache_clear()

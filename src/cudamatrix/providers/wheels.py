@@ -9,6 +9,7 @@ one machine) from installing the same toolkit twice.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.locks import folder_lock
@@ -57,7 +58,7 @@ def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
         shutil.rmtree(staging, ignore_errors=True)
         # pip's raw progress ("Progress N of M" a line), turned into a line of bytes now
         # and then: a toolkit's wheels are the longest wait of a first run.
-        command = [sys.executable, "-m", "pip", "install", "--progress-bar", "raw",
+        command = [sys.executable, "-m", "pip", "install", *pip_progress(),
                    "--disable-pip-version-check", "--no-compile", "--target", str(staging),
                    *requirements]
         if not with_deps:
@@ -81,6 +82,20 @@ def install(target: Path, requirements: Sequence[str], *, ledger: InputLedger,
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     return target
+
+
+@functools.cache
+def pip_progress() -> list[str]:
+    """pip's raw progress where this pip has it (24.1 and newer: a GPU image's older pip
+    refused the option, and with it every install); else pip quiet, as before."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        raw = Version(installed("pip")) >= Version("24.1")
+    except (PackageNotFoundError, InvalidVersion):
+        raw = False
+    return ["--progress-bar", "raw"] if raw else ["--quiet"]
 
 
 # A download is said when it is at least this large, at most every this many seconds.
