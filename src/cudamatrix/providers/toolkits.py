@@ -74,6 +74,8 @@ class CellSite:
     gpu: bool
     gpu_server: bool = True
     say: Callable[[str], None] | None = None
+    # Where the GPU servers keep the driver's PTX JIT (None: cold, as --no-compile-cache).
+    jit_cache: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class _LocalCells:
 
     def executor(self, site: CellSite) -> ExecutorChoice:
         return ExecutorChoice("local", {"gpu_server": site.gpu and site.gpu_server,
-                                        "say": site.say})
+                                        "say": site.say, "jit_cache": site.jit_cache})
 
     def host_compiler(self, name: str) -> tuple[str, str] | Failure:
         found = installed_compiler(name)

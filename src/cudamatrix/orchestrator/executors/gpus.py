@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
 from ...stages.process.gpu_server import GPU_OUTPUT_FILE
 from ...stages.process.hang import stage_entered
+from ...stages.process.hermetic import JIT_CACHE_ENV
 from ...stages.process.limits import read_bounded
 from .outcome import timed_out, with_process_output
 
@@ -82,8 +84,12 @@ def visible_gpus() -> list[Gpu]:
 class GpuServer:
     """One GPU's server process, started on first use and again after it ended."""
 
-    def __init__(self, gpu: Gpu, folder: Path, env: dict[str, str]) -> None:
+    def __init__(self, gpu: Gpu, folder: Path, env: dict[str, str],
+                 jit_cache: Path | None = None) -> None:
         self.gpu, self.env = gpu, {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid}
+        if jit_cache is not None:  # the driver's PTX JIT, kept per GPU kind
+            kind = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu.name}-{gpu.arch}")
+            self.env[JIT_CACHE_ENV] = str(jit_cache / kind)
         self.socket_path = str(folder / f"gpu-{gpu.index}.sock")
         self.process: subprocess.Popen[str] | None = None
         self.started = 0
@@ -185,8 +191,9 @@ class GpuPool:
     """A server per visible GPU; a cell's GPU stages on a free one, its own arch's first."""
 
     def __init__(self, gpus: Sequence[Gpu], folder: Path, env: dict[str, str],
-                 say: Callable[[str], None] = lambda text: None) -> None:
-        self.servers = [GpuServer(gpu, folder, env) for gpu in gpus]
+                 say: Callable[[str], None] = lambda text: None,
+                 jit_cache: Path | None = None) -> None:
+        self.servers = [GpuServer(gpu, folder, env, jit_cache) for gpu in gpus]
         self.free = list(self.servers)
         self.condition = threading.Condition()
         self.say = say

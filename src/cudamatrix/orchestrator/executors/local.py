@@ -91,7 +91,8 @@ class LocalExecutor:
     one context for the run, instead of a context of the cell's own."""
 
     def __init__(self, gpu_server: bool = False,
-                 say: Callable[[str], None] = lambda text: None) -> None:
+                 say: Callable[[str], None] = lambda text: None,
+                 jit_cache: Path | None = None) -> None:
         self._running: set[int] = set()
         self._servers: dict[tuple[str, str], ForkServer] = {}
         self._lock = threading.Lock()
@@ -106,7 +107,7 @@ class LocalExecutor:
         if gpu_server:
             found = visible_gpus()
             if found:
-                self.gpus = GpuPool(found, self._folder, worker_env(None), say)
+                self.gpus = GpuPool(found, self._folder, worker_env(None), say, jit_cache)
 
     def _server(self, env: dict[str, str]) -> ForkServer:
         key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))

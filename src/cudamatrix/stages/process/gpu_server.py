@@ -38,7 +38,7 @@ from pathlib import Path
 from ..cell.job import Job
 from ..cell.result import StageResult
 from .hang import arm_stack_dump
-from .hermetic import make_this_process_hermetic
+from .hermetic import JIT_CACHE_ENV, keep_the_driver_jit, make_this_process_hermetic
 from .worker import die_with_parent
 
 # Device memory the driver may take for itself over a server's life before the server is
@@ -119,6 +119,7 @@ def serve(socket_path: str) -> None:
 def main() -> None:
     die_with_parent()
     make_this_process_hermetic()
+    keep_the_driver_jit(os.environ.get(JIT_CACHE_ENV))
     serve(sys.argv[1])
 
 
