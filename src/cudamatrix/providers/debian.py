@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import os
 import re
 import shutil
 import subprocess
@@ -94,11 +95,23 @@ def _package_entry(release: str, suite: str, version_prefix: str) -> dict[str, s
     raise EnvironmentUnavailable(f"Debian {suite} non-free has no {PACKAGE} {version_prefix}")
 
 
-def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...]) -> str:
+def _from_here(folder: str, nvcc_dir: Path | None) -> str:
+    """`folder` as nvcc.profile names it: from nvcc's own folder ($(_HERE_)) where both are
+    on this machine, so every run sharing one unpacked tree through a linked cache (a
+    team's, the tests') writes the same profile; a run that named its own cache's path
+    rewrote it under another run's running nvcc (CUTLASS's host pass then missed
+    crt/host_runtime.h). Absolute where not (a path inside an image)."""
+    if nvcc_dir is None or not os.path.isdir(folder) or not nvcc_dir.is_dir():
+        return folder
+    return "$(_HERE_)/" + os.path.relpath(os.path.realpath(folder), os.path.realpath(nvcc_dir))
+
+
+def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...],
+                 nvcc_dir: Path | None = None) -> str:
     """nvcc.profile for the unpacked tree: its tools, libdevice, and the wheels' headers
-    (paths as nvcc will see them: here, or inside an image)."""
-    includes = " ".join(f'"-I{d}"' for d in include_dirs)
-    libraries = " ".join(f'"-L{d}"' for d in library_dirs)
+    (paths as nvcc will see them: here, from its folder, or inside an image)."""
+    includes = " ".join(f'"-I{_from_here(d, nvcc_dir)}"' for d in include_dirs)
+    libraries = " ".join(f'"-L{_from_here(d, nvcc_dir)}"' for d in library_dirs)
     return ("# Written by cudamatrix for an unpacked Debian nvidia-cuda-toolkit.\n"
             "NVVMIR_LIBRARY_DIR = $(_HERE_)/../libdevice\n"
             "PATH += $(_HERE_):$(_HERE_)/../../../bin:\n"
@@ -145,7 +158,7 @@ def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tup
             shutil.rmtree(root, ignore_errors=True)
             staging.rename(root)
         profile = nvcc_dir / "nvcc.profile"
-        wanted = nvcc_profile(include_dirs, library_dirs)
+        wanted = nvcc_profile(include_dirs, library_dirs, nvcc_dir)
         if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
             # Whole or not at all: another run's nvcc may be reading it (each run names the
             # wheels' folders through its own cache path).
