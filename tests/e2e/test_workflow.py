@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cudamatrix
+from conftest import REPO, cudamatrix, private_cache
 from cudamatrix import __version__
 from workflow_rehearsal import REUSABLE, Rehearsal
 
@@ -150,10 +150,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(built)
 
 
-def _rehearsal(project: Path, work: Path, python: str, **given: object) -> Rehearsal:
-    caches = {"cudamatrix-cache": CACHE / "cudamatrix", "pip-cache": CACHE / "pip"}
-    for folder in caches.values():
-        folder.mkdir(parents=True, exist_ok=True)
+def _rehearsal(project: Path, work: Path, python: str, cache: Path, **given: object
+               ) -> Rehearsal:
+    """A rehearsal whose runner restores `cache` (this test's own, its downloads linked to
+    the shared ones): what the caches hold changes only by what these jobs do, as on a
+    runner, never by another test running beside it."""
+    caches = {"cudamatrix-cache": cache, "pip-cache": CACHE / "pip"}
+    caches["pip-cache"].mkdir(parents=True, exist_ok=True)
     work.mkdir()
     return Rehearsal(project, work, python=python, caches=caches, **given)  # type: ignore[arg-type]
 
@@ -176,7 +179,9 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
     use = {"cudamatrix": wheel}
 
     # The default branch's run: no baseline yet (said, not silent); the old bug fails.
-    main = _rehearsal(project, tmp_path / "main", python, event="push")
+    (tmp_path / "runner-cache").mkdir()
+    cache = private_cache(tmp_path / "runner-cache")
+    main = _rehearsal(project, tmp_path / "main", python, cache, event="push")
     site = main.run_caller(caller, overrides=use)
     log = "\n".join(main.log)
     assert main.results["shard"] == "success", log  # the shards ran and recorded
@@ -187,7 +192,7 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
     assert keys[0].startswith(f"cudamatrix-trusted-Linux-{__version__}-"), keys
 
     # A pull request that breaks nothing: every check green, the old bug still failing.
-    quiet = _rehearsal(project, tmp_path / "quiet", python, saved_caches=list(keys))
+    quiet = _rehearsal(project, tmp_path / "quiet", python, cache, saved_caches=list(keys))
     quiet.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
     log = "\n".join(quiet.log)
     assert quiet.results["shard"] == quiet.results["merge"] == "success", log
@@ -197,7 +202,7 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
 
     # A pull request that breaks a kernel: the shards green, the merge red naming it.
     _add_failing_case(project, "new-bug")
-    broken = _rehearsal(project, tmp_path / "broken", python)
+    broken = _rehearsal(project, tmp_path / "broken", python, cache)
     broken.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
     log = "\n".join(broken.log)
     assert broken.results["shard"] == "success", log
@@ -211,7 +216,7 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
 
     # A shard lost after its upload, re-run from the Actions page: the re-run uploads under
     # its own attempt's name and the merge takes the newest attempt of each shard.
-    lost = _rehearsal(project, tmp_path / "rerun", python, sabotage={"shard-1"})
+    lost = _rehearsal(project, tmp_path / "rerun", python, cache, sabotage={"shard-1"})
     lost.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
     assert lost.results["shard"] == "failure"
     again = lost.rerun_failed()
