@@ -31,8 +31,8 @@ def test_a_held_folder_is_waited_for_said_and_given_up_on(tmp_path: Path) -> Non
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         said: list[str] = []
-        with pytest.raises(EnvironmentUnavailable, match=rf"pid {holder.pid} on .* has held "
-                                                          r"it for over 0 s"), \
+        with pytest.raises(EnvironmentUnavailable, match=rf"pid {holder.pid} on .* held it "
+                                                          r"past 0 s"), \
                 folder_lock(target, timeout_s=0.3, say=said.append):
             pass
         assert said == [f"waiting for {target}: pid {holder.pid} on "
@@ -96,3 +96,25 @@ def test_a_forged_holder_is_not_named_as_one(tmp_path: Path) -> None:
     lock.write_text("pid 1; rm -rf / on \n\x1b[2J")
     with _open_lock(lock) as handle:
         assert _holder(handle) == "another process"
+
+
+def test_a_lock_wait_ends_with_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 57, point 13: the wait for a held cache folder ignored --run-timeout (an hour);
+    it ends with the run, whichever comes first, and says so."""
+    import time
+
+    from cudamatrix.common.locks import RUN_DEADLINE_ENV
+
+    target = tmp_path / "toolkits" / "wheels-13.0"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(target)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv(RUN_DEADLINE_ENV, f"{time.time() + 0.5:.3f}")
+        with pytest.raises(EnvironmentUnavailable, match=r"held it past the run's "
+                                                          r"--run-timeout"), \
+                folder_lock(target, say=lambda text: None):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()

@@ -23,6 +23,28 @@ from ..errors import EnvironmentUnavailable, UserError
 # How long a run waits for another process's folder (a toolkit's install takes minutes;
 # an hour is a process that hangs, not one that works).
 LOCK_TIMEOUT_S = 3600.0
+# The run's end (seconds since the epoch, as --run-timeout set it), which every process
+# the run starts inherits: no wait for a lock outlasts it.
+RUN_DEADLINE_ENV = "CUDAMATRIX_RUN_DEADLINE"
+
+
+def _within_the_run(timeout_s: float) -> tuple[float, str]:
+    """The wait a lock may take: `timeout_s`, or less where the run's --run-timeout ends
+    first; and what ends it, for the message."""
+    said = os.environ.get(RUN_DEADLINE_ENV, "")
+    try:
+        left = float(said) - time.time()
+    except ValueError:
+        return timeout_s, f"{timeout_s:.0f} s"
+    if left < timeout_s:
+        return max(0.0, left), "the run's --run-timeout"
+    return timeout_s, f"{timeout_s:.0f} s"
+
+
+def set_run_deadline(seconds: float | None) -> None:
+    """The run's --run-timeout, for every lock wait of this process and those it starts."""
+    if seconds:
+        os.environ[RUN_DEADLINE_ENV] = f"{time.time() + seconds:.3f}"
 _POLL_S = 0.2
 
 
@@ -81,6 +103,7 @@ def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
     for ... held by pid N"), and for at most `timeout_s`. The lock goes with the process,
     even on a kill, so a run that dies mid-way never leaves the next one waiting."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    timeout_s, limit = _within_the_run(timeout_s)
     with _open_lock(target.with_name(target.name + ".lock")) as handle:
         started = time.monotonic()
         said = False
@@ -92,9 +115,9 @@ def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
                 if not said:
                     say(f"waiting for {target}: {_holder(handle)} is preparing it")
                     said = True
-                if time.monotonic() - started > timeout_s:
+                if time.monotonic() - started >= timeout_s:
                     raise EnvironmentUnavailable(
-                        f"{target}: {_holder(handle)} has held it for over {timeout_s:.0f} s "
+                        f"{target}: {_holder(handle)} held it past {limit} "
                         "(stop that process to go on: removing the lock file would let "
                         "another run prepare the folder beside it)") from None
                 time.sleep(_POLL_S)

@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from .. import __version__
 from ..common import recorded
 from ..common.folders import RUN_LOCK, tag_cache, writable_folder
-from ..common.locks import LockHeld, exclusive_lock
+from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
@@ -351,6 +351,7 @@ def execute(options: RunOptions, progress: Progress,
     why a re-run could not answer from the record (the caller records the run from it)."""
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
+    set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
     for reason, count in sorted(plan.pruned.items()):
         progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
     out = options.out
