@@ -40,6 +40,7 @@ def test_an_endless_page_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
             package_index.get(f"http://127.0.0.1:{server.server_address[1]}/simple/x/")
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_a_record_claiming_too_much_is_refused(tmp_path: Path,

@@ -130,10 +130,13 @@ def test_readmes_saxpy_checks_its_scalar_argument_by_name() -> None:
     """Issue 47: README's saxpy, `check = { y = "a * x + y_in" }` with `a` a scalar, was
     refused on the GPU ("'a' is no argument of the case"): a right kernel reported fail.
     The arguments as launched, the kernel's work done in NumPy, then the check."""
+    from cudamatrix.config.declarations import RUN, declared_defaults
     from cudamatrix.stages.cell.job import Job
     from cudamatrix.stages.device.checks import case_arguments, compare_outputs
 
-    run = {"grid": [4], "block": [256], "check": {"y": "a * x + y_in"},
+    # As the reader gives it: every declared default filled in.
+    run = {**declared_defaults(RUN), "grid": [4], "block": [256],
+           "check": {"y": "a * x + y_in"},
            "args": [{"name": "n", "dtype": "int32", "value": 1024},
                     {"name": "a", "dtype": "float32", "value": 2.5},
                     {"name": "x", "dtype": "float32", "shape": [1024]},

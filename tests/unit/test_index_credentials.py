@@ -38,6 +38,7 @@ def _server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_the_token_stays_with_its_host_across_a_redirect() -> None:
