@@ -308,20 +308,13 @@ def release_commit() -> str:
     """The commit this cudamatrix was built from: the record its build wrote (setup.py), else
     the HEAD of the git checkout it runs from (an editable install); empty where neither is
     known. Never $GITHUB_SHA: in a user's CI that is the user's commit, not this tool's."""
-    import subprocess
+    from ..common.revision import git_head
 
     record = files("cudamatrix.config") / "data" / "release-commit"
     if record.is_file():
         said = record.read_text().strip()
         return said if re.fullmatch(r"[0-9a-f]{40}", said) else ""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"],
-                              cwd=Path(__file__).parent, capture_output=True, text=True,
-                              timeout=5, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    commit = head.stdout.strip()
-    return commit if head.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else ""
+    return git_head(Path(__file__).parent)
 
 
 def github_caller(workflow: str | None = None) -> str:
