@@ -255,13 +255,21 @@ class _Anchors(html.parser.HTMLParser):
             self.files.append(entry)
 
 
-def _version_of(filename: str) -> str | None:
+def _name_and_version(filename: str) -> tuple[str, str] | None:
+    """A wheel's or an sdist's project (normalised) and version, by its file name."""
     try:
         if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[1])
-        return str(parse_sdist_filename(filename)[1])
+            name, version = parse_wheel_filename(filename)[:2]
+        else:
+            name, version = parse_sdist_filename(filename)
     except (InvalidWheelFilename, InvalidSdistFilename):
         return None
+    return str(name), str(version)
+
+
+def _version_of(filename: str) -> str | None:
+    parsed = _name_and_version(filename)
+    return parsed[1] if parsed else None
 
 
 @dataclass(frozen=True)
@@ -336,12 +344,8 @@ def _linked(place: str, project: str) -> list[dict[str, Any]]:
 
 
 def _project_of(filename: str) -> str | None:
-    try:
-        if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[0])
-        return str(parse_sdist_filename(filename)[0])
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return None
+    parsed = _name_and_version(filename)
+    return parsed[0] if parsed else None
 
 
 def listing(project: str, indexes: Indexes | None = None) -> Listing:
