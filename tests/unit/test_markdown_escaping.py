@@ -6,6 +6,7 @@ span), so the rendered page holds no tag, link, image or heading the tool did no
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -18,8 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
 HOSTILE = ("x`y\n# Injected heading\n<script>alert(1)</script><img src=x onerror=alert(1)>"
            "[click](https://evil.example) ![i](https://evil.example/i.png) | a | b |")
-TOOL_TAGS = {"<details><summary>The run: date, host, GPU, toolkits and libraries</summary>",
-             "</details>"}
+# The tags the tool writes itself (folded blocks, their summaries); every value inside one
+# is HTML-escaped, so no other tag can appear.
+TOOL_TAGS = {"<details>", "</details>", "<summary>", "</summary>", "<strong>", "</strong>",
+             "<code>", "</code>"}
 
 
 def _hostile() -> tuple[RunInfo, list[CellResult]]:
@@ -58,20 +61,18 @@ def test_no_tag_link_or_heading_the_tool_did_not_write() -> None:
     diff = compare(f"base{HOSTILE}", Baseline(baseline), cells)
     text = markdown_report(info, cells, diff)
     tokens = list(_walk(_rendered(text)))
-    tags = {t.content.strip() for t in tokens if t.type in ("html_inline", "html_block")}
-    assert tags <= TOOL_TAGS | {"<details><summary>The run: date, host, GPU, toolkits and "
-                                "libraries</summary>"}, tags
+    html = [t.content for t in tokens if t.type in ("html_inline", "html_block")]
+    tags = {tag for block in html for tag in re.findall(r"<[^>]*>", block)}
+    assert tags <= TOOL_TAGS, tags
+    assert not any("<script" in block or "<img" in block for block in html)
     links = {t.attrs.get("href") for t in tokens if t.type == "link_open"}
     assert links <= {"https://github.com/NVIDIA/cutlass/issues/1"}, links  # the upstream's
     assert not [t for t in tokens if t.type == "image"]
     headings = [t for t in tokens if t.type == "heading_open"]
-    # The report's own: its title, the glance, a heading per case, per variant and per
-    # case's kernel resources table, the baseline's and the details'.
-    cases = {c.cell.case for c in cells}
-    variants = {(c.cell.case, c.cell.variant) for c in cells}
+    # The report's own: its title, the baseline's, the glance, the unexpected cells', the
+    # cases' and each case's kernel resources table (inside its folded block).
     resources = {c.cell.case for c in cells if c.resources}
-    assert len(headings) == 1 + 1 + len(cases) + len(variants) + len(resources) + 1 + 1, \
-        [t.map for t in headings]
+    assert len(headings) == 1 + 1 + 1 + 1 + 1 + len(resources), [t.map for t in headings]
     assert "Injected heading" not in [t.content for t in tokens if t.type == "inline"
                                       and t.content.startswith("Injected")]
 

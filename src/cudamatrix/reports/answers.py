@@ -33,15 +33,17 @@ VERBS: dict[str, str] = {
     "fails at run": "fails at run",
     "skipped": "is skipped",
 }
-# The page's glyph per thing that happened (coloured by CSS; no emoji font needed).
+# The page's glyph per thing that happened (coloured by CSS; no emoji font needed): each
+# stage a cell can stop at has its own shape, so the grid reads in grey as well as in colour.
 GLYPHS: dict[str, str] = {
-    "runs": "●", "loads": "◑", "builds": "○", "fails at build": "✗", "fails at compile": "✗",
-    "fails at inspect": "✗", "fails at load": "✗", "fails at run": "✗", "skipped": "–",
+    "runs": "●", "loads": "◑", "builds": "○", "fails at build": "■", "fails at compile": "✗",
+    "fails at inspect": "▲", "fails at load": "◆", "fails at run": "✹", "skipped": "–",
 }
-# One symbol per thing that happened, for the grid (GitHub renders them in Markdown).
+# One symbol per thing that happened, for the Markdown grid and every Markdown line that
+# names what a cell did (GitHub renders them): the report's one vocabulary.
 SYMBOLS: dict[str, str] = {
     "runs": "🟢", "loads": "🔵", "builds": "⚪",
-    "fails at build": "🟥", "fails at compile": "🟥", "fails at inspect": "🟧",
+    "fails at build": "🔺", "fails at compile": "🟥", "fails at inspect": "🟧",
     "fails at load": "🟪", "fails at run": "🟫", "skipped": "⏭️",
 }
 UNEXPECTED_MARK = "❗"
@@ -58,13 +60,16 @@ def _rank(what: str) -> int:
     return list(VERBS).index(what) if what in VERBS else len(VERBS)
 
 
-def legend() -> str:
-    """The grid's symbols in words."""
-    seen: dict[str, list[str]] = defaultdict(list)
+def legend(counts: dict[str, int] | None = None) -> str:
+    """The grid's symbols in words, each with its number of cells where `counts` (by what
+    happened) is given: the report's one legend."""
+    said = []
     for what, symbol in SYMBOLS.items():
-        seen[symbol].append(VERBS[what])
-    return " · ".join(f"{symbol} {' / '.join(words)}" for symbol, words in seen.items()) \
-        + f" · {UNEXPECTED_MARK} not what the case expects"
+        if counts is not None and not counts.get(what):
+            continue
+        said.append(f"{symbol} {VERBS[what]}" + (f" {counts[what]}" if counts else ""))
+    return " · ".join(said) + f" · {UNEXPECTED_MARK} after a symbol: not what the case " \
+        "expects (a failure it does not expect, or a pass where it expects a failure)"
 
 
 def where_key(label: str) -> list[object]:

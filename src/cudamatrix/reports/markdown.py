@@ -6,8 +6,9 @@ renders in a repository and in a GitHub Actions step summary.
 
 from __future__ import annotations
 
+import html
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,25 +17,20 @@ from ..record.baseline import FAILING, BaselineDiff
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import CellResult, RunInfo, summary
 from ..record.time_changes import TimeChange
-from .answers import UNEXPECTED_MARK, Grid, answer_grid, case_answers, legend
-from .glance import UNEXPECTED, axis_rates, likely_culprit, repro
-from .labels import row_label
-
-SYMBOLS = {
-    "pass": "✅ pass",
-    "xfail": "🔶 xfail",
-    "xpass": "❗ xpass",
-    "fail": "❌ fail",
-    "error": "💥 error",
-    "skip": "⏭️ skip",
-}
-LEGEND = (
-    "✅ pass: behaved as expected and worked · 🔶 xfail: the known bug reproduced as expected · "
-    "❗ xpass: expected to fail but worked (possibly fixed upstream) · ❌ fail: not what the "
-    "case expects · 💥 error: the tool or environment broke · ⏭️ skip: cannot be decided here. "
-    "A suffix names the stage that decided the cell (compile, inspect, load, run)."
+from .answers import (
+    SYMBOLS,
+    UNEXPECTED_MARK,
+    VERBS,
+    Grid,
+    answer_grid,
+    case_answers,
+    legend,
+    spans,
+    where_key,
 )
-
+from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
+from .glance import UNEXPECTED, axis_rates, happened, likely_culprit, repro
+from .labels import row_label
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # What starts Markdown structure inside a line: links and images (their brackets), code,
@@ -45,21 +41,27 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 _MARKUP = re.compile(r"[\\`\[\]|]")
 
 
-NOTED_CELLS = 6  # cells named beside a note; more are counted
+NOTED_CELLS = 4  # rows named beside a note; more are counted (the page names them all)
+SUMMARY_MESSAGE = 160  # a message's characters in a folded cell's summary line
+NOTE_LIMIT = 160  # a note's characters beside its cells; the case file has it whole
 
 
 def notes_lines(cells: list[CellResult]) -> list[str]:
     """The case's notes on the expectations that decided these cells, each once, with the
-    cells it covers: why a cell is expected to fail is read beside its table."""
-    covered: dict[str, list[str]] = defaultdict(list)
+    cells it covers (by row, its archs as ranges): why a cell is expected to fail is read
+    beside its case."""
+    covered: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for r in cells:
         if r.note:
-            covered[r.note].append(md_text(f"{row_label(r.cell)} {r.cell.arch}"))
+            covered[r.note][row_label(r.cell)].append(r.cell.arch)
+    archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
     lines = [""] if covered else []
-    for note, where in covered.items():
+    for note, rows in covered.items():
+        where = [md_text(f"{label} {spans(row_archs, archs)}")
+                 for label, row_archs in sorted(rows.items(), key=lambda i: where_key(i[0]))]
         shown = ", ".join(where[:NOTED_CELLS]) + (f" and {len(where) - NOTED_CELLS} more"
                                                    if len(where) > NOTED_CELLS else "")
-        lines.append(f"- {md_text(note)} ({shown})")
+        lines.append(f"- {md_text(' '.join(note.split()), NOTE_LIMIT)} ({shown})")
     return lines
 
 
@@ -105,13 +107,6 @@ def md_link(address: str) -> str:
     return md_text(address)
 
 
-def cell_text(result: CellResult) -> str:
-    text = SYMBOLS[result.outcome]
-    if result.outcome in ("pass", "xpass"):
-        return f"{text} ({result.reached or result.stage})"
-    return f"{text} @{result.stage}"
-
-
 def _bisect_side(side: dict[str, Any]) -> str:
     """What happened at one end of a change; with --slower, how fast too."""
     time = side.get("time")
@@ -150,8 +145,9 @@ def bisect_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
-def header(info: RunInfo) -> list[str]:
-    """The run's facts, one list item each: date, host, GPU, toolkits, libraries."""
+def header(info: RunInfo, packages: bool = True) -> list[str]:
+    """The run's facts, one list item each: date, host, GPU, toolkits, libraries (with
+    each one's packages, or by name alone where `packages` is false)."""
     device = info.device or {}
     lines = [
         f"- **Date**: {md_text(info.finished)} (tier {md_code(info.tier)}, provider "
@@ -181,9 +177,12 @@ def header(info: RunInfo) -> list[str]:
                      f"{md_text(tools.strip(', ') or '-')}")
     for name, folder in sorted(info.paths.items()):
         lines.append(f"- **Path {md_code('{' + name + '}')}**: {md_code(folder)}")
-    for library, facts in info.libraries.items():
-        packages = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("packages", {}).items()))
-        lines.append(f"- **{md_text(library)}**: {md_text(packages or '-')}")
+    if not packages and info.libraries:
+        lines.append("- **Libraries**: " + md_text(", ".join(info.libraries))
+                     + " (each one's packages: report.html)")
+    for library, facts in info.libraries.items() if packages else ():
+        said = ", ".join(f"{k} {v}" for k, v in sorted(facts.get("packages", {}).items()))
+        lines.append(f"- **{md_text(library)}**: {md_text(said or '-')}")
     return lines
 
 
@@ -252,9 +251,14 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
             rows[key][r.cell.arch] = usage_text(record)
     if not rows:
         return []
-    table = [[md_code(variant, table=True), md_text(label), md_text(kernel, 80),
-              *(md_text(row.get(a, "")) for a in archs)]
-             for (variant, label, kernel), row in rows.items()]
+    # Toolkits whose figures are the same for a kernel share a row: what differs stands out.
+    alike: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[str]] = defaultdict(list)
+    for (variant, label, kernel), row in rows.items():
+        alike[(variant, kernel, tuple(sorted(row.items())))].append(label)
+    universe = sorted({label for _, label, _ in rows}, key=where_key)
+    table = [[md_code(variant, table=True), md_text(spans(labels, universe)), md_text(kernel, 80),
+              *(md_text(dict(figures).get(a, "")) for a in archs)]
+             for (variant, kernel, figures), labels in alike.items()]
     lines = ["", "#### Kernel resources (ptxas: registers, spill, stack, static shared memory)",
              "", compact_table(["variant", "toolkit", "kernel", *archs], table)]
     if hidden:
@@ -305,10 +309,10 @@ def timing_lines(cells: Sequence[CellResult]) -> list[str]:
                           table)]
 
 
-def grid_table(grid: Grid) -> list[str]:
+def grid_section(grid: Grid) -> Section:
     """The grid as a Markdown table: a column per toolkit holding one symbol per arch (in
     the order the line above it names), so that even the nightly tier's thousands of cells
-    stay a table a screen wide."""
+    stay a table a screen wide; a row per case · variant."""
     toolkits = grid.toolkits()
     shared = all(archs == toolkits[0][1] for _, archs in toolkits)
     position = {column: i for i, column in enumerate(grid.columns)}
@@ -326,24 +330,18 @@ def grid_table(grid: Grid) -> list[str]:
                       + (f" · {md_text(row.extra)}" if row.extra else ""), *said])
     order = md_text(" ".join(toolkits[0][1]) if shared
                     else "; ".join(f"{t}: {' '.join(a)}" for t, a in toolkits))
-    return [f"One symbol per cell; in each toolkit's column the archs are, in order: {order} "
-            "(· where that cell is not in the run).", "",
-            compact_table(["case · variant", *(md_text(t) for t, _ in toolkits)], table), "",
-            legend() + ". The unexpected cells' messages and repro commands are under Details."]
+    head, divider, *rows = compact_table(["case · variant", *(md_text(t) for t, _ in toolkits)],
+                                         table).split("\n")
+    return Section(["", "## At a glance", "",
+                    f"One symbol per cell; in each toolkit's column the archs are, in order: "
+                    f"{order} (· where that cell is not in the run).", "", head, divider],
+                   rows, left="rows of the grid")
 
 
-def glance_section(results: Sequence[CellResult], info: RunInfo) -> list[str]:
-    """Where the code works, first: one sentence per case from what its cells really did,
-    then the grid of every cell, the rate per axis value and the likely culprit."""
-    answers = case_answers(results)
-    if not answers:
-        return []
-    lines = ["", "## At a glance", ""]
-    lines += [f"- **{md_text(a.case)}** " + " · ".join(
-        (f"{md_code(variant)}: " if variant else "")
-        + "; ".join(md_text(phrase.marked()) for phrase in phrases)
-        for variant, phrases in a.parts()) for a in answers]
-    lines += ["", *grid_table(answer_grid(results, info))]
+def glance_lines(results: Sequence[CellResult]) -> list[str]:
+    """Under the grid: the rate per axis value where not all were as expected, the likely
+    culprit, and the driver's rule said once."""
+    lines: list[str] = []
     rates = [f"{axis} {value}: {good}/{total}" for axis, value, good, total
              in axis_rates(results) if total and good < total]
     if rates:
@@ -374,74 +372,135 @@ def driver_ruled(results: Sequence[CellResult]) -> tuple[str, list[CellResult]] 
     return said[said.index(DRIVER_RULE) + len(DRIVER_RULE):], cells
 
 
-def markdown_report(info: RunInfo, results: Sequence[CellResult],
-                    diff: BaselineDiff | None = None) -> str:
-    counts = summary(results)
-    lines = ["# CUDA compatibility report", "",
-             "**" + " · ".join(f"{SYMBOLS[k]}: {v}" for k, v in counts.items() if v)
-             + f"** ({len(results)} cells, {info.wall_seconds:.0f} s, tier {md_code(info.tier)})"]
-    if info.bisect:
-        lines += ["", "## Bisect", "", f"Over {md_text(info.bisect['over'])}: "
-                  f"{len(info.bisect['values'])} values, {len(info.bisect['probed'])} run."]
-        answer = [_CONTROL.sub(" ", line) for line in bisect_lines(info.bisect)]
-        fence = "`" * max(3, 1 + max((len(r) for line in answer
-                                      for r in re.findall(r"`+", line)), default=0))
-        lines += ["", fence, *answer, fence]
-    lines += glance_section(results, info)
-    # The run's facts fold away below the answer (GitHub renders <details>).
-    lines += ["", "<details><summary>The run: date, host, GPU, toolkits and libraries"
-              "</summary>", "", *header(info), "", "</details>", "", LEGEND]
-    if diff is not None:
-        lines += baseline_section(diff)
-    possibly_fixed = [r for r in results if r.outcome == "xpass"]
-    if possibly_fixed:
-        lines += ["", "> **Possibly fixed upstream** (expected to fail, but worked):"]
-        lines += [f"> - {md_code(r.cell.id)}: "
-                  f"{', '.join(map(md_link, r.upstream)) or md_text(r.expected)}"
-                  for r in possibly_fixed]
+def html_text(text: object, limit: int | None = None) -> str:
+    """A value inside an HTML element of the Markdown (a folded block's summary, where
+    GitHub renders no Markdown): one line, escaped."""
+    flat = _CONTROL.sub(" ", str(text)).strip()
+    if limit is not None and len(flat) > limit:
+        flat = flat[:limit - 1] + "…"
+    return html.escape(flat, quote=False)
+
+
+def unexpected_item(result: CellResult, info: RunInfo) -> str:
+    """One cell that is not what its case expects, folded: what it did and its message in
+    the summary; its diagnosis, upstream reports and repro command inside."""
+    what = happened(result)
+    said = result.message or result.reason
+    summary_line = (f"{SYMBOLS.get(what, '?')}{UNEXPECTED_MARK} <code>{html_text(result.cell.id)}"
+                    f"</code> {html_text(VERBS.get(what, what))}"
+                    + (f": {html_text(said, SUMMARY_MESSAGE)}" if said and what.startswith("fails")
+                       else "")
+                    + (" (expected to fail: possibly fixed upstream)"
+                       if result.outcome == "xpass" else ""))
+    body = [f"- Expected: {md_text(result.expected or '-')}"
+            + (f" ({md_text(result.note, 300)})" if result.note else "")]
+    if said and len(" ".join(said.split())) > SUMMARY_MESSAGE:  # the summary cut it
+        body.append(f"- Message: {md_text(said, 400)}")
+    diagnosis = result.diagnosis or {}
+    if diagnosis.get("title"):
+        body.append(f"- Diagnosis: {md_text(diagnosis['title'])}"
+                    + (f": {md_text(diagnosis.get('explanation', ''), 400)}"
+                       if diagnosis.get("explanation") else ""))
+    if result.upstream:
+        body.append("- Upstream: " + ", ".join(map(md_link, result.upstream)))
+    body.append(f"- Repro: {md_code(repro(result.cell, info))}")
+    return "\n".join([f"<details><summary>{summary_line}</summary>", "", *body, "",
+                      "</details>"])
+
+
+def unexpected_section(results: Sequence[CellResult], info: RunInfo) -> Section:
+    """The cells that are not what their case expects, worst first (fail, error, xpass),
+    each folded."""
+    order = {"fail": 0, "error": 1, "xpass": 2}
+    bad = sorted((r for r in results if r.outcome in UNEXPECTED),
+                 key=lambda r: order.get(r.outcome, 3))
+    if not bad:
+        return Section([])
+    opening = ["", f"## Not what the cases expect ({len(bad)})", ""]
+    if info.repro_folder:
+        opening += [f"Each repro command reruns its cell as this run ran it, from "
+                    f"{md_code(info.repro_folder)}.", ""]
+    return Section(opening, [unexpected_item(r, info) + "\n" for r in bad], left="cells")
+
+
+def case_item(case: str, cells: Sequence[CellResult]) -> str:
+    """A case folded: its upstream reports, why its cells are expected to fail, the
+    compiler's warnings, its kernels' resources and times. Where it works is the grid's to
+    say (its sentence, from the same cells, is the page's: a summary says it once)."""
+    first = cells[0]
+    expected = sum(r.outcome == "xfail" for r in cells)
+    summary_line = (f"<strong>{html_text(case)}</strong>: {html_text(first.title, 120)} "
+                    f"({len(cells)} cells" + (f", {expected} expected failures" if expected
+                                              else "") + ")")
+    body = []
+    if first.upstream:
+        body.append("Upstream: " + ", ".join(map(md_link, first.upstream)))
+    body += notes_lines(list(cells))
+    warned = [r for r in cells if r.warnings]
+    if warned:
+        body += ["", *(f"- {md_code(r.cell.id)} warning: {md_text(r.warnings[0], 200)}"
+                       for r in warned[:NOTED_CELLS])]
+        if len(warned) > NOTED_CELLS:
+            body.append(f"- … and {len(warned) - NOTED_CELLS} more cells with warnings")
+    body += resources_lines(cells)
+    body += timing_lines(cells)
+    return "\n".join([f"<details><summary>{summary_line}</summary>", "", *body, "",
+                      "</details>"])
+
+
+def cases_section(results: Sequence[CellResult]) -> Section:
     by_case: dict[str, list[CellResult]] = defaultdict(list)
     for result in results:
         by_case[result.cell.case].append(result)
-    for case, case_results in by_case.items():
-        first = case_results[0]
-        lines += ["", f"## {md_text(case)}: {md_text(first.title)}"]
-        if first.upstream:
-            lines.append("Upstream: " + ", ".join(map(md_link, first.upstream)))
-        variants: dict[str, list[CellResult]] = defaultdict(list)
-        for result in case_results:
-            variants[result.cell.variant].append(result)
-        for variant, cells in variants.items():
-            archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
-            rows: dict[str, dict[str, str]] = defaultdict(dict)
-            for r in cells:
-                rows[row_label(r.cell)][r.cell.arch] = cell_text(r)
-            table = [[md_text(label), *(md_text(row.get(a, "")) for a in archs)]
-                     for label, row in rows.items()]
-            lines += ["", f"### {md_code(variant)} ({md_text(cells[0].cell.frontend)})", "",
-                      compact_table(["toolkit", *map(md_text, archs)], table)]
-            lines += notes_lines(cells)
-        lines += resources_lines(case_results)
-        lines += timing_lines(case_results)
-    details = [r for r in results if r.outcome != "pass" or r.warnings]
-    if details:
-        lines += ["", "## Details", ""]
-        if info.repro_folder and any(r.outcome in UNEXPECTED for r in details):
-            lines += [f"Each repro command reruns its cell as this run ran it, from "
-                      f"`{md_text(info.repro_folder)}`.", ""]
-        table = []
-        for r in details:
-            diagnosis = (r.diagnosis or {}).get("title", "")
-            # An expected failure carries its story: the upstream report it reproduces.
-            story = " ".join(map(md_link, r.upstream)) \
-                if r.outcome in ("xfail", "xpass") else ""
-            said = r.message or r.reason
-            if r.outcome == "pass":  # listed for what the compiler warned about
-                said = "warning: " + r.warnings[0]
-            command = md_code(repro(r.cell, info), table=True) if r.outcome in UNEXPECTED \
-                else ""
-            table.append([md_code(r.cell.id, table=True), md_text(r.outcome), md_text(r.stage),
-                          md_text(said, 200),
-                          md_text(diagnosis), story, command])
-        lines.append(compact_table(["cell", "outcome", "stage", "message", "diagnosis",
-                                    "upstream", "repro"], table))
-    return "\n".join(lines) + "\n"
+    return Section(["", "## Cases", ""],
+                   [case_item(case, cells) + "\n" for case, cells in by_case.items()],
+                   left="cases")
+
+
+def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
+    """The counts in words, then the legend with each symbol's number of cells."""
+    counts = summary(results)
+    unexpected = sum(counts[o] for o in UNEXPECTED)
+    words = [f"{counts['pass']} as expected" if counts["pass"] else "",
+             f"{counts['xfail']} expected failures" if counts["xfail"] else "",
+             f"{counts['skip']} skipped" if counts["skip"] else "",
+             f"{counts['fail']} failed" if counts["fail"] else "",
+             f"{counts['error']} errors" if counts["error"] else "",
+             f"{counts['xpass']} passed where a failure was expected" if counts["xpass"]
+             else ""]
+    device = (info.device or {}).get("name")
+    facts = [f"tier {md_code(info.tier)}", f"{info.wall_seconds:.0f} s",
+             *([md_text(device)] if device else [])]
+    happenings = Counter(happened(r) for r in results if r.cell.frontend != "audit")
+    return ["# CUDA compatibility report", "",
+            f"**{len(results)} cells, "
+            + (f"{UNEXPECTED_MARK} {unexpected} not what the cases expect" if unexpected
+               else "all as the cases expect") + "**: "
+            + ", ".join(w for w in words if w) + " · " + " · ".join(facts),
+            *(["", legend(dict(happenings))] if happenings else [])]
+
+
+def markdown_report(info: RunInfo, results: Sequence[CellResult],
+                    diff: BaselineDiff | None = None,
+                    budget: int = MARKDOWN_BUDGET_BYTES) -> str:
+    """COMPATIBILITY.md, which is also the GitHub step summary: the counts and the one
+    legend, what changed, the grid, the unexpected cells folded, then the cases folded,
+    within `budget` bytes (what does not fit is in the page, and the report says so)."""
+    sections = [Section(headline(info, results))]
+    if info.bisect:
+        answer = [_CONTROL.sub(" ", line) for line in bisect_lines(info.bisect)]
+        fence = "`" * max(3, 1 + max((len(r) for line in answer
+                                      for r in re.findall(r"`+", line)), default=0))
+        sections.append(Section(["", "## Bisect", "", f"Over {md_text(info.bisect['over'])}: "
+                                 f"{len(info.bisect['values'])} values, "
+                                 f"{len(info.bisect['probed'])} run.", "", fence, *answer,
+                                 fence]))
+    if diff is not None:
+        sections.append(Section(baseline_section(diff)))
+    if case_answers(results):
+        sections += [grid_section(answer_grid(results, info)), Section(glance_lines(results))]
+    sections += [unexpected_section(results, info), cases_section(results),
+                 Section(["", "<details><summary>The run: date, host, GPU, toolkits and "
+                          "libraries</summary>", "",
+                          *header(info, packages=False), "", "</details>"])]
+    return "\n".join(fitted(sections, budget)) + "\n"
