@@ -304,10 +304,11 @@ def grid_cell(result: CellResult, info: RunInfo) -> GridCell:
     return GridCell(SYMBOLS.get(what, "?"), what, unexpected, result, title)
 
 
-def answer_grid(results: Sequence[CellResult], info: RunInfo) -> Grid:
+def answer_grid(results: Sequence[CellResult], info: RunInfo, audits: bool = False) -> Grid:
     """Rows: case · variant (· library, host compiler, runner where set); columns: toolkit
-    x arch, only the pairs some cell has."""
-    built = [r for r in results if r.cell.frontend != "audit"]
+    x arch, only the pairs some cell has. An audit's cells (a module on a driver and a GPU)
+    are in it where `audits` is set: the page draws every cell."""
+    built = [r for r in results if audits or r.cell.frontend != "audit"]
     columns = tuple(sorted({(r.cell.toolkit, r.cell.arch) for r in built},
                            key=lambda c: (where_key(c[0]), Arch.parse(c[1]))))
     position = {column: i for i, column in enumerate(columns)}

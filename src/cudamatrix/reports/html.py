@@ -1,8 +1,10 @@
 """The web report: one self-contained page (jinja2), readable offline and from an artifact.
 
-The grids are rendered on the server side, so the page reads without scripts; the
-small inline script adds the filters and the cell panel from the same data,
-embedded as JSON. Nothing is fetched from the network.
+The first screen is the answer as pictures: the counts, where the code works per toolkit
+x arch (a chart drawn to SVG when the report is written, charts.py) and the grid of every
+cell. The grid, the filters and each cell's panel are drawn in the page by its small
+inline script from the run's data, embedded once as JSON: a nightly's 10,000 cells are
+not 10,000 elements written out. Nothing is fetched from the network.
 """
 
 from __future__ import annotations
@@ -23,23 +25,49 @@ from ..record.baseline import BaselineDiff
 from ..record.history import PastRun, cell_history, flips
 from ..record.results import CellResult, RunInfo, summary
 from ..record.verdict import OUTCOMES
-from .answers import GLYPHS, VERBS, answer_grid, case_answers, css_class
-from .glance import UNEXPECTED, likely_culprit, repro
-from .labels import row_label
+from .answers import (
+    GLYPHS,
+    SYMBOLS,
+    VERBS,
+    Grid,
+    answer_grid,
+    case_answers,
+    css_class,
+    said_message,
+)
+from .charts import run_charts, svg
+from .glance import UNEXPECTED, happened, likely_culprit, repro
 from .markdown import header
 
 FLIPS_SHOWN = 200
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
 LOG_LIMIT = 40_000
+# All the logs of a page together: a nightly's thousands of cells share it, each log cut to
+# its part (never under LOG_FLOOR), so the page stays quick to open.
+LOG_BUDGET = 6_000_000
+LOG_FLOOR = 1_500
+# A case's sentence longer than this is folded under its beginning.
+SENTENCE_FOLD = 260
 
 
 def _plain(markdown_line: str) -> str:
     return markdown_line.lstrip("- ").replace("**", "").replace("`", "")
 
 
-def _cell_data(result: CellResult, info: RunInfo) -> dict[str, Any]:
+def _cut(log: str, limit: int) -> str:
+    return log if len(log) <= limit else log[:limit] + "\n… (cut; results.json has it all)"
+
+
+def log_limit(results: Sequence[CellResult]) -> int:
+    """Each log's share of the page's LOG_BUDGET, between LOG_FLOOR and LOG_LIMIT."""
+    logs = sum(1 for r in results for s in r.stages if s.log)
+    return max(LOG_FLOOR, min(LOG_LIMIT, LOG_BUDGET // max(logs, 1)))
+
+
+def _cell_data(result: CellResult, info: RunInfo, limit: int = LOG_LIMIT) -> dict[str, Any]:
     cell = result.cell
     return {
+        "happened": happened(result), "said": said_message(result),
         "repro": (f"cd {shlex.quote(info.repro_folder)} && " if info.repro_folder else "")
         + repro(cell, info) if result.outcome in UNEXPECTED else "",
         "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
@@ -55,32 +83,9 @@ def _cell_data(result: CellResult, info: RunInfo) -> dict[str, Any]:
         "seconds": round(result.seconds, 2), "versions": result.versions,
         "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
                     "seconds": round(s.seconds, 2),
-                    "log": s.log if len(s.log) <= LOG_LIMIT
-                    else s.log[:LOG_LIMIT] + "\n… (cut; results.json has it all)"}
+                    "log": _cut(s.log, limit)}
                    for s in result.stages],
     }
-
-
-def _grids(results: Sequence[CellResult]) -> list[dict[str, Any]]:
-    """Per case, per variant: rows of toolkit (and library), columns of archs."""
-    cases: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
-    for result in results:
-        cases[result.cell.case][result.cell.variant].append(result)
-    grids = []
-    for case_id, variants in cases.items():
-        first = next(iter(variants.values()))[0]
-        entries = []
-        for variant, cells in variants.items():
-            archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
-            rows: dict[str, dict[str, CellResult]] = defaultdict(dict)
-            for r in cells:
-                rows[row_label(r.cell)][r.cell.arch] = r
-            entries.append({"name": variant, "frontend": cells[0].cell.frontend, "archs": archs,
-                            "rows": [{"label": label, "cells": [row.get(a) for a in archs]}
-                                     for label, row in rows.items()]})
-        grids.append({"id": case_id, "title": first.title, "upstream": first.upstream,
-                      "variants": entries})
-    return grids
 
 
 def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
@@ -156,30 +161,62 @@ def _environment() -> Environment:
                        bytecode_cache=_QuietBytecodeCache(str(default_cache() / "templates")))
 
 
+def _grid_data(grid: Grid, index: dict[str, int]) -> dict[str, Any]:
+    """The grid for the page's script: its columns once, and per row its label and each
+    column's cell (an index into the cells, or null where the run has none)."""
+    return {"columns": grid.columns,
+            "rows": [[row.case, row.variant, row.extra,
+                      [index[c.result.cell.id] if c else None for c in row.cells]]
+                     for row in grid.rows]}
+
+
+def _sentences(results: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """Per case, what its cells did in words; folded under its first words where long."""
+    said = []
+    for answer in case_answers(results):
+        parts = [(variant, "; ".join(p.text for p in phrases),
+                  sum(p.unexpected for p in phrases)) for variant, phrases in answer.parts()]
+        size = sum(len(text) for _, text, _ in parts)
+        said.append({"case": answer.case, "parts": parts,
+                     "unexpected": sum(n for _, _, n in parts),
+                     "fold": size > SENTENCE_FOLD})
+    return said
+
+
 def html_report(info: RunInfo, results: Sequence[CellResult],
                 diff: BaselineDiff | None = None, history: Sequence[PastRun] = ()) -> str:
     env = _environment()
-    cells = {r.cell.id: _cell_data(r, info) for r in results}
+    limit = log_limit(results)
+    data = [_cell_data(r, info, limit) for r in results]
+    index = {r.cell.id: n for n, r in enumerate(results)}
     env.tests["web_link"] = is_web_link
     kept = list(history) if len(history) > 1 else []
-    runs = _history_data(kept, cells) if kept else {"runs": [], "codes": {}}
+    runs = _history_data(kept, {c["id"]: c for c in data}) if kept \
+        else {"runs": [], "codes": {}}
+    grid = answer_grid(results, info, audits=True)
     # Embedded in a <script> element by Jinja's tojson, which writes no '<', '>', '&' or "'"
     # (so no ``</script>`` or ``<!--<script>`` from a log can end or swallow the page's code).
-    payload = {"cells": cells, "history": runs}
+    payload = {"cells": data, "history": runs, "grid": _grid_data(grid, index),
+               "glyphs": GLYPHS, "words": VERBS}
     flipped = flips(kept)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
                           key=lambda v: [int(p) if p.isdigit() else 0 for p in v.split(".")]),
         "arch": sorted({r.cell.arch for r in results}, key=Arch.parse),
-        "library": sorted({c["library"] for c in cells.values() if c["library"]}),
+        "library": sorted({c["library"] for c in data if c["library"]}),
         "frontend": sorted({r.cell.frontend for r in results}),
     }
+    happenings = Counter(happened(r) for r in results if r.cell.frontend != "audit")
+    charts = [(chart, svg(chart.spec)) for chart in run_charts(results, kept)]
+    counts = summary(results)
     return env.get_template("report.html.j2").render(
         info=info, header=[_plain(line) for line in header(info)],
-        counts=summary(results), outcomes=OUTCOMES, grids=_grids(results),
+        counts=counts, unexpected=sum(counts[o] for o in UNEXPECTED), outcomes=OUTCOMES,
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
-        answers=case_answers(results), grid=answer_grid(results, info),
-        glyph_legend=[(GLYPHS[w], css_class(w), VERBS[w]) for w in VERBS],
+        sentences=_sentences(results), grid_columns=len(grid.columns),
+        legend=[(GLYPHS[w], css_class(w), VERBS[w], happenings.get(w, 0), SYMBOLS[w])
+                for w in VERBS if happenings.get(w)],
+        first_chart=next((c for c in charts if c[0].id == "works"), None),
+        charts=[c for c in charts if c[0].id != "works"],
         culprit=likely_culprit(results), history=kept, flips=flipped[:FLIPS_SHOWN],
-        flip_count=len(flipped),
-        total=len(results))
+        flip_count=len(flipped), total=len(results))
