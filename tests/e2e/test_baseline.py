@@ -56,8 +56,9 @@ def test_second_run_lists_new_failures_fixes_and_added_removed(run_cli, tmp_path
     }
     assert "2 new failures, 2 fixed, 0 flipped, 2 added, 2 removed" in second.output
     markdown = (tmp_path / "second" / "COMPATIBILITY.md").read_text()
-    # At the top: before the first case's grid.
-    assert markdown.index("## Changes since the baseline") < markdown.index("## evolving")
+    # At the top: before the grid and the cases.
+    assert markdown.index("## Changes since the baseline") < markdown.index("## At a glance") \
+        < markdown.index("<strong>evolving</strong>")
     assert "`evolving/a/12.4/sm_80`: pass → fail: " in markdown
     errors = [ln for ln in second.output.splitlines() if ln.startswith("::error ")]
     assert len(errors) == 2 and all("evolving/a/12.4/sm_" in ln for ln in errors)

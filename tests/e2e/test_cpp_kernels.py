@@ -237,11 +237,11 @@ def test_a_kernel_that_starts_to_spill_is_a_finding_against_the_baseline(
 
 def test_the_report_tables_each_kernels_resources_by_its_cpp_name(run: Run) -> None:
     markdown = (run.out / "COMPATIBILITY.md").read_text()
-    section = markdown[markdown.index("## budgets"):]
+    section = markdown[markdown.index("<strong>budgets</strong>"):]
     section = section[section.index("#### Kernel resources"):]
     rows = {line.split(" | ")[0].strip("| `"): line for line in section.splitlines()
             if line.startswith("| `")}
     assert "B spill" in rows["spills"] and "32 reg" in rows["spills"], rows
     assert "spill" not in rows["within"].split(" | ")[-1], rows
-    overloads = markdown[markdown.index("## names"):]
+    overloads = markdown[markdown.index("<strong>names</strong>"):]
     assert "| over(float*) |" in overloads and "| over(int*) |" in overloads

@@ -1,10 +1,12 @@
 """The web report in a real browser (Debian's Chromium driven by Playwright), on the real
-H100 results in reports/: grids, filters, the cell panel, coverage, and no network."""
+H100 results in reports/: the first screen (counts, the works heatmap, the grid), the charts
+drawn from the run's data, filters, the cell panel, coverage, and no network."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -34,16 +36,32 @@ def page_and_cells(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _visible_cells(page) -> int:
-    return page.locator("td.cell:not(.hidden)").count()
+    return page.locator("#grid td.g[data-n]:not(.hidden)").count()
+
+
+def _decided_in_heatmap(page, chart: str) -> int:
+    """The cells a works heatmap counts, read back from the labels it drew ("6/14")."""
+    labels = page.locator(f"#chart-{chart} svg text").all_text_contents()
+    return sum(int(m[2]) for label in labels if (m := re.fullmatch(r"(\d+)/(\d+)!?", label)))
 
 
 def test_grid_has_every_cell_and_loads_nothing_from_the_network(page_and_cells) -> None:
     page, cells, requested = page_and_cells
     assert "CUDA compatibility report" in page.title()
-    assert page.locator("td.cell").count() == len(cells)
+    assert page.locator("#grid td.g[data-n]").count() == len(cells)
     assert _visible_cells(page) == len(cells)
     assert page.locator("#shown").inner_text() == f"{len(cells)} cells shown"
     assert "NVIDIA H100" in (page.locator("ul.header").text_content() or "")
+    # The works heatmap counts every decided cell (skips are not decided), per toolkit x arch.
+    assert _decided_in_heatmap(page, "works") == sum(c["outcome"] != "skip" for c in cells)
+    # Library versions get their own (the run has several), and compile seconds per toolkit
+    # one box per toolkit that compiled.
+    assert _decided_in_heatmap(page, "works-library") == sum(
+        c["outcome"] != "skip" for c in cells if c["library"])
+    caption = page.locator("#chart-compile-time figcaption").inner_text()
+    compiled = sum(1 for c in cells for s in c["stages"]
+                   if s["stage"] in ("compile", "build") and s["seconds"] > 0)
+    assert f"{compiled} in all" in caption
     assert [u for u in requested if not u.startswith("file://")] == []
 
 
@@ -54,10 +72,10 @@ def test_outcome_and_axis_filters(page_and_cells) -> None:
         if box.get_attribute("value") != "skip":
             box.uncheck()
     assert _visible_cells(page) == outcomes["skip"] > 0
-    # Cases without a skipped cell disappear entirely.
-    skipping_cases = {c["case"] for c in cells if c["outcome"] == "skip"}
-    visible_cases = page.locator("section.case:not(.hidden-block)")
-    assert visible_cases.count() == len(skipping_cases)
+    # Rows without a skipped cell disappear entirely.
+    skipping_rows = {(c["case"], c["variant"], c["library"]) for c in cells
+                     if c["outcome"] == "skip"}
+    assert page.locator("#grid tbody tr:not(.hidden-row)").count() == len(skipping_rows)
     page.select_option("select[name=toolkit]", "13.5")
     assert _visible_cells(page) == sum(1 for c in cells if c["outcome"] == "skip"
                                        and c["toolkit"] == "13.5") > 0
@@ -76,7 +94,7 @@ def test_cell_opens_message_diagnosis_resources_and_log(page_and_cells) -> None:
     page, cells, _ = page_and_cells
     target = next(c for c in cells if c["diagnosis"]
                   and c["diagnosis"]["rule"] == "ptx-newer-than-driver")
-    page.locator(f'td.cell[data-id="{target["id"]}"]').click()
+    page.locator(f'td.g[data-id="{target["id"]}"]').click()
     panel = page.locator("dialog#panel")
     assert panel.is_visible()
     assert panel.locator("#panel-title").inner_text() == target["id"]
@@ -99,43 +117,62 @@ def test_coverage_counts_each_axis_value(page_and_cells) -> None:
         assert int(count) == per_toolkit[value]
 
 
-def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> None:
-    """Issue 25, point 2: the first screen holds a sentence per case and the grid, a symbol
-    per cell with the unexpected ones marked, each cell's message and repro on hover (its
-    title) and on tap (the panel); at desktop and phone widths, with no sideways scrolling of
-    the page itself (the grid scrolls in its own box). On the 2026-11-22 H100 report's
-    toolkit 13.5 cells, as published then, with cells that were not what their case
-    expected."""
+def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
+    """Issue 58, point 1: the first screen holds the counts, the works heatmap and the grid,
+    a symbol per cell (a shape and colour per stage it stopped at), the unexpected ones told
+    from the expected failures; each cell's message and repro on hover (its title) and on
+    tap (the panel); the sentences come after; at desktop and phone widths, with no
+    sideways scrolling of the page itself (the grid scrolls in its own box, its first column
+    and header held). On the 2026-11-22 H100 report's toolkit 13.5 cells, as published then,
+    with cells that were not what their case expected."""
     published = REPO / "tests" / "data" / "published-2026-11-22-toolkit-13.5.json"
     made = cudamatrix("report", str(published), out=tmp_path / "page")
     assert (tmp_path / "page" / "report.html").exists(), made.output
     cells = json.loads(published.read_text())["cells"]
-    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto((tmp_path / "page" / "report.html").as_uri())
+    for part in ("#counts", "#chart-works svg", "#grid td.g[data-n]"):
+        assert page.locator(part).first.bounding_box()["y"] < 800, part  # the first screen
     glance = page.locator("section#glance")
+    assert glance.bounding_box()["y"] < page.locator("section#cases").bounding_box()["y"]
     cases = {c["case"] for c in cells}
-    assert glance.locator("ul.answers > li").count() == len(cases)
-    assert glance.locator("ul.answers > li").first.bounding_box()["y"] < 1000  # first screen
-    assert glance.bounding_box()["y"] < page.locator("section.case").first.bounding_box()["y"]
-    grid = glance.locator("table.answer-grid td.g[data-id]")
+    assert page.locator("#cases ul.sentences > li").count() == len(cases)
+    grid = glance.locator("#grid td.g[data-n]")
     assert grid.count() == len(cells)
     unexpected = [c for c in cells if c["outcome"] in ("fail", "error", "xpass")]
-    assert glance.locator("td.g.unexpected").count() == len(unexpected) > 0
+    assert glance.locator("td.g.u").count() == len(unexpected) > 0
+    expected_failures = [c for c in cells if c["outcome"] == "xfail"
+                         and any(s["status"] == "failed" for s in c["stages"])]
+    assert glance.locator("td.g.expected-failure").count() == len(expected_failures)
+    # Each stage a cell stopped at has its own symbol; the legend says each.
+    symbols = {}
+    for td in grid.all():
+        symbols.setdefault(td.get_attribute("class").split(" k-")[1].split()[0],
+                           set()).add(td.inner_text())
+    assert all(len(shown) == 1 for shown in symbols.values()), symbols
+    assert len({next(iter(shown)) for shown in symbols.values()}) == len(symbols)
     target = next(c for c in unexpected if c["outcome"] == "fail")
     command = f"cudamatrix run --tier gpu --cell {target['id'].split('@')[0]}"
     square = glance.locator(f'td.g[data-id="{target["id"]}"]')
-    assert command in (square.get_attribute("title") or "")
+    assert target["id"] in (square.get_attribute("title") or "")
     square.click()  # a tap
     panel = page.locator("dialog#panel")
     assert panel.locator("#panel-repro").inner_text() == command
     panel.locator("button").click()
+    # The grid's first column and header stay when it scrolls.
+    box = glance.locator(".grid-scroll")
+    first_x = glance.locator("#grid tbody th.row").first.bounding_box()["x"]
+    box.evaluate("b => { b.scrollLeft = 400; b.scrollTop = 200; }")
+    assert glance.locator("#grid tbody th.row").first.bounding_box()["x"] == first_x
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    box.evaluate("b => { b.scrollLeft = 0; b.scrollTop = 0; }")
     page.screenshot(path=str(ARTIFACTS / "first-screen-desktop.png"))
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844},
                                           device_scale_factor=2, is_mobile=True, has_touch=True)
     phone.goto(page.url)
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
-    assert phone.locator("ul.answers > li").first.bounding_box()["y"] < 844
+    for part in ("#counts", "#chart-works svg", "#grid td.g[data-n]"):
+        assert phone.locator(part).first.bounding_box()["y"] < 844, part
     phone.locator(f'td.g[data-id="{target["id"]}"]').tap()
     assert phone.locator("dialog#panel #panel-repro").inner_text() == command
     phone.locator("dialog#panel button").tap()
@@ -146,7 +183,7 @@ def test_the_answer_at_a_glance_comes_first(page_and_cells, tmp_path: Path) -> N
     assert run.code in (0, 1)
     markdown = (tmp_path / "COMPATIBILITY.md").read_text()
     assert markdown.index("## At a glance") == markdown.index("\n## ") + 1
-    assert markdown.index("## At a glance") < markdown.index("## Details")
+    assert markdown.index("## At a glance") < markdown.index("## Not what the cases expect")
     assert command in markdown
 
 
@@ -159,7 +196,7 @@ def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path)
     cell_id = "cutlass-nchw-to-nhwc/half/13.0/sm_90a"
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto((tmp_path / "report.html").as_uri())
-    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    page.locator(f'td.g[data-id="{cell_id}"]').click()
     text = page.locator("dialog#panel #panel-resources").inner_text()
     page.close()
     assert "void cutlass::nchw_to_nhwc_kernel<cutlass::half_t>(cutlass::half_t*" in text, text
@@ -186,7 +223,11 @@ def test_a_timed_cells_panel_says_its_kernel_time(page_and_cells, tmp_path: Path
     page.goto((tmp_path / "out" / "report.html").as_uri())
     assert f"{cell_id}: slower: median 24.99 us -> 29.98 us (1.20x" in \
         page.locator("section#baseline").inner_text()
-    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    # The kernel time chart draws every timed cell, a point each, with its noise.
+    timed = [c for c in document["cells"] if any(
+        s["stage"] == "run" and (s.get("details") or {}).get("timing") for s in c["stages"])]
+    assert f"{len(timed)} cells" in page.locator("#chart-kernel-time figcaption").inner_text()
+    page.locator(f'td.g[data-id="{cell_id}"]').click()
     text = page.locator("dialog#panel #panel-resources").inner_text()
     page.close()
     assert "Kernel time" in text, text
@@ -223,7 +264,10 @@ def test_a_timed_cells_panel_draws_its_samples_and_its_time_across_runs(
     assert (tmp_path / "now" / "report.html").exists(), run.output
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto((tmp_path / "now" / "report.html").as_uri())
-    page.locator(f'td.cell[data-id="{cell_id}"]').click()
+    # The outcomes over the kept runs: a bar a run, the flips since the run before said.
+    assert "The last 2 runs (history.json)" in \
+        page.locator("#chart-history figcaption").inner_text()
+    page.locator(f'td.g[data-id="{cell_id}"]').click()
     drawn = page.locator("#panel-resources svg.samples circle")
     assert drawn.count() == len(samples)
     assert drawn.first.locator("title").text_content() == "sample 1: 29.90 us"

@@ -25,6 +25,7 @@ from .answers import (
     answer_grid,
     case_answers,
     legend,
+    said_message,
     spans,
     where_key,
 )
@@ -41,9 +42,35 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 _MARKUP = re.compile(r"[\\`\[\]|]")
 
 
-NOTED_CELLS = 4  # rows named beside a note; more are counted (the page names them all)
+NOTED_CELLS = 3  # rows named beside a note; more are counted (the page names them all)
 SUMMARY_MESSAGE = 160  # a message's characters in a folded cell's summary line
 NOTE_LIMIT = 160  # a note's characters beside its cells; the case file has it whole
+
+
+def _covered(rows: dict[str, list[str]], archs: Sequence[str]) -> str:
+    """Cells by row, each row's archs as ranges; past NOTED_CELLS rows, counted."""
+    where = [md_text(f"{label} {spans(row_archs, archs)}")
+             for label, row_archs in sorted(rows.items(), key=lambda i: where_key(i[0]))]
+    return ", ".join(where[:NOTED_CELLS]) + (f" and {len(where) - NOTED_CELLS} more"
+                                             if len(where) > NOTED_CELLS else "")
+
+
+def stopped_lines(cells: Sequence[CellResult]) -> list[str]:
+    """What stopped the case's cells that did not build or run, each message once with its
+    symbol and the cells it stopped: the grid's squares in words."""
+    stopped: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for r in cells:
+        what = happened(r)
+        if what.startswith("fails") or what == "skipped":
+            stopped[(what, said_message(r))][row_label(r.cell)].append(r.cell.arch)
+    archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
+    lines = [""] if stopped else []
+    for (what, message), rows in sorted(stopped.items(), key=lambda i: list(VERBS).index(
+            i[0][0]) if i[0][0] in VERBS else len(VERBS)):
+        lines.append(f"- {SYMBOLS.get(what, '?')} {md_text(VERBS.get(what, what))}"
+                     + (f": {md_text(message)}" if message else "")
+                     + f" ({_covered(rows, archs)})")
+    return lines
 
 
 def notes_lines(cells: list[CellResult]) -> list[str]:
@@ -52,16 +79,14 @@ def notes_lines(cells: list[CellResult]) -> list[str]:
     beside its case."""
     covered: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for r in cells:
-        if r.note:
+        # The driver's rule is said once for the run, under the grid.
+        if r.note and DRIVER_RULE not in r.note:
             covered[r.note][row_label(r.cell)].append(r.cell.arch)
     archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
-    lines = [""] if covered else []
+    lines = ["", "Why expected:"] if covered else []
     for note, rows in covered.items():
-        where = [md_text(f"{label} {spans(row_archs, archs)}")
-                 for label, row_archs in sorted(rows.items(), key=lambda i: where_key(i[0]))]
-        shown = ", ".join(where[:NOTED_CELLS]) + (f" and {len(where) - NOTED_CELLS} more"
-                                                   if len(where) > NOTED_CELLS else "")
-        lines.append(f"- {md_text(' '.join(note.split()), NOTE_LIMIT)} ({shown})")
+        lines.append(f"- {md_text(' '.join(note.split()), NOTE_LIMIT)} "
+                     f"({_covered(rows, archs)})")
     return lines
 
 
@@ -435,6 +460,7 @@ def case_item(case: str, cells: Sequence[CellResult]) -> str:
     body = []
     if first.upstream:
         body.append("Upstream: " + ", ".join(map(md_link, first.upstream)))
+    body += stopped_lines(cells)
     body += notes_lines(list(cells))
     warned = [r for r in cells if r.warnings]
     if warned:
