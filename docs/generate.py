@@ -53,9 +53,12 @@ def _table_page(root: Table, file_name: str, intro: str) -> str:
                   "| --- | --- | --- | --- | --- | --- |"]
         for key in table.keys:
             kind = key.kind
-            if key.minimum is not None or key.maximum is not None:
-                kind += f" ({'' if key.minimum is None else key.minimum} to "
-                kind += f"{'' if key.maximum is None else key.maximum})"
+            if key.minimum is not None and key.maximum is not None:
+                kind += f" ({key.minimum} to {key.maximum})"
+            elif key.minimum is not None:
+                kind += f" (at least {key.minimum})"
+            elif key.maximum is not None:
+                kind += f" (at most {key.maximum})"
             lines.append("| " + " | ".join([
                 f"`{key.name}`", _cell(kind), _cell(_default(key)),
                 _cell(", ".join(f"`{a}`" for a in key.allowed)), _cell(key.doc),

@@ -59,3 +59,23 @@ def test_the_committed_reference_pages_are_current() -> None:
     for name, text in expected.items():
         assert (reference / name).read_text() == text, \
             f"docs/reference/{name} is stale: python docs/generate.py"
+
+
+def test_no_option_or_key_is_left_without_words() -> None:
+    """Issue 58, point 6: every option of every command, every key of every table and every
+    command has a description; no "(default: None)", no half-written range."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    blank = [(name, action.option_strings or action.dest)
+             for name, sub in commands.choices.items() for action in sub._actions
+             if action.dest != "help" and not (action.help or "").strip()]
+    assert blank == []
+    assert all(c.help for c in commands._choices_actions)
+    page = _generator()._cli_page()
+    assert "(default: None)" not in page
+    for root, name in ((CASE, "case.toml"), (PROJECT, "cudamatrix.toml")):
+        for place, table in walk(root):
+            assert table.doc.strip(), place
+            assert [k.name for k in table.keys if not k.doc.strip()] == [], place
+        text = _generator()._table_page(root, name, "")
+        assert " to )" not in text and "( to" not in text, name

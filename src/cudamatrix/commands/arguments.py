@@ -79,7 +79,8 @@ def _shard(text: str) -> tuple[int, int]:
 
 def add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--matrix", type=Path, default=None,
-                        help="the matrix file (default: %(default)s)")
+                        help="the matrix file (default: cudamatrix.toml's `matrix =`, else "
+                             "the built-in matrix with cudamatrix.toml's [matrix] on top)")
     parser.add_argument("--corpus", type=Path, action="append", default=[],
                         help="an extra folder of cases (repeatable), besides cudamatrix.toml's")
     parser.add_argument("--known-bugs", action="store_true",

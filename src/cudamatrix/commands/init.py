@@ -22,7 +22,8 @@ def _init(args: argparse.Namespace, invocation: Invocation) -> int:
 
 
 def _arguments(init: argparse.ArgumentParser) -> None:
-    init.add_argument("folder", type=Path, nargs="?", default=Path("."))
+    init.add_argument("folder", type=Path, nargs="?", default=Path("."),
+                      help="the project's folder, where cudamatrix.toml and cases/ go")
     init.add_argument("--ci", choices=("github",),
                       help="also write a workflow that runs the matrix in that CI (GitHub "
                            "Actions: a caller of cudamatrix's reusable workflow)")

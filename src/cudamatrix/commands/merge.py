@@ -66,8 +66,11 @@ def _merge(args: argparse.Namespace, invocation: Invocation) -> int:
 
 
 def _arguments(merge: argparse.ArgumentParser) -> None:
-    merge.add_argument("shards", type=Path, nargs="*")
-    merge.add_argument("--out", type=Path, required=True)
+    merge.add_argument("shards", type=Path, nargs="*",
+                       help="the shards' folders or results.json files (a shard uploaded "
+                            "again by a re-run: its newest attempt is taken)")
+    merge.add_argument("--out", type=Path, required=True,
+                       help="the folder the merged reports are written to")
     merge.add_argument("--plan", type=Path, metavar="PLAN_JSON",
                        help="the job matrix `cudamatrix plan` printed: every planned cell no "
                             "shard reported becomes an error naming its job")

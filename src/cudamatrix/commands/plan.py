@@ -45,13 +45,16 @@ def _arguments(plan: argparse.ArgumentParser) -> None:
     add_selection(plan)
     plan.add_argument("--driver", action="append", dest="drivers", default=None,
                       help="runner driver labels, repeatable (default: latest)")
-    plan.add_argument("--cells-per-job", type=int, default=40)
+    plan.add_argument("--cells-per-job", type=int, default=40,
+                      help="at most this many cells a job (more jobs where the matrix allows)")
     plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
                       help="labels every GPU runner has, space separated "
                            f"(default: {' '.join(RUNNER_BASE)})")
     plan.add_argument("--label-prefix", default="", metavar="PREFIX",
                       help="put before the plan's gpu-sm_XX and driver-NAME labels")
-    plan.add_argument("--max-jobs", type=int, default=256)
+    plan.add_argument("--max-jobs", type=int, default=256,
+                      help="at most this many jobs (GitHub refuses a matrix of more than 256): "
+                           "jobs take more cells to fit")
     plan.add_argument("--compat", action="store_true",
                       help="also run older drivers on NVIDIA's forward-compatibility libraries")
     plan.add_argument("--cpu", action="store_true",

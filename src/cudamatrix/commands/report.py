@@ -36,8 +36,10 @@ def _report(args: argparse.Namespace, invocation: Invocation) -> int:
 
 
 def _arguments(report: argparse.ArgumentParser) -> None:
-    report.add_argument("results", type=Path)
-    report.add_argument("--out", type=Path, required=True)
+    report.add_argument("results", type=Path,
+                        help="a run's results.json (or a merged one)")
+    report.add_argument("--out", type=Path, required=True,
+                        help="the folder the reports are written to")
     report.add_argument("--rejudge", action="store_true",
                         help="judge the recorded stages again against the cases as they are "
                              "now (cudamatrix.toml's, --corpus, --known-bugs): after fixing an "

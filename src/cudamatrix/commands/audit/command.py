@@ -44,8 +44,11 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
 
 
 def _arguments(audit: argparse.ArgumentParser) -> None:
-    audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION")
-    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"))
+    audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION",
+                       help="what to audit: a wheel, a folder of built libraries, one ELF "
+                            "file, or a release on the package index")
+    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"),
+                       help="the folder the audit's reports are written to")
     audit.add_argument("--matrix", type=Path, default=None,
                        help="the matrix whose archs, drivers and PTX ISA table to use")
     audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
