@@ -1,8 +1,9 @@
 """The reports at the nightly tier's scale: ``nox -s bench_report`` (``-- --write``).
 
-Issue targets: the web page opens in under a second in a real browser, and
-COMPATIBILITY.md (the GitHub step summary) keeps the glance first and stays under
-GitHub's 1 MiB limit, for the nightly tier as well as for a real run.
+Issue targets: the web page opens in under a second in a real browser, with the grid and
+the works heatmap drawn; COMPATIBILITY.md (the GitHub step summary) keeps the glance first,
+at most 20 KB for the published run and under GitHub's 1 MiB limit at any size; the page at
+most 15 MB at a large library's nightly (the published cells copied 44 times: 10,120 cells).
 
 The nightly tier (every toolkit, its archs, every library version, the known-bug corpus)
 is a few thousand cells, and no machine here runs it whole in a benchmark's time. Its
@@ -33,6 +34,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TARGET_OPEN_S = 1.0
 SUMMARY_LIMIT = 1 << 20  # GitHub's step-summary limit, bytes
+PUBLISHED_SUMMARY_LIMIT = 20 * 1024
+PAGE_LIMIT = 15 * 1000 * 1000
+COPIES = 44
 LOADS = 5
 
 
@@ -68,14 +72,27 @@ def assembled_nightly(real: dict[str, Any], folder: Path) -> int:
     return len(cells)
 
 
-def page_open_seconds(page_file: Path, screenshot: Path) -> tuple[float, float]:
-    """Median (load event, glance visible) seconds over LOADS loads, in Chromium."""
+def copied(real: dict[str, Any], folder: Path, copies: int) -> int:
+    """results.json of the real run's cells `copies` times, each copy's cases renamed: a
+    large library's nightly, every cell a real one's record."""
+    cells = [{**cell, "case": f"{cell['case']}-{n}",
+              "id": f"{cell['case']}-{n}/{cell['id'].split('/', 1)[1]}"}
+             for n in range(copies) for cell in real["cells"]]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps({**real, "cells": cells}))
+    return len(cells)
+
+
+def page_open_seconds(page_file: Path, screenshot: Path) -> tuple[float, float, int]:
+    """Median (load event, first screen drawn) seconds over LOADS loads, in Chromium, and
+    the page's element count once drawn. The first screen is drawn when the works heatmap
+    and the grid's cells (drawn by the page's script from its data) are visible."""
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium")
     if chromium is None:
         sys.exit("bench_report needs Debian's chromium (apt-get install chromium)")
-    loads, glances = [], []
+    loads, glances, elements = [], [], 0
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium,
                                     args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
@@ -83,15 +100,17 @@ def page_open_seconds(page_file: Path, screenshot: Path) -> tuple[float, float]:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             started = time.monotonic()
             page.goto(page_file.as_uri(), wait_until="load")
-            page.locator("section#glance").wait_for(state="visible")
+            page.locator("#grid td.g[data-n]").first.wait_for(state="visible")
+            page.locator("#chart-works svg").wait_for(state="visible")
             glances.append(time.monotonic() - started)
             loads.append(page.evaluate(
                 "performance.getEntriesByType('navigation')[0].loadEventEnd") / 1000)
             if number == 0:
                 page.screenshot(path=str(screenshot))
+                elements = page.evaluate("document.getElementsByTagName('*').length")
             page.close()
         browser.close()
-    return statistics.median(loads), statistics.median(glances)
+    return statistics.median(loads), statistics.median(glances), elements
 
 
 def measure(name: str, results: Path, work: Path) -> dict[str, Any]:
@@ -100,12 +119,13 @@ def measure(name: str, results: Path, work: Path) -> dict[str, Any]:
     cli("report", str(results), "--out", str(out))
     rendered = time.monotonic() - started
     markdown = (out / "COMPATIBILITY.md").read_text()
-    load_s, glance_s = page_open_seconds(out / "report.html", work / f"{name}.png")
+    load_s, glance_s, elements = page_open_seconds(out / "report.html", work / f"{name}.png")
     cells = len(json.loads(results.read_text())["cells"])
     return {"name": name, "cells": cells, "render_s": rendered, "load_s": load_s,
-            "glance_s": glance_s, "html_bytes": (out / "report.html").stat().st_size,
+            "glance_s": glance_s, "elements": elements,
+            "html_bytes": (out / "report.html").stat().st_size,
             "md_bytes": len(markdown.encode()),
-            # The glance is the first section: before any per-case table or the details.
+            # The glance is the first section: before the unexpected cells and the cases.
             "glance_first": markdown.index("\n## ") == markdown.index("\n## At a glance")}
 
 
@@ -119,15 +139,21 @@ def main() -> None:
     real_file = REPO / "reports" / "results.json"
     real = json.loads(real_file.read_text())
     assembled_nightly(real, work / "nightly-results")
+    copied(real, work / "copied-results", COPIES)
     rows = [measure("h100-run", real_file, work),
-            measure("nightly", work / "nightly-results" / "results.json", work)]
+            measure("nightly", work / "nightly-results" / "results.json", work),
+            measure(f"h100-run x{COPIES}", work / "copied-results" / "results.json", work)]
     lines = []
     for row in rows:
         met_open = row["glance_s"] < TARGET_OPEN_S
-        met_size = row["md_bytes"] < SUMMARY_LIMIT
+        md_limit = PUBLISHED_SUMMARY_LIMIT if row["name"] == "h100-run" else SUMMARY_LIMIT
+        met_size = row["md_bytes"] <= md_limit
+        met_page = row["html_bytes"] <= PAGE_LIMIT
         lines.append(f"| {row['name']} | {row['cells']} | {row['load_s']:.2f} s | "
                      f"{row['glance_s']:.2f} s ({'met' if met_open else 'MISSED'}) | "
-                     f"{row['html_bytes'] / 1024:.0f} KiB | {row['md_bytes'] / 1024:.0f} KiB "
+                     f"{row['elements']} | "
+                     f"{row['html_bytes'] / 1e6:.2f} MB ({'met' if met_page else 'MISSED'}) | "
+                     f"{row['md_bytes'] / 1024:.1f} KiB of {md_limit // 1024} "
                      f"({'met' if met_size else 'MISSED'}) | "
                      f"{'yes' if row['glance_first'] else 'NO'} | {row['render_s']:.1f} s |")
         print(lines[-1])
@@ -136,13 +162,18 @@ def main() -> None:
             "# Report benchmark",
             "",
             f"Measured {date.today().isoformat()} by `nox -s bench_report` (bench/report.py), "
-            "Debian's Chromium, pages opened from disk, median of five loads. The nightly "
-            "row is the nightly tier's every cell, each holding a real cell's record "
-            "(bench/report.py says how).",
+            "Debian's Chromium, pages opened from disk, median of five loads; the first "
+            "screen is drawn when the works heatmap and the grid's cells are visible. The "
+            "nightly row is the nightly tier's every cell, each holding a real cell's record; "
+            f"the x{COPIES} row is the published run's cells copied {COPIES} times, a large "
+            "library's nightly (bench/report.py says how). `cudamatrix report` runs with the "
+            "chart cache warm after the first row (a run's charts are drawn again only when "
+            "its data changed).",
             "",
-            f"| report | cells | page load event | glance visible (< {TARGET_OPEN_S:.0f} s) "
-            "| report.html | COMPATIBILITY.md (< 1 MiB) | glance first | `cudamatrix report` |",
-            "|---|---|---|---|---|---|---|---|",
+            f"| report | cells | page load event | first screen drawn (< {TARGET_OPEN_S:.0f} s) "
+            "| elements | report.html (<= 15 MB) | COMPATIBILITY.md | glance first "
+            "| `cudamatrix report` |",
+            "|---|---|---|---|---|---|---|---|---|",
             *lines,
             "",
         ]
