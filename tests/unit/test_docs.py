@@ -55,7 +55,7 @@ def test_the_committed_reference_pages_are_current() -> None:
     expected = {"case-toml.md": generate._table_page(CASE, "case.toml", generate.CASE_INTRO),
                 "cudamatrix-toml.md": generate._table_page(PROJECT, "cudamatrix.toml",
                                                            generate.PROJECT_INTRO),
-                "cli.md": generate._cli_page()}
+                "cli.md": generate._cli_page(), "../examples.md": generate._examples_page()}
     for name, text in expected.items():
         assert (reference / name).read_text() == text, \
             f"docs/reference/{name} is stale: python docs/generate.py"
@@ -79,3 +79,27 @@ def test_no_option_or_key_is_left_without_words() -> None:
             assert [k.name for k in table.keys if not k.doc.strip()] == [], place
         text = _generator()._table_page(root, name, "")
         assert " to )" not in text and "( to" not in text, name
+
+
+SITE = "https://cudamatrix.github.io/cudamatrix/"
+REPOSITORY = "https://github.com/cudamatrix/cudamatrix/blob/main/"
+
+
+def test_readmes_links_work_on_pypi() -> None:
+    """README is the package's page on PyPI, where a relative link (`docs/ci.md`) leads
+    nowhere: each link is absolute, to a page of the site (mkdocs.yml's site_url) or a
+    file of the repository, and each names a page or file that exists."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert f"site_url: {SITE}\n" in config
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert links
+    for link in links:
+        assert link.startswith(("https://", "#")), link
+        if link.startswith(SITE):
+            page = link.removeprefix(SITE).rstrip("/") or "index"
+            assert (ROOT / "docs" / f"{page}.md").is_file(), link
+        elif link.startswith(REPOSITORY):
+            assert (ROOT / link.removeprefix(REPOSITORY)).exists(), link
