@@ -174,7 +174,7 @@ def screenshots() -> None:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto((Path(out) / "report.html").as_uri())
             page.screenshot(path=images / "report-first-screen.png")
-            page.locator("td.cell").first.click()
+            page.locator("#grid td.g[data-n]").first.click()
             page.screenshot(path=images / "report-cell-panel.png")
             browser.close()
 

@@ -50,6 +50,16 @@ def test_faults_cost_their_own_cell_through_the_gpu_server(run_cli, tmp_path: Pa
         if cell["outcome"] == "xfail" and "never" not in cell_id:
             load = next(s for s in cell["stages"] if s["stage"] == "load")
             assert load["details"]["server_replaced"].startswith("the context is broken")
+    # Issue 60, point 2: each fault diagnosed by its own rule, from what the driver and the
+    # process said; a kernel's assert named by its file, line and condition.
+    rules = {cell["variant"]: (cell["diagnosis"] or {}).get("rule")
+             for cell in served.cells().values() if cell["outcome"] != "pass"}
+    assert rules == {"assert": "device-assert", "illegal-address": "illegal-address",
+                     "misaligned": "misaligned-address", "trap": "kernel-trap",
+                     "never-returns": "timeout"}, rules
+    said = served.cells()["faults/assert/13.0/sm_90"]["diagnosis"]["title"]
+    assert said == "The kernel's own check failed: assert(x[threadIdx.x] > 100.0f) at " \
+        "faults.cu:33", said
 
 
 @pytest.mark.skipif(not has_gpu(), reason=f"no GPU: {probe().reason}")

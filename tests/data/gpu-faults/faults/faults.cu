@@ -16,6 +16,14 @@ extern "C" __global__ void far_write(float* y, const float* x, int n) {
   if (i < n) nowhere[i] = x[i];
 }
 
+extern "C" __global__ void misaligned(float* y, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  // A 4-byte store one byte past an allocation's start: never aligned, wherever it lies
+  // (the offset is made from an argument, so the compiler cannot split the store).
+  float* off = reinterpret_cast<float*>(reinterpret_cast<char*>(y) + (n & 1) + 1);
+  if (i < n) off[i] = x[i];
+}
+
 extern "C" __global__ void trap(float* y, const float* x, int n) {
   if (threadIdx.x == 0) __trap();
   y[threadIdx.x] = x[threadIdx.x];
