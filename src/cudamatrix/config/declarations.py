@@ -176,6 +176,9 @@ TIME = Table("[variant.time]", "Time the kernel once its run passed: GPU events 
         example="max_seconds = 2"),
     Key("max_us", NUMBER, "fail above this median (microseconds)", minimum=0.001,
         maximum=1e9, example="max_us = 40"),
+    Key("bytes", INTEGER, "the bytes a launch moves, for its achieved bandwidth (default: "
+        "every array it reads read once, every array it writes written once)", minimum=1,
+        example="bytes = 805306368"),
     Key("max_slowdown", "table", "fail where the median is more than `ratio` times the "
         "named toolkit's", table=Table("max_slowdown", "{ toolkit, ratio }", (
             Key("toolkit", STRING, "the reference toolkit", required=True,

@@ -174,7 +174,11 @@ def _kernel_time_chart(results: Sequence[CellResult]) -> Chart | None:
                        "toolkit": r.cell.toolkit, "arch": r.cell.arch,
                        "median_us": round(median, 3), "low": round(median * (1 - noise), 3),
                        "high": round(median * (1 + noise), 3),
-                       "noise": f"{noise:.1%}", "cell": r.cell.id})
+                       "noise": f"{noise:.1%}", "cell": r.cell.id,
+                       "bandwidth": f"{timing['bandwidth_gbs']:,.0f} GB/s"
+                       + (f" ({timing['bandwidth_fraction']:.0%} of peak)"
+                          if timing.get("bandwidth_fraction") else "")
+                       if timing.get("bandwidth_gbs") else ""})
     toolkits = _toolkit_order([r.cell.toolkit for r in timed])
     spec = {
         "$schema": VEGA_LITE, "data": {"values": values},
@@ -196,7 +200,13 @@ def _kernel_time_chart(results: Sequence[CellResult]) -> Chart | None:
                           "y": {"field": "median_us", "type": "quantitative"},
                           "color": {"field": "arch", "type": "nominal"},
                           "tooltip": [{"field": "cell"}, {"field": "median_us"},
-                                      {"field": "noise"}]}},
+                                      {"field": "noise"}, {"field": "bandwidth"}]}},
+            # The achieved bandwidth beside each point, where the cell has one.
+            {"mark": {"type": "text", "align": "left", "dx": 6, "fontSize": 10},
+             "encoding": {"x": {"field": "toolkit", "type": "ordinal", "sort": toolkits},
+                          "xOffset": {"field": "arch"},
+                          "y": {"field": "median_us", "type": "quantitative"},
+                          "text": {"field": "bandwidth"}}},
         ]},
     }
     more = sum(1 for r in results if r.timing) - len(timed)

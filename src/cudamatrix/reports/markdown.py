@@ -299,7 +299,16 @@ def timing_text(timing: dict[str, Any], fastest: float) -> str:
     relative = f" · {median / fastest:.2f}x" if fastest > 0 and median != fastest else ""
     marks = ("" if timing.get("converged") else " (noisy)") \
         + (" (clock held)" if timing.get("clock_event_reasons") else "")
-    return f"{median:.2f} us ±{timing['noise']:.1%}{relative}{marks}"
+    return f"{median:.2f} us ±{timing['noise']:.1%}{relative}{bandwidth_text(timing)}{marks}"
+
+
+def bandwidth_text(timing: dict[str, Any]) -> str:
+    """A timed cell's achieved bandwidth and its share of the GPU's peak, where known."""
+    achieved = timing.get("bandwidth_gbs")
+    if not achieved:
+        return ""
+    fraction = timing.get("bandwidth_fraction")
+    return f" · {achieved:,.0f} GB/s" + (f" ({fraction:.0%} of peak)" if fraction else "")
 
 
 def timing_lines(cells: Sequence[CellResult]) -> list[str]:

@@ -48,12 +48,14 @@ def input_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
 @dataclass(frozen=True)
 class Argument:
     """One kernel argument as launched: a scalar passed by value, or an array the launch
-    gets a device copy of (`written`: read back after the launch, for the checks)."""
+    gets a device copy of (`written`: read back after the launch, for the checks; `read`:
+    the kernel reads it, as every array but a pure output)."""
 
     name: str
     value: np.ndarray
     scalar: bool
     written: bool
+    read: bool = True
 
 
 def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
@@ -73,8 +75,16 @@ def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
         if spec.get("inout"):
             named[f"{name}_in"] = named[name].copy()
         arguments.append(Argument(name, named[name], False,
-                                  bool(spec.get("output") or spec.get("inout"))))
+                                  bool(spec.get("output") or spec.get("inout")),
+                                  read=bool(spec.get("inout") or not spec.get("output"))))
     return arguments, named
+
+
+def bytes_moved(arguments: list[Argument]) -> int:
+    """What a launch moves at the least, where the case declares no `bytes`: every array
+    it reads read once, every array it writes written once (an inout both)."""
+    return sum(a.value.nbytes * (int(a.read) + int(a.written))
+               for a in arguments if not a.scalar)
 
 
 def compare_outputs(job: Job, arrays: dict[str, np.ndarray]

@@ -27,7 +27,7 @@ from ..cell.job import Job
 from ..cell.result import Stage, StageResult, Status
 from ..process.hang import enter_stage
 from . import timing
-from .checks import case_arguments, compare_outputs
+from .checks import bytes_moved, case_arguments, compare_outputs
 
 # What a device stage body says: its status, message, log and details.
 DeviceSaid = tuple[Status, str, str, dict[str, Any]]
@@ -172,6 +172,31 @@ class GpuSession:
         except pynvml.NVMLError as exc:
             return {"clocks_unread": str(exc)}
 
+    def peak_bandwidth(self) -> float | None:
+        """The GPU's peak memory bandwidth (GB/s) from NVML's maximum memory clock and bus
+        width, as NVBench computes it; from the driver's attributes where NVML is absent."""
+        try:
+            import pynvml
+        except ImportError:
+            pynvml = None
+        if pynvml is not None:
+            try:
+                pynvml.nvmlInit()
+                handle = pynvml.nvmlDeviceGetHandleByUUID(self.identity()["uuid"])
+                return timing.peak_bandwidth_gbs(
+                    pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+                    int(pynvml.nvmlDeviceGetMemoryBusWidth(handle)))
+            except pynvml.NVMLError:
+                pass  # an NVML that cannot say: the driver's attributes below
+        attribute = cu.CUdevice_attribute
+        status, clock_khz = cu.cuDeviceGetAttribute(
+            attribute.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, self.device)
+        status_width, width = cu.cuDeviceGetAttribute(
+            attribute.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, self.device)
+        if status != cu.CUresult.CUDA_SUCCESS or status_width != cu.CUresult.CUDA_SUCCESS:
+            return None
+        return timing.peak_bandwidth_gbs(clock_khz / 1000, int(width)) if clock_khz else None
+
     def close(self) -> None:
         for pointer in self.allocations:
             cu.cuMemFree(pointer)
@@ -246,7 +271,9 @@ class GpuSession:
 
 
 def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], list[Any],
-                                                        list[tuple[Any, np.ndarray]]]:
+                                                        list[tuple[Any, np.ndarray]], int]:
+    """The arrays by name, the launch's values, the outputs to read back, and the bytes a
+    launch moves at the least (checks.bytes_moved)."""
     arguments, arrays = case_arguments(job)
     values: list[Any] = []
     outputs: list[tuple[Any, np.ndarray]] = []
@@ -258,13 +285,13 @@ def _prepare_args(job: Job, gpu: GpuSession) -> tuple[dict[str, np.ndarray], lis
         values.append(pointer)
         if argument.written:
             outputs.append((pointer, argument.value))
-    return arrays, values, outputs
+    return arrays, values, outputs, bytes_moved(arguments)
 
 
 def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     name = (job.kernel or "").encode()
     function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
-    arrays, values, outputs = _prepare_args(job, gpu)
+    arrays, values, outputs, moved = _prepare_args(job, gpu)
     shared = int(job.run["shared_bytes"])
     # Dynamic shared memory beyond 48 KiB needs this opt-in; a case may leave it out
     # (shared_opt_in = false) to show what a launch without it does.
@@ -294,6 +321,8 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
         return status, message, log, details
     # Timed only once the result is right: a wrong kernel's speed means nothing.
     details["timing"] = gpu.time(start, settings)
+    moved = int(settings.get("bytes") or moved)
+    details["timing"].update(timing.bandwidth(details["timing"], moved, gpu.peak_bandwidth()))
     too_slow = timing.over_limit(details["timing"], settings)
     return ("failed" if too_slow else "ok"), too_slow, log, details
 
@@ -302,7 +331,7 @@ def _call_host_entry(job: Job, gpu: GpuSession, library: ctypes.CDLL
                      ) -> DeviceSaid:
     entry = getattr(library, job.kernel or "")
     entry.restype = ctypes.c_int
-    arrays, values, outputs = _prepare_args(job, gpu)
+    arrays, values, outputs, _ = _prepare_args(job, gpu)
     arguments = [ctypes.c_void_p(int(v)) if not isinstance(v, np.ndarray)
                  else np.ctypeslib.as_ctypes(v)[0] for v in values]
     status = entry(*arguments)

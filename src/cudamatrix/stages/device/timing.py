@@ -80,6 +80,28 @@ def sample_summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> 
             "samples_us": kept_samples(samples_us)}
 
 
+def bandwidth(timing: Mapping[str, Any], moved: int, peak_gbs: float | None
+              ) -> dict[str, Any]:
+    """The achieved bandwidth of a timed launch that moves `moved` bytes (its median time),
+    and its fraction of the GPU's peak where that is known: NVBench's "GlobalMem BW" and
+    "BWUtil"."""
+    median_s = float(timing["median_us"]) / 1e6
+    if moved <= 0 or median_s <= 0:
+        return {}
+    achieved = moved / median_s / 1e9
+    said: dict[str, Any] = {"bytes": moved, "bandwidth_gbs": round(achieved, 2)}
+    if peak_gbs:
+        said["peak_gbs"] = round(peak_gbs, 2)
+        said["bandwidth_fraction"] = round(achieved / peak_gbs, 4)
+    return said
+
+
+def peak_bandwidth_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:
+    """The GPU's peak global memory bandwidth as NVBench computes it: two transfers a
+    memory clock (double data rate) over the bus's width."""
+    return 2 * memory_clock_mhz * 1e6 * bus_width_bits / 8 / 1e9
+
+
 def over_limit(timing: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
     """The run's failure message where the case set max_us and the median is over it."""
     limit = settings.get("max_us")
