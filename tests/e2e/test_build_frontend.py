@@ -117,3 +117,39 @@ def test_a_builds_kernels_are_held_to_a_budget_from_cuobjdumps_figures(tmp_path:
         + '  [variant.resources]\n  max_spill_stores = 0\n')
     refused = cudamatrix("validate", "--corpus", str(corpus))
     assert refused.code == 2 and "record no spill figures" in refused.output, refused.output
+
+
+def test_a_cell_that_fails_on_its_first_attempt_only_is_flaky(tmp_path: Path) -> None:
+    """Issue 60, point 4: a build whose first attempt fails (a step that fails once, as a
+    runner's lost download does) and whose second passes: with --retries 1 the cell passes,
+    flaky, both attempts recorded and marked in every report; without, it fails."""
+    case = tmp_path / "cases" / "once"
+    case.mkdir(parents=True)
+    (case / "k.cu").write_text('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n')
+    mark = tmp_path / "failed-once"
+    (case / "case.toml").write_text(f'''
+title = "fails on its first attempt only"
+[[variant]]
+name = "once"
+frontend = "build"
+timeout = 300
+  [variant.build]
+  commands = ["bash -c 'test -e {mark} || {{ touch {mark}; echo lost the runner >&2; exit 1; }}'",
+              "{{nvcc}} -shared -Xcompiler -fPIC -arch={{arch}} -o libk.so k.cu"]
+  outputs = ["*.so"]
+''')
+    args = ("run", "--corpus", str(tmp_path / "cases"), "--case", "once", "--toolkit", "13.0",
+            "--arch", "sm_80")
+    retried = cudamatrix(*args, "--retries", "1", out=tmp_path / "retried")
+    assert retried.code == 0, retried.output[-3000:]
+    (cell,) = retried.cells().values()
+    assert (cell["outcome"], cell["flaky"]) == ("pass", True), cell["message"]
+    assert [(a["outcome"], a["stage"]) for a in cell["attempts"]] == [("fail", "compile")]
+    assert "lost the runner" in cell["attempts"][0]["message"]
+    markdown = (tmp_path / "retried" / "COMPATIBILITY.md").read_text()
+    assert "## 🔁 Flaky (1)" in markdown and "fail at compile → pass" in markdown
+    assert '"flaky": true' in (tmp_path / "retried" / "report.html").read_text()
+    mark.unlink()
+    once = cudamatrix(*args, "--retries", "0", "--always-run", out=tmp_path / "once")
+    (cell,) = once.cells().values()
+    assert once.code == 1 and cell["outcome"] == "fail" and not cell["flaky"], cell

@@ -50,6 +50,18 @@ def _runs(text: str) -> int:
     return value
 
 
+def _retries(text: str) -> int:
+    """How many times more a cell may be run: 0 to 5 (a flaky cell shows in two or three;
+    more only hides a broken one behind its retries)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 5:
+        raise argparse.ArgumentTypeError(f"must be 0 to 5, got {text!r}")
+    return value
+
+
 def positive_number(text: str) -> float:
     """A positive, finite number (seconds, GiB): nan, inf and 0 are refused by name."""
     try:
@@ -167,6 +179,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                      help="the order cells start in: the longest expected first (cost), "
                      "the plan's, or the plan's reversed (a determinism check: no verdict "
                      "may change)")
+    run.add_argument("--retries", type=_retries, default=default("retries"), metavar="N",
+                     help="run a cell that is not what its case expects up to N times more; "
+                          "a cell whose attempts disagree is flaky, every attempt recorded "
+                          "(default: %(default)s)")
     run.add_argument("--compile-apart", action="store_true",
                      help="build each cell by itself, one nvcc per arch (by default the "
                           "cells that differ only in arch share one nvcc, a -gencode each)")

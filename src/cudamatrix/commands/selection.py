@@ -72,7 +72,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         compile_here=tuple(args.compile_here or default("compile_here")),
         containers=args.containers, docker_flavour=args.docker_flavour,
         container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,
-        jitify_warmup_timeout=args.jitify_warmup_timeout)
+        jitify_warmup_timeout=args.jitify_warmup_timeout, retries=args.retries)
     if args.cache:
         extra["cache"] = args.cache
     if args.compile_cache_from:

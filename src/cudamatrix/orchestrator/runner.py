@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -48,7 +48,7 @@ from ..record.results import (
     save_cell,
 )
 from ..record.slowdowns import judge_slowdowns
-from ..record.verdict import judge
+from ..record.verdict import UNEXPECTED_OUTCOMES, judge
 from ..stages.cell.files import CUBIN, PTX
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -273,8 +273,25 @@ class CellRunner:
         for cell in prepared:
             began = time.monotonic()
             stages = self.stages_for(cell)
-            results.append(self.judged(cell, stages, cell.spent + time.monotonic() - began))
+            results.append(self.retried(self.judged(cell, stages,
+                                                    cell.spent + time.monotonic() - began)))
         return results
+
+    def retried(self, result: CellResult) -> CellResult:
+        """`result`, or where it is not what its case expects and the run allows retries
+        (--retries), the cell's next attempt, each earlier one kept in `attempts`; the
+        attempts stop at the first that is as its case expects. A compile the cache kept
+        answers again as it did (a compiler's refusal is no flake); the GPU's stages and
+        whatever the cache did not keep run again."""
+        attempts: list[dict[str, Any]] = []
+        while result.outcome in UNEXPECTED_OUTCOMES and len(attempts) < self.options.retries \
+                and not self.out_of_time():
+            attempts.append(result.attempt_said())
+            again = self.prepare(result.cell)
+            began = time.monotonic()
+            stages = self.stages_for(again)
+            result = self.judged(again, stages, again.spent + time.monotonic() - began)
+        return replace(result, attempts=tuple(attempts)) if attempts else result
 
     def run_cell(self, cell: Cell) -> CellResult:
         return self.run_cells([cell])[0]

@@ -37,6 +37,8 @@ class BaselineDiff:
     flipped: list[Change] = field(default_factory=list)
     added: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
+    # Cells whose attempts (--retries) disagreed: counted apart, never new failures.
+    flaky: list[Change] = field(default_factory=list)
     # Kernels that start to spill, or take more registers or shared memory: a finding of
     # their own, whatever the outcome did.
     resources: list[ResourceChange] = field(default_factory=list)
@@ -49,7 +51,7 @@ class BaselineDiff:
     @property
     def empty(self) -> bool:
         return not (self.new_failures or self.fixed or self.flipped or self.added
-                    or self.removed or self.resources or self.times)
+                    or self.removed or self.flaky or self.resources or self.times)
 
     @property
     def slower(self) -> list[TimeChange]:
@@ -133,7 +135,9 @@ def compare(source: str, before: Baseline, after: Sequence[CellResult], tier: st
         old = (old_record or {}).get("outcome")
         new = result.outcome
         change = Change(cell_id, old, new, result.message or result.reason)
-        if new in FAILING and old not in FAILING:
+        if result.flaky:
+            diff.flaky.append(change)  # its attempts disagreed: never a new failure
+        elif new in FAILING and old not in FAILING:
             diff.new_failures.append(change)  # an added cell that fails is new, too
         if old_record is None:
             diff.added.append(change)

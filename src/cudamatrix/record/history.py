@@ -83,6 +83,9 @@ class Flip:
     before: str
     after: str
     since: PastRun
+    # The run before it had the same commit: the flip came from no change of the code, a
+    # flaky cell (or a change of the machine).
+    same_inputs: bool = False
 
 
 def _read(path: Path) -> list[PastRun]:
@@ -139,7 +142,14 @@ def gather(paths: Sequence[Path], now: PastRun | None, limit: int = DEFAULT_HIST
 
 
 def history_document(runs: Sequence[PastRun]) -> dict[str, Any]:
-    return {"schema": SCHEMA, "schema_version": 1, "runs": [r.to_dict() for r in runs]}
+    """history.json: the runs kept, and the cells of the latest that flipped since the run
+    before with the same commit (`flaky_flips`: their inputs did not change, they did)."""
+    said: dict[str, Any] = {"schema": SCHEMA, "schema_version": 1,
+                            "runs": [r.to_dict() for r in runs]}
+    flaky = [f.cell for f in flips(runs) if f.same_inputs and f.since is runs[-1]]
+    if flaky:
+        said["flaky_flips"] = flaky
+    return said
 
 
 def cell_history(runs: Sequence[PastRun], cell: str) -> list[tuple[str, str, str]]:
@@ -164,5 +174,7 @@ def flips(runs: Sequence[PastRun]) -> list[Flip]:
         before = runs[start - 1].outcomes.get(cell, ("", ""))[0]
         if not before:
             continue  # new in this stretch: no earlier outcome to flip from
-        found.append(Flip(cell, before, outcome, runs[start]))
+        previous = runs[start - 1]
+        found.append(Flip(cell, before, outcome, runs[start],
+                          bool(previous.revision) and previous.revision == runs[start].revision))
     return found

@@ -48,6 +48,22 @@ class CellResult:
     prediction: dict[str, Any] | None = None
     # The case author's note on the expectation that decided the cell (why it is expected).
     note: str = ""
+    # The cell's earlier attempts (--retries), oldest first, each as attempt_said says it:
+    # a cell not as its case expects is run again where the user asks.
+    attempts: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def flaky(self) -> bool:
+        """Whether the cell's attempts disagree: an outcome or a stage of an earlier one is
+        not this one's. Such a cell is marked, and never a new failure against a baseline."""
+        return any((a.get("outcome"), a.get("stage")) != (self.outcome, self.stage)
+                   for a in self.attempts)
+
+    def attempt_said(self) -> dict[str, Any]:
+        """This result as an earlier attempt of a cell is kept: what decided it, not its logs
+        (the last attempt's stages are the cell's)."""
+        return {"outcome": self.outcome, "stage": self.stage, "message": self.message,
+                "seconds": round(self.seconds, 3)}
 
     def _compiled(self, key: str) -> list[Any]:
         """A list the compile stage recorded about the build (empty without one)."""
@@ -140,6 +156,8 @@ class CellResult:
             "versions": self.versions,
             "device": self.device,
             "prediction": self.prediction,
+            "attempts": [dict(a) for a in self.attempts],
+            "flaky": self.flaky,
             "stages": [s.to_dict() for s in self.stages],
         }
 
@@ -182,6 +200,7 @@ class CellResult:
             versions=recorded.text_table(data, "versions"),
             device=recorded.table(data, "device", optional=True),
             prediction=recorded.table(data, "prediction", optional=True),
+            attempts=tuple(recorded.tables(data, "attempts")),
         )
 
 

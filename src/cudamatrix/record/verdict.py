@@ -25,6 +25,9 @@ from .diagnose import diagnose_stage
 
 Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
+# The outcomes that are not what a case expects: a failure it does not expect, an error, a
+# pass where it expects a failure.
+UNEXPECTED_OUTCOMES: frozenset[str] = frozenset({"fail", "error", "xpass"})
 
 
 @dataclass(frozen=True)

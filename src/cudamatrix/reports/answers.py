@@ -47,6 +47,7 @@ SYMBOLS: dict[str, str] = {
     "fails at load": "🟪", "fails at run": "🟫", "skipped": "⏭️",
 }
 UNEXPECTED_MARK = "❗"
+FLAKY_MARK = "🔁"  # after a symbol: the cell's attempts (--retries) disagreed
 RANGE = "–"  # en dash: toolkit and arch names hold hyphens of their own
 MESSAGE_LIMIT = 100
 
@@ -60,16 +61,17 @@ def _rank(what: str) -> int:
     return list(VERBS).index(what) if what in VERBS else len(VERBS)
 
 
-def legend(counts: dict[str, int] | None = None) -> str:
+def legend(counts: dict[str, int] | None = None, flaky: bool = False) -> str:
     """The grid's symbols in words, each with its number of cells where `counts` (by what
-    happened) is given: the report's one legend."""
+    happened) is given, and the flaky mark where a cell has it: the report's one legend."""
     said = []
     for what, symbol in SYMBOLS.items():
         if counts is not None and not counts.get(what):
             continue
         said.append(f"{symbol} {VERBS[what]}" + (f" {counts[what]}" if counts else ""))
     return " · ".join(said) + f" · {UNEXPECTED_MARK} after a symbol: not what the case " \
-        "expects (a failure it does not expect, or a pass where it expects a failure)"
+        "expects (a failure it does not expect, or a pass where it expects a failure)" \
+        + (f" · {FLAKY_MARK} flaky: its attempts disagreed" if flaky else "")
 
 
 def where_key(label: str) -> list[object]:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from ..config.plan import BUNDLED, Cell
 from ..record.results import CellResult, RunInfo
+from ..record.verdict import UNEXPECTED_OUTCOMES
 
-UNEXPECTED = frozenset({"fail", "error", "xpass"})
+UNEXPECTED = UNEXPECTED_OUTCOMES
 
 
 def happened(result: CellResult) -> str:

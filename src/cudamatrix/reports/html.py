@@ -80,6 +80,7 @@ def _cell_data(result: CellResult, info: RunInfo, limit: int = LOG_LIMIT) -> dic
         "resources": result.resources, "warnings": result.warnings, "ships": result.ships,
         "kernel": result.kernel, "timing": result.timing,
         "prediction": result.prediction,
+        "attempts": list(result.attempts), "flaky": result.flaky,
         "seconds": round(result.seconds, 2), "versions": result.versions,
         "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
                     "seconds": round(s.seconds, 2),
@@ -212,6 +213,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     return env.get_template("report.html.j2").render(
         info=info, header=[_plain(line) for line in header(info)],
         counts=counts, unexpected=sum(counts[o] for o in UNEXPECTED), outcomes=OUTCOMES,
+        flaky=sum(r.flaky for r in results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
         sentences=_sentences(results), grid_columns=len(grid.columns),
         legend=[(GLYPHS[w], css_class(w), VERBS[w], happenings.get(w, 0), SYMBOLS[w])

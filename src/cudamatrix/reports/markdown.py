@@ -18,6 +18,7 @@ from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import CellResult, RunInfo, summary
 from ..record.time_changes import TimeChange
 from .answers import (
+    FLAKY_MARK,
     SYMBOLS,
     UNEXPECTED_MARK,
     VERBS,
@@ -235,7 +236,8 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
                 "kernel's resources grew; no timed kernel's time moved beyond its noise."]
     groups = (("🆕❌ New failures", diff.new_failures), ("🩹 Fixed", diff.fixed),
               ("🔀 Flipped", diff.flipped), ("➕ Added", diff.added),
-              ("➖ Removed", diff.removed))
+              ("➖ Removed", diff.removed), (f"{FLAKY_MARK} Flaky (never a new failure)",
+                                            diff.flaky))
     lines.append(" · ".join(f"{title}: {len(changes)}" for title, changes in groups)
                  + f" · 📈 Resources: {len(diff.resources)} · ⏱ Time: {len(diff.times)}")
     lines += findings_lines("**⏱ Time** (a timed kernel's median moved by more than 5% and "
@@ -358,7 +360,8 @@ def grid_section(grid: Grid) -> Section:
             for arch in archs:
                 cell = row.cells[position[(toolkit, arch)]]
                 marks.append("·" if cell is None
-                             else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else ""))
+                             else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else "")
+                             + (FLAKY_MARK if cell.result.flaky else ""))
             said.append("".join(marks))
         table.append([f"{md_code(row.case, table=True)} {md_text(row.variant)}"
                       + (f" · {md_text(row.extra)}" if row.extra else ""), *said])
@@ -437,9 +440,29 @@ def unexpected_item(result: CellResult, info: RunInfo) -> str:
                        if diagnosis.get("explanation") else ""))
     if result.upstream:
         body.append("- Upstream: " + ", ".join(map(md_link, result.upstream)))
+    if result.attempts:
+        body.append(f"- Attempts: {attempts_text(result)}")
     body.append(f"- Repro: {md_code(repro(result.cell, info))}")
     return "\n".join([f"<details><summary>{summary_line}</summary>", "", *body, "",
                       "</details>"])
+
+
+def attempts_text(result: CellResult) -> str:
+    """A retried cell's attempts in order, this one last: ``fail at run → pass``."""
+    return " → ".join(md_text(f"{a.get('outcome', '?')} at {a.get('stage', '?')}")
+                      for a in result.attempts) + f" → {md_text(result.outcome)}"
+
+
+def flaky_section(results: Sequence[CellResult]) -> Section:
+    """The cells whose attempts disagreed (--retries): each with its attempts."""
+    flaky = [r for r in results if r.flaky]
+    if not flaky:
+        return Section([])
+    return Section(["", f"## {FLAKY_MARK} Flaky ({len(flaky)})", "",
+                    "Run again where they were not what their case expects, and not alike "
+                    "the next time: never counted as new failures.", ""],
+                   [f"- {md_code(r.cell.id)}: {attempts_text(r)}" for r in flaky],
+                   left="flaky cells")
 
 
 def unexpected_section(results: Sequence[CellResult], info: RunInfo) -> Section:
@@ -503,6 +526,9 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
              f"{counts['error']} errors" if counts["error"] else "",
              f"{counts['xpass']} passed where a failure was expected" if counts["xpass"]
              else ""]
+    flaky = sum(r.flaky for r in results)
+    if flaky:
+        words.append(f"{FLAKY_MARK} {flaky} flaky")
     device = (info.device or {}).get("name")
     facts = [f"tier {md_code(info.tier)}", f"{info.wall_seconds:.0f} s",
              *([md_text(device)] if device else [])]
@@ -512,7 +538,7 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
             + (f"{UNEXPECTED_MARK} {unexpected} not what the cases expect" if unexpected
                else "all as the cases expect") + "**: "
             + ", ".join(w for w in words if w) + " · " + " · ".join(facts),
-            *(["", legend(dict(happenings))] if happenings else [])]
+            *(["", legend(dict(happenings), flaky=bool(flaky))] if happenings else [])]
 
 
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
@@ -534,7 +560,8 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
         sections.append(Section(baseline_section(diff)))
     if case_answers(results):
         sections += [grid_section(answer_grid(results, info)), Section(glance_lines(results))]
-    sections += [unexpected_section(results, info), cases_section(results),
+    sections += [unexpected_section(results, info), flaky_section(results),
+                 cases_section(results),
                  Section(["", "<details><summary>The run: date, host, GPU, toolkits and "
                           "libraries</summary>", "",
                           *header(info, packages=False), "", "</details>"])]
