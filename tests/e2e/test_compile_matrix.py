@@ -92,7 +92,9 @@ def test_junit_has_one_suite_per_case_and_a_testcase_per_cell(run) -> None:
     assert set(suites) == {"smem-oversize", "marlin-sm75", "wmma-jitify"}
     assert sum(len(s.findall("testcase")) for s in suites.values()) == len(run.results["cells"])
     skipped = [t for t in root.iter("testcase") if t.find("skipped") is not None]
-    assert len(skipped) == run.results["summary"]["skip"]
+    # A skip, and an expected failure (as pytest writes an xfail).
+    assert len(skipped) == run.results["summary"]["skip"] + run.results["summary"]["xfail"]
+    assert {t.find("skipped").get("type") for t in skipped} <= {None, "cudamatrix.xfail"}
 
 
 def test_markdown_has_a_grid_row_per_variant_and_says_what_stopped_each_cell(run) -> None:

@@ -87,9 +87,11 @@ def test_junit_and_markdown_stay_well_formed(hostile_run) -> None:
         assert "\x1b" not in markdown and "\x07" not in markdown
         assert "<script" not in markdown and "javascript:" not in markdown.replace(
             "javascript:window.pwned='link'", "")
-        table = markdown[markdown.index("## Details"):].splitlines()[2:]
-        columns = {line.replace("\\|", "").count("|") for line in table if line.startswith("|")}
-        assert len(columns) == 1, table  # no row gained or lost a column
+        grid = markdown[markdown.index("## At a glance"):].split("\n## ", 1)[0].splitlines()
+        columns = {line.replace("\\|", "").count("|") for line in grid if line.startswith("|")}
+        assert len(columns) == 1, grid  # no row gained or lost a column
+        # Every folded block closes, whatever a case's name or message holds.
+        assert markdown.count("<details>") == markdown.count("</details>") > 0
 
 
 def test_the_page_filters_opens_panels_and_runs_nothing_from_the_data(hostile_run) -> None:
@@ -102,14 +104,14 @@ def test_the_page_filters_opens_panels_and_runs_nothing_from_the_data(hostile_ru
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(page_file.as_uri())
         assert page.evaluate("window.pwned") is None
-        assert page.locator("td.cell").count() == len(EXPECTED)
+        assert page.locator("#grid td.g[data-n]").count() == len(EXPECTED)
         for box in page.locator("input[name=outcome]").all():
             if box.get_attribute("value") != "xfail":
                 box.uncheck()
-        assert page.locator("td.cell:not(.hidden)").count() == 3
+        assert page.locator("#grid td.g[data-n]:not(.hidden)").count() == 3
         for box in page.locator("input[name=outcome]").all():
             box.check()
-        page.locator('td.cell[data-id="log-script/v/13.0/sm_80"]').click()
+        page.locator('td.g[data-id="log-script/v/13.0/sm_80"]').click()
         panel = page.locator("dialog#panel")
         assert panel.is_visible()
         assert "<!--<script>" in panel.locator("pre.log").first.inner_text()
