@@ -51,3 +51,23 @@ def test_the_published_runs_launch_faults_keep_their_rules() -> None:
                 "ptx-driver-jit/ptx-only/13.5/sm_90": "ptx-newer-than-driver"}
     for cell_id, rule in expected.items():
         assert (judged[cell_id].diagnosis or {}).get("rule") == rule, cell_id
+
+
+def test_a_skip_no_rule_explains_has_no_diagnosis() -> None:
+    """Issue 61: a skip said "No rule matched" beside its own reason (a wheel toolkit that
+    ships no libcudadevrt for a build); a skip a rule explains keeps its diagnosis."""
+    from cudamatrix.config.corpus import Variant
+    from cudamatrix.config.plan import Cell
+    from cudamatrix.record.verdict import judge
+    from cudamatrix.stages.cell.result import StageResult
+
+    cell = Cell("c", "v", "12.4", "sm_80", "build")
+    variant = Variant("v", source=Path("."), frontend="build")
+    unexplained = [StageResult("compile", "unavailable", "toolkit 12.4 (wheels) ships no "
+                               "libcudadevrt.a, which nvcc links a relocatable build with", "")]
+    verdict, _, said = judge(cell, variant, unexplained, None, {})
+    assert verdict.outcome == "skip" and said is None
+    explained = [StageResult("compile", "unavailable", "toolkit 12.9 (wheels) has no nvcc; "
+                             "the nvcc frontend needs it", "")]
+    verdict, _, said = judge(cell, variant, explained, None, {})
+    assert verdict.outcome == "skip" and (said or {}).get("rule") == "toolkit-lacks-tool"

@@ -21,7 +21,7 @@ from ..config.plan import Cell
 from ..stages.cell.result import StageResult
 from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
-from .diagnose import diagnose_stage
+from .diagnose import UNCLASSIFIED, diagnose_stage
 
 Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
@@ -175,6 +175,9 @@ def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],
         diagnosis = diagnose_stage(verdict.message, failing, arch_reached).to_dict()
         if diagnosis["rule"] == "cccl-newer-than-toolkit":
             diagnosis["explanation"] += _cccl_of(versions or {})
+        if verdict.outcome == "skip" and diagnosis["rule"] == UNCLASSIFIED:
+            # A skip's reason is the tool's own sentence: "No rule matched" adds nothing.
+            diagnosis = None
     return verdict, expectation, diagnosis
 
 
