@@ -155,8 +155,9 @@ def _examples_page() -> str:
 
 def screenshots() -> None:
     """The page of reports/'s real H100 run, as the test suite's Chromium (playwright with
-    the system's chromium) shows it: its first screen, and a cell's panel opened. Made on
-    demand and committed, so the site builds without a browser."""
+    the system's chromium) shows it: its first screen at 1280 px and on a phone (390 px),
+    and a cell's panel opened. Made on demand and committed, so the site builds without a
+    browser."""
     import subprocess
     import tempfile
 
@@ -176,6 +177,10 @@ def screenshots() -> None:
             page.screenshot(path=images / "report-first-screen.png")
             page.locator("#grid td.g[data-n]").first.click()
             page.screenshot(path=images / "report-cell-panel.png")
+            phone = browser.new_page(viewport={"width": 390, "height": 844},
+                                     device_scale_factor=2, is_mobile=True)
+            phone.goto((Path(out) / "report.html").as_uri())
+            phone.screenshot(path=images / "report-first-screen-phone.png")
             browser.close()
 
 

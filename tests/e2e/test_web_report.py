@@ -133,6 +133,9 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
     page.goto((tmp_path / "page" / "report.html").as_uri())
     for part in ("#counts", "#chart-works svg", "#grid td.g[data-n]"):
         assert page.locator(part).first.bounding_box()["y"] < 800, part  # the first screen
+    # The run's facts beside the counts are readable (not white on white).
+    assert page.evaluate("getComputedStyle(document.querySelector('#counts .muted')).color") \
+        != "rgb(255, 255, 255)"
     glance = page.locator("section#glance")
     assert glance.bounding_box()["y"] < page.locator("section#cases").bounding_box()["y"]
     cases = {c["case"] for c in cells}

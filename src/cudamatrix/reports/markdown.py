@@ -362,7 +362,8 @@ def grid_section(grid: Grid) -> Section:
                 marks.append("·" if cell is None
                              else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else "")
                              + (FLAKY_MARK if cell.result.flaky else ""))
-            said.append("".join(marks))
+            # A toolkit the row has no cell of stays empty: its dots would say nothing.
+            said.append("" if all(m == "·" for m in marks) else "".join(marks))
         table.append([f"{md_code(row.case, table=True)} {md_text(row.variant)}"
                       + (f" · {md_text(row.extra)}" if row.extra else ""), *said])
     order = md_text(" ".join(toolkits[0][1]) if shared
@@ -371,7 +372,8 @@ def grid_section(grid: Grid) -> Section:
                                          table).split("\n")
     return Section(["", "## At a glance", "",
                     f"One symbol per cell; in each toolkit's column the archs are, in order: "
-                    f"{order} (· where that cell is not in the run).", "", head, divider],
+                    f"{order} (· where that cell is not in the run; empty where the row has "
+                    "no cell of that toolkit).", "", head, divider],
                    rows, left="rows of the grid")
 
 
