@@ -37,7 +37,7 @@ echo "$(echo $CELLS | wc -w) words: $(( $(echo $CELLS | wc -w) / 2 )) cells"
 run() {  # name, extra options
   local name=$1; shift
   local start=$(date +%s.%N)
-  timeout 170 python3 -m cudamatrix run $SEL ${CELLS_NOW:-$CELLS} --provider host \
+  timeout 200 python3 -m cudamatrix run $SEL ${CELLS_NOW:-$CELLS} --provider host \
     --runner-label h100 -j 16 "$@" --out /tmp/o-$name > /tmp/$name.log 2>&1
   local rc=$?
   python3 -c "print(f'$name: rc=$rc wall {$(date +%s.%N) - $start:.2f} s')" | tee -a $OUT/walls.txt
