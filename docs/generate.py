@@ -174,6 +174,7 @@ def screenshots() -> None:
                                         args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto((Path(out) / "report.html").as_uri())
+            page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
             page.screenshot(path=images / "report-first-screen.png")
             page.locator("#grid td.g[data-n]").first.click()
             page.screenshot(path=images / "report-cell-panel.png")

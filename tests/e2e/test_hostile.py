@@ -103,6 +103,7 @@ def test_the_page_filters_opens_panels_and_runs_nothing_from_the_data(hostile_ru
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(page_file.as_uri())
+        page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
         assert page.evaluate("window.pwned") is None
         assert page.locator("#grid td.g[data-n]").count() == len(EXPECTED)
         for box in page.locator("input[name=outcome]").all():

@@ -31,6 +31,7 @@ def page_and_cells(tmp_path_factory: pytest.TempPathFactory):
         requested: list[str] = []
         page.on("request", lambda r: requested.append(r.url))
         page.goto((out / "report.html").as_uri())
+        page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
         yield page, cells, requested
         browser.close()
 
@@ -131,6 +132,7 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
     cells = json.loads(published.read_text())["cells"]
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto((tmp_path / "page" / "report.html").as_uri())
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
     for part in ("#counts", "#chart-works svg", "#grid td.g[data-n]"):
         assert page.locator(part).first.bounding_box()["y"] < 800, part  # the first screen
     # The run's facts beside the counts are readable (not white on white).
@@ -173,6 +175,7 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844},
                                           device_scale_factor=2, is_mobile=True, has_touch=True)
     phone.goto(page.url)
+    phone.wait_for_selector('#grid[data-drawn="all"]', state="attached")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     for part in ("#counts", "#chart-works svg", "#grid td.g[data-n]"):
         assert phone.locator(part).first.bounding_box()["y"] < 844, part
@@ -199,6 +202,7 @@ def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path)
     cell_id = "cutlass-nchw-to-nhwc/half/13.0/sm_90a"
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto((tmp_path / "report.html").as_uri())
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
     page.locator(f'td.g[data-id="{cell_id}"]').click()
     text = page.locator("dialog#panel #panel-resources").inner_text()
     page.close()
@@ -224,6 +228,7 @@ def test_a_timed_cells_panel_says_its_kernel_time(page_and_cells, tmp_path: Path
     assert (tmp_path / "out" / "report.html").exists(), run.output
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto((tmp_path / "out" / "report.html").as_uri())
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
     assert f"{cell_id}: slower: median 24.99 us -> 29.98 us (1.20x" in \
         page.locator("section#baseline").inner_text()
     # The kernel time chart draws every timed cell, a point each, with its noise.
@@ -267,6 +272,7 @@ def test_a_timed_cells_panel_draws_its_samples_and_its_time_across_runs(
     assert (tmp_path / "now" / "report.html").exists(), run.output
     page = page_and_cells[0].context.browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto((tmp_path / "now" / "report.html").as_uri())
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
     # The outcomes over the kept runs: a bar a run, the flips since the run before said.
     assert "The last 2 runs (history.json)" in \
         page.locator("#chart-history figcaption").inner_text()

@@ -9,6 +9,7 @@ not 10,000 elements written out. Nothing is fetched from the network.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -30,10 +31,10 @@ from .answers import (
     SYMBOLS,
     VERBS,
     Grid,
+    GridCell,
     answer_grid,
     case_answers,
     css_class,
-    said_message,
 )
 from .charts import run_charts, svg
 from .glance import UNEXPECTED, happened, likely_culprit, repro
@@ -43,9 +44,17 @@ FLIPS_SHOWN = 200
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
 LOG_LIMIT = 40_000
 # All the logs of a page together: a nightly's thousands of cells share it, each log cut to
-# its part (never under LOG_FLOOR), so the page stays quick to open.
-LOG_BUDGET = 6_000_000
-LOG_FLOOR = 1_500
+# its part (never under LOG_FLOOR), so the page stays quick to open. A stage that did not
+# succeed says why in its log; one that did shares a smaller budget (its log is its
+# command lines and the compiler's figures, which the panel shows otherwise).
+LOG_BUDGET = 4_000_000
+LOG_FLOOR = 300
+OK_LOG_BUDGET = 500_000
+OK_LOG_LIMIT = 4_000
+# What many cells share, kept once in the page and named by its place: a toolkit's package
+# versions, a rule's diagnosis, a case's upstream reports and notes, a variant's kernel.
+SHARED = ("versions", "diagnosis", "upstream", "note", "expected", "prediction", "reason",
+          "kernel")
 # A case's sentence longer than this is folded under its beginning.
 SENTENCE_FOLD = 260
 
@@ -58,16 +67,38 @@ def _cut(log: str, limit: int) -> str:
     return log if len(log) <= limit else log[:limit] + "\n… (cut; results.json has it all)"
 
 
-def log_limit(results: Sequence[CellResult]) -> int:
-    """Each log's share of the page's LOG_BUDGET, between LOG_FLOOR and LOG_LIMIT."""
-    logs = sum(1 for r in results for s in r.stages if s.log)
-    return max(LOG_FLOOR, min(LOG_LIMIT, LOG_BUDGET // max(logs, 1)))
+def log_limit(results: Sequence[CellResult]) -> tuple[int, int]:
+    """Each log's share of the page's budgets: a stage that did not succeed (between
+    LOG_FLOOR and LOG_LIMIT), and one that did (at most OK_LOG_LIMIT, none at all where
+    too many share OK_LOG_BUDGET)."""
+    failed = sum(1 for r in results for s in r.stages if s.log and s.status != "ok")
+    succeeded = sum(1 for r in results for s in r.stages if s.log and s.status == "ok")
+    ok_limit = min(OK_LOG_LIMIT, OK_LOG_BUDGET // max(succeeded, 1))
+    return (max(LOG_FLOOR, min(LOG_LIMIT, LOG_BUDGET // max(failed, 1))),
+            ok_limit if ok_limit >= LOG_FLOOR else 0)
 
 
-def _cell_data(result: CellResult, info: RunInfo, limit: int = LOG_LIMIT) -> dict[str, Any]:
+class Shared:
+    """Values many cells hold alike, each kept once: a cell names its place instead."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self._places: dict[str, int] = {}
+
+    def place(self, value: Any) -> int:
+        key = json.dumps(value, sort_keys=True)
+        if key not in self._places:
+            self._places[key] = len(self.values)
+            self.values.append(value)
+        return self._places[key]
+
+
+def _cell_data(result: CellResult, info: RunInfo, limits: tuple[int, int] = (LOG_LIMIT,
+               OK_LOG_LIMIT), shared: Shared | None = None) -> dict[str, Any]:
     cell = result.cell
-    return {
-        "happened": happened(result), "said": said_message(result),
+    failed_limit, ok_limit = limits
+    data = {
+        "happened": happened(result),
         "repro": (f"cd {shlex.quote(info.repro_folder)} && " if info.repro_folder else "")
         + repro(cell, info) if result.outcome in UNEXPECTED else "",
         "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
@@ -82,11 +113,18 @@ def _cell_data(result: CellResult, info: RunInfo, limit: int = LOG_LIMIT) -> dic
         "prediction": result.prediction,
         "attempts": list(result.attempts), "flaky": result.flaky,
         "seconds": round(result.seconds, 2), "versions": result.versions,
-        "stages": [{"stage": s.stage, "status": s.status, "message": s.message,
+        # A stage's message where it is not the cell's decisive one (the panel says that).
+        "stages": [{"stage": s.stage, "status": s.status,
+                    "message": s.message if s.message != result.message else "",
                     "seconds": round(s.seconds, 2),
-                    "log": _cut(s.log, limit)}
+                    "log": _cut(s.log, failed_limit if s.status != "ok" else ok_limit)
+                    if s.status != "ok" or ok_limit else ""}
                    for s in result.stages],
     }
+    if shared is not None:
+        for key in SHARED:
+            data[key] = shared.place(data[key])
+    return data
 
 
 def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
@@ -162,12 +200,28 @@ def _environment() -> Environment:
                        bytecode_cache=_QuietBytecodeCache(str(default_cache() / "templates")))
 
 
+# A grid cell's flags: not what its case expects; a failure its case expects; flaky.
+UNEXPECTED_FLAG, EXPECTED_FAILURE_FLAG, FLAKY_FLAG = 1, 2, 4
+
+
 def _grid_data(grid: Grid, index: dict[str, int]) -> dict[str, Any]:
-    """The grid for the page's script: its columns once, and per row its label and each
-    column's cell (an index into the cells, or null where the run has none)."""
-    return {"columns": grid.columns,
+    """The grid for the page's first script, apart from the cells' data so that it draws
+    before the rest of the page has loaded: its columns once, and per row its label and
+    each column's cell as [its index into the cells, what happened (an index into
+    `happened`), its flags], or null where the run has none."""
+    kinds = list(GLYPHS)
+
+    def flags(cell: GridCell) -> int:
+        failed_as_expected = not cell.unexpected and cell.happened.startswith("fails")
+        return (UNEXPECTED_FLAG * cell.unexpected + EXPECTED_FAILURE_FLAG * failed_as_expected
+                + FLAKY_FLAG * cell.result.flaky)
+
+    return {"columns": grid.columns, "happened": kinds,
+            "kinds": [css_class(k).replace("h-", "k-") for k in kinds],
+            "glyphs": [GLYPHS[k] for k in kinds],
             "rows": [[row.case, row.variant, row.extra,
-                      [index[c.result.cell.id] if c else None for c in row.cells]]
+                      [[index[c.result.cell.id], kinds.index(c.happened), flags(c)] if c
+                       else None for c in row.cells]]
                      for row in grid.rows]}
 
 
@@ -187,8 +241,9 @@ def _sentences(results: Sequence[CellResult]) -> list[dict[str, Any]]:
 def html_report(info: RunInfo, results: Sequence[CellResult],
                 diff: BaselineDiff | None = None, history: Sequence[PastRun] = ()) -> str:
     env = _environment()
-    limit = log_limit(results)
-    data = [_cell_data(r, info, limit) for r in results]
+    limits = log_limit(results)
+    shared = Shared()
+    data = [_cell_data(r, info, limits, shared) for r in results]
     index = {r.cell.id: n for n, r in enumerate(results)}
     env.tests["web_link"] = is_web_link
     kept = list(history) if len(history) > 1 else []
@@ -197,8 +252,8 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     grid = answer_grid(results, info, audits=True)
     # Embedded in a <script> element by Jinja's tojson, which writes no '<', '>', '&' or "'"
     # (so no ``</script>`` or ``<!--<script>`` from a log can end or swallow the page's code).
-    payload = {"cells": data, "history": runs, "grid": _grid_data(grid, index),
-               "glyphs": GLYPHS, "words": VERBS}
+    payload = {"cells": data, "shared": shared.values, "shared_keys": SHARED, "history": runs,
+               "words": VERBS}
     flipped = flips(kept)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
@@ -215,6 +270,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         counts=counts, unexpected=sum(counts[o] for o in UNEXPECTED), outcomes=OUTCOMES,
         flaky=sum(r.flaky for r in results),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
+        grid_payload=_grid_data(grid, index),
         sentences=_sentences(results), grid_columns=len(grid.columns),
         legend=[(GLYPHS[w], css_class(w), VERBS[w], happenings.get(w, 0), SYMBOLS[w])
                 for w in VERBS if happenings.get(w)],
