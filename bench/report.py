@@ -216,7 +216,9 @@ def main() -> None:
             "",
             f"Measured {date.today().isoformat()} by `nox -s bench_report` (bench/report.py), "
             "Debian's Chromium, pages opened from disk, median of five loads; the first "
-            "screen is drawn when the works heatmap and the grid's cells are visible. The "
+            "screen is drawn when the works heatmap and the grid's first cells are in the "
+            "document, as the page records it (the file's reading and the cells' details "
+            "come after: the load event). The "
             "nightly row is the nightly tier's every cell, each holding a real cell's record; "
             f"the x{COPIES} row is the published run's cells copied {COPIES} times, a large "
             "library's nightly (bench/report.py says how). `cudamatrix report` runs with the "
