@@ -126,7 +126,10 @@ def _timed_cell(median_us: float, noise: float, l2: str = "cold") -> CellResult:
                 if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"]))
     run = next(s for s in cell["stages"] if s["stage"] == "run")
     run["details"]["timing"] = {"median_us": median_us, "min_us": median_us * 0.98,
-                                "noise": noise, "samples": 100, "converged": True, "l2": l2}
+                                "noise": noise, "samples": 100, "converged": True, "l2": l2,
+                                # 1 GiB a launch: its bandwidth, as a timed cell records it
+                                "bytes": 1 << 30,
+                                "bandwidth_gbs": round((1 << 30) / median_us / 1e3, 2)}
     return CellResult.from_dict(cell)
 
 
@@ -276,6 +279,15 @@ def test_bisect_slower_finds_where_a_kernel_first_got_slower_than_the_ratio() ->
     assert "12.2" in lines[2] and "28.60 us" in lines[2] and "noise 0.4%" in lines[2]
     # Under the ratio everywhere: no change, though every median differs a little.
     assert _bisect_by_time([28.7, 28.8, 28.6, 29.1, 29.0], 1.03)[0] == []
+
+
+def test_bisect_slower_says_the_bandwidth_beside_the_time() -> None:
+    """Issue 60, point 3: where the cells record their bandwidth, the answer says it: the
+    same bytes at both ends, so it falls by the time's ratio."""
+    changes, lines = _bisect_by_time([28.7, 28.8, 28.6, 29.9, 30.0], 1.03)
+    after = changes[0]["after"]["time"]
+    assert after["bandwidth_gbs"] == round((1 << 30) / 29.9 / 1e3, 2)
+    assert f"({after['bandwidth_gbs']:,.0f} GB/s)" in lines[1]
 
 
 def test_bisect_slower_says_a_failure_as_a_change_of_its_own() -> None:

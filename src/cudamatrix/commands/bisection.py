@@ -371,6 +371,8 @@ class Bisection:
         if timing and self.reference is not None and not probe.skipped:
             said += (f", {float(timing['median_us']):.2f} us ({self.ratio(probe):.3f}x "
                      f"{self.reference.value}'s)")
+            if timing.get("bandwidth_gbs"):  # the same ratio, as bandwidth: the same bytes
+                said += f", {float(timing['bandwidth_gbs']):,.0f} GB/s"
         self.progress.note(f"bisect {self.axis.name} {value}: {said}")
         return key
 
@@ -405,7 +407,9 @@ class Bisection:
             if self.slower is not None and timing is not None:
                 said["time"] = {"median_us": timing["median_us"],
                                 "noise": timing.get("noise"),
-                                "ratio": round(self.ratio(probe), 4)}
+                                "ratio": round(self.ratio(probe), 4),
+                                **({"bandwidth_gbs": timing["bandwidth_gbs"]}
+                                   if timing.get("bandwidth_gbs") else {})}
             return said
 
         return {"at": after.value, "before": side(before), "after": side(after),

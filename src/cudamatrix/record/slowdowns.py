@@ -41,9 +41,13 @@ def slowdown_message(result: CellResult, reference: CellResult, budget: Mapping[
     if ratio <= float(budget["ratio"]):
         return ""
     noise = max(float(mine.get("noise", 0)), float(theirs.get("noise", 0)))
+    # The same bytes on both toolkits: the bandwidth falls by the same ratio, said too.
+    moved = (f"; {float(mine['bandwidth_gbs']):,.0f} GB/s against "
+             f"{float(theirs['bandwidth_gbs']):,.0f} GB/s"
+             if mine.get("bandwidth_gbs") and theirs.get("bandwidth_gbs") else "")
     return (f"{result.cell.case}: {mine['median_us']:.2f} us on {result.cell.toolkit} is "
             f"{ratio:.2f}x {reference.cell.toolkit}'s {theirs['median_us']:.2f} us: slower "
-            f"than max_slowdown {budget['ratio']}x (noise {noise:.1%})")
+            f"than max_slowdown {budget['ratio']}x (noise {noise:.1%}){moved}")
 
 
 def judge_slowdowns(results: Sequence[CellResult], cases: Mapping[str, Case]

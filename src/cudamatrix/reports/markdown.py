@@ -138,7 +138,8 @@ def _bisect_side(side: dict[str, Any]) -> str:
     time = side.get("time")
     if not time:
         return str(side["happened"])
-    return f"{side['happened']}, {time['ratio']:.3f}x"
+    return f"{side['happened']}, {time['ratio']:.3f}x" + (
+        f" ({time['bandwidth_gbs']:,.0f} GB/s)" if time.get("bandwidth_gbs") else "")
 
 
 def bisect_lines(answer: dict[str, Any]) -> list[str]:
