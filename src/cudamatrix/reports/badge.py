@@ -2,8 +2,9 @@
 
 Published beside the reports, so a project shows its CUDA support where its users look:
 ``https://img.shields.io/endpoint?url=<pages>/badge.json``. Skipped cells are left out of
-both numbers (they could not be decided there); any unexpected cell turns it red, a run
-that decided nothing grey.
+both numbers (they could not be decided there) and counted beside them, so "84/84" never
+hides 60 cells that did not run; any unexpected cell turns it red, a run that decided
+nothing grey.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ def badge(results: Sequence[CellResult], label: str = LABEL) -> dict[str, Any]:
     if not decided:
         return {"schemaVersion": 1, "label": label, "message": "no cell decided",
                 "color": "lightgrey"}
+    skipped = len(results) - len(decided)
     return {"schemaVersion": 1, "label": label,
-            "message": f"{len(decided) - unexpected}/{len(decided)} as expected",
+            "message": f"{len(decided) - unexpected}/{len(decided)} as expected"
+            + (f", {skipped} skipped" if skipped else ""),
             "color": "red" if unexpected else "brightgreen"}
