@@ -5,7 +5,6 @@ on every real run the repository keeps, and on cells made here."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter
 from pathlib import Path
@@ -49,11 +48,6 @@ def _expand(text: str, universe: list[str]) -> list[str]:
             assert token in universe, (token, universe)
             values.append(token)
     return values
-
-
-def _unescaped(text: str) -> str:
-    """A message as md_text wrote it, read back."""
-    return html.unescape(re.sub(r"\\(.)", r"\1", text))
 
 
 def _places(text: str) -> list[tuple[str, str]]:
