@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cudamatrix.stages.cell.specs import ResourceBudget
 from cudamatrix.stages.inspect.artifact_text import cubin_strings, never_tells
-from cudamatrix.stages.inspect.budgets import BudgetVerdict, judge_budget
+from cudamatrix.stages.inspect.budgets import BUDGET_KEYS, BudgetVerdict, judge_budget
 
 
 @pytest.mark.parametrize(("kind", "pattern"), [
@@ -38,16 +39,20 @@ SPILLING = [{"kernel": "_Z5spillPf", "registers": 32, "spill_store_bytes": 8,
              "spill_load_bytes": 0, "stack_bytes": 0, "smem_bytes": 0}]
 
 
+def _budget(**given: object) -> ResourceBudget:
+    return ResourceBudget(**{key: given.get(key) for key in BUDGET_KEYS})  # type: ignore[arg-type]
+
+
 def test_a_budget_names_the_kernel_the_figure_and_who_said_it() -> None:
-    verdict = judge_budget({"max_spill_stores": 0}, SPILLING, "ptxas 13.0.88, sm_80")
+    verdict = judge_budget(_budget(max_spill_stores=0), SPILLING, "ptxas 13.0.88, sm_80")
     assert isinstance(verdict, BudgetVerdict)
     assert verdict.broken == ["spill: 8 bytes of spill stores > max_spill_stores 0 "
                               "(ptxas 13.0.88, sm_80)"]
-    only_plain = judge_budget({"kernel": "plain", "max_spill_stores": 0}, SPILLING, "")
+    only_plain = judge_budget(_budget(kernel="plain", max_spill_stores=0), SPILLING, "")
     assert isinstance(only_plain, BudgetVerdict) and not only_plain.broken
 
 
 def test_a_budget_without_figures_or_kernel_is_a_case_error() -> None:
-    assert "no figures" in str(judge_budget({"max_registers": 1}, [], ""))
-    assert "not a kernel" in str(judge_budget({"kernel": "nope", "max_registers": 1},
+    assert "no figures" in str(judge_budget(_budget(max_registers=1), [], ""))
+    assert "not a kernel" in str(judge_budget(_budget(kernel="nope", max_registers=1),
                                               SPILLING, ""))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cudamatrix.config.corpus import load_case
+from cudamatrix.config.run_table import argument_spec
 from cudamatrix.errors import UserError
 from cudamatrix.stages.device.checks import input_array
 from cudamatrix.stages.device.expressions import RefusedExpression, evaluate, parse_check
@@ -73,9 +74,11 @@ def test_an_in_place_argument_and_fixed_contents(tmp_path: Path) -> None:
                     '{ name = "w", values = [1, 2, 3] }, { name = "a", dtype = "float32", '
                     'value = 2.5 }', 'y = "2.5 * x + y_in"')
     rng = np.random.default_rng(0)
-    assert (input_array({"shape": [2, 2], "fill": 0, "output": True}, rng) == 0).all()
-    assert input_array({"values": [1, 2, 3], "dtype": "int32"}, rng).tolist() == [1, 2, 3]
-    assert np.isnan(input_array({"shape": [3], "output": True}, rng)).all()
+    assert (input_array(argument_spec(0, {"shape": [2, 2], "fill": 0, "output": True}), rng)
+            == 0).all()
+    assert input_array(argument_spec(0, {"values": [1, 2, 3], "dtype": "int32"}),
+                       rng).tolist() == [1, 2, 3]
+    assert np.isnan(input_array(argument_spec(0, {"shape": [3], "output": True}), rng)).all()
 
 
 def test_the_evaluator_computes_what_numpy_would() -> None:
@@ -130,18 +133,18 @@ def test_readmes_saxpy_checks_its_scalar_argument_by_name() -> None:
     """Issue 47: README's saxpy, `check = { y = "a * x + y_in" }` with `a` a scalar, was
     refused on the GPU ("'a' is no argument of the case"): a right kernel reported fail.
     The arguments as launched, the kernel's work done in NumPy, then the check."""
-    from cudamatrix.config.declarations import RUN, declared_defaults
+    from cudamatrix.config.run_table import RunTableReader
     from cudamatrix.stages.cell.job import Job
     from cudamatrix.stages.device.checks import case_arguments, compare_outputs
 
     # As the reader gives it: every declared default filled in.
-    run = {**declared_defaults(RUN), "grid": [4], "block": [256],
+    run = RunTableReader.launch_spec({"grid": [4], "block": [256],
            "check": {"y": "a * x + y_in"},
            "args": [{"name": "n", "dtype": "int32", "value": 1024},
                     {"name": "a", "dtype": "float32", "value": 2.5},
                     {"name": "x", "dtype": "float32", "shape": [1024]},
                     {"name": "y", "dtype": "float32", "shape": [1024], "inout": True},
-                    {"value": 7, "dtype": "int32"}]}
+                    {"value": 7, "dtype": "int32"}]})
     job = Job(cell_id="c", arch="sm_80", source="k.cu", frontend="nvcc", workdir="/w",
               timeout=1, run=run)
     launched, named = case_arguments(job)

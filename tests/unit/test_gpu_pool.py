@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.config.corpus import timing_spec
 from cudamatrix.orchestrator.executors.gpus import Gpu, GpuPool, GpuServer
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.cell.result import StageResult
@@ -166,7 +167,7 @@ def test_no_cell_of_its_own_process_does_gpu_work_beside_a_timed_cell() -> None:
     pool = _pool(server)
     events: list[str] = []
     timed = Job(cell_id="timed", arch="sm_90", source="k.cu", frontend="nvrtc", workdir="/w",
-                timeout=10, run={"time": {"l2": "cold"}})
+                timeout=10, time=timing_spec({"l2": "cold"}))
 
     def own_process(name: str, seconds: float) -> None:
         with pool.lent("sm_90") as gpu:

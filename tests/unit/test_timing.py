@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.config.corpus import load_case
+from cudamatrix.config.corpus import load_case, timing_spec
 from cudamatrix.errors import UserError
 from cudamatrix.record.baseline import Baseline, compare
 from cudamatrix.record.history import PastRun
@@ -19,6 +19,7 @@ from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.record.slowdowns import judge_slowdowns
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
+from cudamatrix.stages.cell.specs import TimingSpec
 from cudamatrix.stages.device import timing
 
 CASE = """title = "timed"
@@ -36,18 +37,19 @@ RUN = """  [variant.run]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load(tmp_path: Path, time: str, run: str = RUN) -> dict[str, object]:
+def _load(tmp_path: Path, time: str, run: str = RUN) -> TimingSpec | None:
     folder = tmp_path / "k"
     folder.mkdir(exist_ok=True)
     (folder / "k.cu").write_text('extern "C" __global__ void k(float* y) {}\n')
     (folder / "case.toml").write_text(CASE.format(run=run, time=time))
-    return dict(load_case(folder).variants[0].time)
+    return load_case(folder).variants[0].time
 
 
 def test_a_time_table_is_read_with_the_case(tmp_path: Path) -> None:
     said = _load(tmp_path, '  [variant.time]\n  l2 = "hot"\n  noise = 0.01\n  max_us = 50')
-    assert said == {"l2": "hot", "noise": 0.01, "max_us": 50}
-    assert _load(tmp_path, "") == {}
+    assert said is not None and (said.l2, said.noise, said.max_us) == ("hot", 0.01, 50)
+    assert said.max_seconds == 0.5  # declared, filled in by the reader
+    assert _load(tmp_path, "") is None
 
 
 @pytest.mark.parametrize(("time", "run", "said"), [
@@ -69,24 +71,24 @@ def test_sampling_stops_once_the_noise_is_under_its_target() -> None:
     steady = iter([10.0, 10.01, 9.99] * 1000)
     launches: list[int] = []
     samples = timing.sample(lambda: launches.append(1), lambda run: (run(), next(steady))[1],
-                            {"noise": 0.005, "max_seconds": 5})
+                            timing_spec({"noise": 0.005, "max_seconds": 5}))
     assert len(samples) == timing.MIN_SAMPLES  # steady: the fewest samples that count
     assert len(launches) == timing.MIN_SAMPLES + 1  # and one warm-up launch, untimed
     noisy = random.Random(1)
     samples = timing.sample(lambda: None, lambda run: noisy.uniform(5, 15),
-                            {"noise": 0.001, "max_seconds": 0.05})
+                            timing_spec({"noise": 0.001, "max_seconds": 0.05}))
     # Never steady enough: the time budget ends it.
     assert len(samples) > timing.MIN_SAMPLES
-    said = timing.sample_summary(samples, {"noise": 0.001})
+    said = timing.sample_summary(samples, timing_spec({"noise": 0.001}))
     assert said["converged"] is False and said["noise"] > 0.1
     assert said["min_us"] <= said["median_us"] and said["l2"] == "cold"
 
 
 def test_max_us_fails_only_a_median_over_it() -> None:
-    figure = timing.sample_summary([10.0] * 20, {})
-    assert timing.over_limit(figure, {"max_us": 12}) == ""
-    assert timing.over_limit(figure, {}) == ""
-    said = timing.over_limit(figure, {"max_us": 8})
+    figure = timing.sample_summary([10.0] * 20, timing_spec({}))
+    assert timing.over_limit(figure, timing_spec({"max_us": 12})) == ""
+    assert timing.over_limit(figure, timing_spec({})) == ""
+    said = timing.over_limit(figure, timing_spec({"max_us": 8}))
     assert said.startswith("too slow: median 10.000 us over max_us 8")
 
 
@@ -98,7 +100,8 @@ def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
     for number, cell in enumerate(ran):
         for stage in cell["stages"]:
             if stage["stage"] == "run":
-                stage["details"]["timing"] = {**timing.sample_summary([20.0 + number] * 12, {}),
+                summary = timing.sample_summary([20.0 + number] * 12, timing_spec({}))
+                stage["details"]["timing"] = {**summary,
                                               "clock_event_reasons": number}
         cells.append(CellResult.from_dict(cell))
     text = "\n".join(timing_lines(cells))
@@ -323,9 +326,9 @@ def test_times_on_two_kinds_of_gpu_are_compared_each_on_its_own() -> None:
 
 def test_the_record_keeps_the_samples_in_order_and_few_of_many() -> None:
     few = [20.0 + i / 10 for i in range(50)]
-    assert timing.sample_summary(few, {})["samples_us"] == [round(v, 3) for v in few]
+    assert timing.sample_summary(few, timing_spec({}))["samples_us"] == [round(v, 3) for v in few]
     many = [float(i) for i in range(100_000)]
-    kept = timing.sample_summary(many, {})["samples_us"]
+    kept = timing.sample_summary(many, timing_spec({}))["samples_us"]
     assert len(kept) <= timing.KEPT_SAMPLES and kept[0] == 0.0 and kept == sorted(kept)
 
 

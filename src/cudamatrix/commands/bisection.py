@@ -205,10 +205,10 @@ def _git_project(base: RunOptions, variant: str | None) -> str | None:
     """The git URL the selected case's build variants take their project from, where it is
     a `git:` source (their commits are the axis then, not the case folder's)."""
     cases = {c.id: c for c in load_corpus(base.corpus)}
-    urls = {v.build["project"][4:].rpartition("@")[0]
+    urls = {v.build.project[4:].rpartition("@")[0]
             for name in base.cases if name in cases for v in cases[name].variants
-            if (variant is None or v.name == variant)
-            and str(v.build.get("project", "")).startswith("git:")}
+            if (variant is None or v.name == variant) and v.build is not None
+            and v.build.project is not None and v.build.project.startswith("git:")}
     if len(urls) > 1:
         raise UserError(f"bisect --over project: the selection builds {len(urls)} git "
                         "projects; narrow it with --variant")

@@ -13,6 +13,7 @@ from typing import Any
 from ..common.keys import check_keys
 from ..common.versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 from ..errors import UserError
+from ..stages.cell.specs import ArtifactCheck, ResourceBudget
 from ..stages.frontends import registered
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
@@ -26,6 +27,7 @@ EXPECT_FIELDS = EXPECT.names()
 EXPECTED_OUTCOMES = EXPECT.key("outcome").allowed
 ARTIFACT_KEYS = ARTIFACT.names()
 Spec = str | tuple[str, ...]
+
 
 def selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:
     return all(axis_matches(key, spec, axes.get(key)) for key, spec in when.items())
@@ -55,24 +57,6 @@ class Expectation:
         if self.warning:
             text += f" with a warning matching /{self.warning}/"
         return text
-
-
-@dataclass(frozen=True)
-class ArtifactCheck:
-    """A build passes only if its PTX or cubin contains (or lacks) a pattern.
-
-    Exists because some toolchains succeed while emitting the wrong code:
-    CUTLASS built for plain sm_90 drops every WGMMA instruction and compiles.
-    """
-
-    kind: str
-    pattern: str
-    present: bool
-    why: str = ""
-
-    def describe(self) -> str:
-        verb = "contains" if self.present else "lacks"
-        return f"{self.kind} {verb} /{self.pattern}/"
 
 
 class TableReader:
@@ -161,7 +145,7 @@ class TableReader:
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table")
         check_keys(where, raw, ARTIFACT_KEYS, self.fail)
-        kind = raw.get("in", "ptx")
+        kind = raw.get("in", ARTIFACT.key("in").default)
         if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
             raise self.fail(where, f"'in' must be one of {', '.join(ARTIFACT_KINDS)}, got "
                             f"{kind!r} (ptx: the PTX; sass or cubin: the machine code; "
@@ -187,11 +171,11 @@ class TableReader:
             raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw!r}")
         return raw.strip() if isinstance(raw, str) else None
 
-    def resources(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
+    def resources(self, where: str, raw: Any, frontend: str) -> ResourceBudget | None:
         """[variant.resources]: non-negative whole limits by name, and the kernel they are
         for (every kernel of the module without one)."""
         if raw is None:
-            return {}
+            return None
         if not isinstance(raw, dict) or not raw:
             raise self.fail(where, "expected a table such as { max_registers = 64, "
                             "max_spill_stores = 0 }")
@@ -215,5 +199,5 @@ class TableReader:
             raise self.fail(f"{where}.kernel", f"expected a kernel's name, got {raw['kernel']!r}")
         if not any(key in raw for key in BUDGET_FIELDS):
             raise self.fail(where, f"give at least one limit ({', '.join(BUDGET_FIELDS)})")
-        return dict(raw)
+        return ResourceBudget(**{key: raw.get(key) for key in BUDGET_KEYS})
 

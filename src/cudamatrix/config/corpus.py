@@ -22,17 +22,23 @@ from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import HOST_COMPILER, WHEN_KEYS
 from ..errors import UserError
+from ..stages.cell.specs import (
+    ArtifactCheck,
+    BuildSpec,
+    LaunchSpec,
+    ResourceBudget,
+    SlowdownBudget,
+    TimingSpec,
+)
 from ..stages.compile.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
 from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
-from .case_tables import ArtifactCheck, Expectation, Spec, selects
+from .case_tables import Expectation, Spec, selects
 from .declarations import (
     BUILD,
     CASE,
-    DEFAULT_OUTPUTS,
     FLAGS_IF,
     LIBRARY_NAME_PATTERN,
-    RUN,
     TIME,
     VARIANT,
     declared_defaults,
@@ -72,21 +78,20 @@ class Variant:
     expect: tuple[Expectation, ...] = ()
     artifacts: tuple[ArtifactCheck, ...] = ()
     timeout: float | None = None
-    run: Mapping[str, Any] = field(default_factory=dict)
+    run: LaunchSpec | None = None
     load: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
     # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
     host_compiler: str | None = None
     # The build frontend's [variant.build]: commands, project, outputs, test, requires, env.
-    build: Mapping[str, Any] = field(default_factory=dict)
+    build: BuildSpec | None = None
     # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
-    resources: Mapping[str, Any] = field(default_factory=dict)
+    resources: ResourceBudget | None = None
     # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
     # toolkit's include folders, each an axis of its cells (at most one, for now).
     libraries: tuple[str, ...] = ()
-    # [variant.time]: the kernel timed after its run stage passed (l2, noise, max_seconds,
-    # max_us); empty: not timed.
-    time: Mapping[str, Any] = field(default_factory=dict)
+    # [variant.time]: the kernel timed after its run stage passed; None: not timed.
+    time: TimingSpec | None = None
     # The case folder: every relative path of the variant (its source, its include
     # folders) means a path from here, wherever the source itself lies (stages/compile/flags.py).
     case_dir: Path | None = None
@@ -221,14 +226,14 @@ class _Reader(RunTableReader):
                                     or not isinstance(timeout, int | float)
                                     or not math.isfinite(timeout) or timeout <= 0):
             raise self.fail(where, f"timeout must be a positive number of seconds, got {timeout!r}")
-        run = raw.get("run", {})
-        if not isinstance(run, dict):
+        raw_run = raw.get("run", {})
+        if not isinstance(raw_run, dict):
             raise self.fail(f"{where}.run", "expected a table")
-        check_keys(f"{where}.run", run, RUN_KEYS, self.fail)
-        self.run_table(f"{where}.run", run)
-        if run:  # every declared default filled in once, here: the GPU stages add none
-            run = {**declared_defaults(RUN), **run}
-        load = raw.get("load", "auto")
+        check_keys(f"{where}.run", raw_run, RUN_KEYS, self.fail)
+        self.run_table(f"{where}.run", raw_run)
+        # Every declared default filled in once, here: the GPU stages add none.
+        run = self.launch_spec(raw_run) if raw_run else None
+        load = raw.get("load", VARIANT.key("load").default)
         if load not in LOAD_MODES:
             raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")
         options = raw.get("options", {})
@@ -239,6 +244,7 @@ class _Reader(RunTableReader):
             raise self.fail(f"{where}.options", f"the {frontend} frontend takes no options, "
                             f"got {', '.join(map(repr, options))}")
         check_keys(f"{where}.options", options, allowed, self.fail)
+        options = {**dict(registered()[frontend].option_defaults), **options}
         host_compiler = raw.get("host_compiler")
         if host_compiler is not None:
             if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
@@ -266,7 +272,8 @@ class _Reader(RunTableReader):
             frontend=frontend,
             flags=flags,
             kernel=self.kernel(where, raw.get("kernel")),
-            arch_flag=self.flag(f"{where}.arch_flag", raw.get("arch_flag", True)),
+            arch_flag=self.flag(f"{where}.arch_flag",
+                                raw.get("arch_flag", VARIANT.key("arch_flag").default)),
             only=self.when(f"{where}.only", raw.get("only", {}), (*WHEN_KEYS, *libraries)),
             expect=tuple(self.expectation(f"{where}.expect[{i}]", e, libraries) for i, e in
                          enumerate(self.tables(f"{where}.expect", raw.get("expect", [])))),
@@ -280,7 +287,7 @@ class _Reader(RunTableReader):
             build=build,
             resources=self.resources(f"{where}.resources", raw.get("resources"), frontend),
             libraries=libraries,
-            time=self.time_table(f"{where}.time", raw.get("time"), run),
+            time=self.time_table(f"{where}.time", raw.get("time"), run is not None),
             case_dir=directory.resolve(),
             flags_if=tuple(flags_if),
             defines=defines,
@@ -331,16 +338,16 @@ class _Reader(RunTableReader):
                             "list fewer values)")
         return tuple(found)
 
-    def time_table(self, where: str, raw: Any, run: Mapping[str, Any]) -> dict[str, Any]:
+    def time_table(self, where: str, raw: Any, runs: bool) -> TimingSpec | None:
         """[variant.time], checked: a kernel is timed only where it runs."""
         if raw is None:
-            return {}
+            return None
         if not isinstance(raw, dict):
             raise self.fail(where, "expected a table such as { l2 = \"cold\", noise = 0.005 }")
         check_keys(where, raw, TIME_KEYS, self.fail)
-        if not run:
+        if not runs:
             raise self.fail(where, "a kernel is timed where it runs: give [variant.run] too")
-        if raw.get("l2", "cold") not in ("cold", "hot"):
+        if raw.get("l2", TIME.key("l2").default) not in TIME.key("l2").allowed:
             raise self.fail(f"{where}.l2", f"cold (flushed before each sample) or hot, got "
                             f"{raw.get('l2')!r:.40}")
         for key, low, high in (("noise", 0.0001, 0.5), ("max_seconds", 0.01, 30.0),
@@ -364,7 +371,7 @@ class _Reader(RunTableReader):
                     or not 1.0 <= ratio <= 100.0:
                 raise self.fail(f"{where}.max_slowdown.ratio", "expected a number from 1.0 "
                                 f"to 100.0, got {ratio!r:.40}")
-        return dict(raw)
+        return timing_spec(raw)
 
     def libraries(self, where: str, value: Any, frontend: str) -> tuple[str, ...]:
         """The header libraries a variant names: one axis a cell, so one library, and only
@@ -384,11 +391,11 @@ class _Reader(RunTableReader):
         return names
 
     def source(self, where: str, name: Any, directory: Path, frontend: str,
-               build: Mapping[str, Any]) -> Path:
+               build: BuildSpec | None) -> Path:
         """A kernel case's source file; a build case's project folder (the case folder
         itself unless named), none where [variant.build] names its project."""
         if registered()[frontend].builds_project:
-            if "project" in build:
+            if build is not None and build.project is not None:
                 if name is not None:
                     raise self.fail(where, "give source (a folder here) or build.project, "
                                     "not both")
@@ -408,13 +415,13 @@ class _Reader(RunTableReader):
             raise self.fail(where, f"source file {source} does not exist")
         return source
 
-    def build(self, where: str, raw: Any, frontend: str) -> dict[str, Any]:
+    def build(self, where: str, raw: Any, frontend: str) -> BuildSpec | None:
         """[variant.build], checked: only the build frontend has one, and it must."""
         if not registered()[frontend].builds_project:
             if raw is not None:
                 raise self.fail(where, f"the {frontend} frontend takes no build table "
                                 "(frontend = \"build\" runs a project's own build)")
-            return {}
+            return None
         if not isinstance(raw, dict):
             raise self.fail(where, "the build frontend needs a [variant.build] table with "
                             "its commands")
@@ -438,30 +445,40 @@ class _Reader(RunTableReader):
                 known = ", ".join("{" + p + "}" for p in BUILD_PLACEHOLDERS)
                 raise self.fail(where, f"unknown placeholder {{{unknown[0]}}} in {text!r} "
                                 f"(known: {known})")
-        table: dict[str, Any] = {
-            "commands": commands,
-            "outputs": self.strings(f"{where}.outputs", raw.get("outputs", list(DEFAULT_OUTPUTS))),
-            "requires": self.strings(f"{where}.requires", raw.get("requires", [])),
-        }
-        for pattern in table["outputs"]:
+        table = {**declared_defaults(BUILD), **raw}
+        outputs = self.strings(f"{where}.outputs", table["outputs"])
+        for pattern in outputs:
             if os.path.isabs(pattern) or ".." in Path(pattern).parts:
                 raise self.fail(f"{where}.outputs", f"{pattern!r}: outputs are patterns "
                                 "inside the project's folder")
-        if "test" in raw:
-            table["test"] = self.strings(f"{where}.test", raw["test"])[0]
-        if "project" in raw:
-            project = raw["project"]
+        project = raw.get("project")
+        if project is not None:
             if not isinstance(project, str):
                 raise self.fail(f"{where}.project", f"expected a source, got {project!r}")
-            table["project"] = str(SourceSpec.parse(project, f"{self.path}: {where}.project"))
-        table["env"] = dict(env)
-        return table
+            project = str(SourceSpec.parse(project, f"{self.path}: {where}.project"))
+        return BuildSpec(
+            commands=commands, project=project, outputs=outputs,
+            test=self.strings(f"{where}.test", raw["test"])[0] if "test" in raw else None,
+            requires=self.strings(f"{where}.requires", table["requires"]),
+            env=tuple((str(k), str(v)) for k, v in env.items()))
 
 
 # A case's [variant.defines] makes a variant per combination of values, and a cell per
 # variant, toolkit and arch: more than this is a typo's or a hostile file's, not a matrix
 # (10^9 was a MemoryError, 10^5 a minute of validate).
 MAX_DEFINE_COMBINATIONS = 1024
+
+
+def timing_spec(raw: Mapping[str, Any]) -> TimingSpec:
+    """A checked [variant.time] as the GPU stages receive it, its declared defaults filled."""
+    table = {**declared_defaults(TIME), **raw}
+    slowdown = table.get("max_slowdown")
+    return TimingSpec(l2=str(table["l2"]), noise=float(table["noise"]),
+                      max_seconds=float(table["max_seconds"]),
+                      max_us=None if table.get("max_us") is None else float(table["max_us"]),
+                      bytes=None if table.get("bytes") is None else int(table["bytes"]),
+                      max_slowdown=None if slowdown is None else SlowdownBudget(
+                          str(slowdown["toolkit"]), float(slowdown["ratio"])))
 
 
 def with_defines(variant: Variant) -> list[Variant]:

@@ -137,8 +137,8 @@ ARG = Table("[[variant.run.args]]", "One kernel argument, in launch order: a sca
         example="output = true"),
     Key("inout", BOOLEAN, "read and written: its input is `<name>_in` in `check`",
         default=False, example="inout = true"),
-    Key("range", INTEGERS, "an integer array's values, uniform in [low, high)",
-        example="range = [0, 16]"),
+    Key("range", INTEGERS, "an integer array's random values, uniform in [low, high) (a "
+        "float array's: uniform in [-1, 1))", default=[0, 4], example="range = [0, 16]"),
     Key("fill", NUMBER, "every element this value", example="fill = 1.0"),
     Key("values", NUMBERS, "each element's value", example="values = [1, 2, 3]"),
 ))
@@ -170,9 +170,10 @@ TIME = Table("[variant.time]", "Time the kernel once its run passed: GPU events 
              "each launch, the median of the samples.", (
     Key("l2", STRING, "cold: the L2 cache flushed before each sample", default="cold",
         allowed=("cold", "hot"), example='l2 = "hot"'),
-    Key("noise", NUMBER, "the relative noise to sample down to", minimum=0.0001, maximum=0.5,
-        example="noise = 0.005"),
-    Key("max_seconds", NUMBER, "the most time spent sampling", minimum=0.01, maximum=30.0,
+    Key("noise", NUMBER, "the relative noise to sample down to (NVBench's target)",
+        default=0.005, minimum=0.0001, maximum=0.5, example="noise = 0.01"),
+    Key("max_seconds", NUMBER, "the most time spent sampling (hundreds of timed cells stay "
+        "within minutes)", default=0.5, minimum=0.01, maximum=30.0,
         example="max_seconds = 2"),
     Key("max_us", NUMBER, "fail above this median (microseconds)", minimum=0.001,
         maximum=1e9, example="max_us = 40"),
@@ -313,7 +314,8 @@ PROJECT = Table("cudamatrix.toml", "A project: its cases and its part of the mat
         example="known_bugs = true"),
     Key("matrix", STRING, "a matrix file of your own in place of the tool's",
         example='matrix = "matrix.toml"'),
-    Key("default_tier", STRING, "the tier a run takes without --tier", default="pr",
+    Key("default_tier", STRING, "the tier a run takes without --tier (with a matrix of your "
+        "own: its default_tier)", default="pr",
         example='default_tier = "nightly"'),
     Key("tiers", "table", "tiers laid over the default matrix's",
         table=Table("tiers", "[tiers.NAME]", extra="table", extra_doc="a tier")),

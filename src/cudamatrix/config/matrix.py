@@ -23,7 +23,7 @@ from ..common.versions import (
     version_matches,
 )
 from ..errors import UserError
-from .declarations import LIBRARY_NAME_PATTERN
+from .declarations import LIBRARY, LIBRARY_NAME_PATTERN
 from .sources import SourceSpec
 
 # The libraries a frontend brings an axis for; any other [libraries.NAME] is a header
@@ -258,7 +258,7 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(f"libraries.{name}", "expected a table")
             check_keys(f"libraries.{name}", entry, LIBRARY_KEYS, self.fail)
-            headers = entry.get("headers", False)
+            headers = entry.get("headers", LIBRARY.key("headers").default)
             if not isinstance(headers, bool):
                 raise self.fail(f"libraries.{name}.headers", f"expected true or false, got "
                                 f"{headers!r:.60}")

@@ -53,7 +53,7 @@ def with_library_versions(options: RunOptions, versions: Mapping[str, Sequence[s
 
 def with_project(case: Case, project: str) -> Case:
     """The case with `project` built by each of its build variants."""
-    variants = tuple(replace(v, build={**v.build, "project": project}) if v.build else v
+    variants = tuple(replace(v, build=replace(v.build, project=project)) if v.build else v
                      for v in case.variants)
     return replace(case, variants=variants)
 

@@ -22,7 +22,15 @@ from .. import __version__
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..errors import UserError
-from .declarations import LIBRARY, PROJECT, SCHEMA_FOLDER, TIER, json_schema, schema_line
+from .declarations import (
+    LIBRARY,
+    PROJECT,
+    SCHEMA_FOLDER,
+    TIER,
+    declared_defaults,
+    json_schema,
+    schema_line,
+)
 from .defaults import CONFIG, DEFAULT_MATRIX
 from .sources import SourceSpec
 
@@ -73,7 +81,9 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
 
     check_keys("cudamatrix" if path.name == "pyproject.toml" else "config", table, KEYS, fail)
     base = path.parent
-    cases = table.get("cases", [])
+    given = table
+    table = {**declared_defaults(PROJECT), **table}  # each declared default, once
+    cases = table["cases"]
     if isinstance(cases, str):
         cases = [cases]
     if not isinstance(cases, list) or not all(isinstance(c, str) for c in cases):
@@ -82,15 +92,15 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
     for folder in folders:
         if not folder.is_dir():
             raise fail("cases", f"{folder} is not a folder")
-    known_bugs = table.get("known_bugs", False)
+    known_bugs = table["known_bugs"]
     if not isinstance(known_bugs, bool):
         raise fail("known_bugs", f"expected true or false, got {known_bugs!r}")
     matrix = DEFAULT_MATRIX
     if "matrix" in table:
         matrix = base / str(table["matrix"])
     overrides: dict[str, Any] = {}
-    if "default_tier" in table:
-        overrides["default_tier"] = table["default_tier"]
+    if "default_tier" in given:  # else the matrix's own (the tool's: the declared one)
+        overrides["default_tier"] = given["default_tier"]
     tiers = table.get("tiers", {})
     if not isinstance(tiers, dict):
         raise fail("tiers", "expected [tiers.<name>] tables")

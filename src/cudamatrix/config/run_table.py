@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..common.keys import check_keys
+from ..stages.cell.specs import ArgumentSpec, LaunchSpec
 from ..stages.device.expressions import RefusedExpression, parse_check
 from .case_tables import TableReader
-from .declarations import ARG, RUN
+from .declarations import ARG, RUN, declared_defaults
 
 RUN_KEYS = RUN.names()
 ARG_KEYS = ARG.names()
@@ -47,12 +48,44 @@ def integer_range(dtype: str) -> tuple[int, int] | None:
     return None
 
 
+def argument_spec(number: int, arg: Mapping[str, Any]) -> ArgumentSpec:
+    """One checked argument with its declared defaults: a scalar is ``arg<N>`` (its place)
+    unless named and int32 unless typed; an array float32, its shape its values' count."""
+    table = {**declared_defaults(ARG), **arg}
+    scalar = "value" in arg
+    values = arg.get("values")
+    shape = () if scalar else tuple(arg.get("shape", [len(values)] if isinstance(values, list)
+                                            else [1]))
+    low, high = table["range"]
+    return ArgumentSpec(
+        name=str(arg.get("name", f"arg{number}")),
+        dtype=str(arg.get("dtype", "int32" if scalar else "float32")),
+        value=arg["value"] if scalar else None, shape=shape,
+        output=bool(table["output"]), inout=bool(table["inout"]), range=(int(low), int(high)),
+        fill=arg.get("fill"), values=tuple(values) if isinstance(values, list) else None)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class RunTableReader(TableReader):
     """The reader of a variant's [variant.run] table."""
+
+    @staticmethod
+    def launch_spec(run: Mapping[str, Any]) -> LaunchSpec:
+        """A checked [variant.run] (run_table) as the GPU stages receive it: each declared
+        default filled in here, once; an argument's name and dtype, which depend on whether
+        it is a scalar, as the declarations say."""
+        table = {**declared_defaults(RUN), **run}
+        return LaunchSpec(
+            args=tuple(argument_spec(number, arg)
+                       for number, arg in enumerate(table.get("args", []))),
+            grid=tuple(table["grid"]), block=tuple(table["block"]),
+            shared_bytes=int(table["shared_bytes"]), shared_opt_in=bool(table["shared_opt_in"]),
+            check=tuple((str(k), str(v)) for k, v in table.get("check", {}).items()),
+            rtol=float(table["rtol"]), atol=float(table["atol"]), seed=int(table["seed"]),
+            host=bool(table["host"]))
 
     def run_table(self, where: str, run: Mapping[str, Any]) -> None:
         """[variant.run] as the GPU stages will read it, refused here, before any cell runs:
@@ -203,19 +236,19 @@ class RunTableReader(TableReader):
             if key == "block" and math.prod(sizes) > MAX_THREADS_PER_BLOCK:
                 raise self.fail(f"{where}.block", f"{math.prod(sizes)} threads a block (at "
                                 f"most {MAX_THREADS_PER_BLOCK})")
-        shared = run.get("shared_bytes", 0)
+        shared = run.get("shared_bytes", RUN.key("shared_bytes").default)
         if not isinstance(shared, int) or isinstance(shared, bool) \
                 or not 0 <= shared <= MAX_SHARED_BYTES:
             raise self.fail(f"{where}.shared_bytes", f"a whole number of bytes from 0 to "
                             f"{MAX_SHARED_BYTES}, got {shared!r:.40}")
         if "shared_opt_in" in run and not isinstance(run["shared_opt_in"], bool):
             raise self.fail(f"{where}.shared_opt_in", "expected true or false")
-        seed = run.get("seed", 0)
+        seed = run.get("seed", RUN.key("seed").default)
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
             raise self.fail(f"{where}.seed", f"a whole number from 0 to 2^63-1, got "
                             f"{seed!r:.40}")
         for key in ("rtol", "atol"):
-            value = run.get(key, 0.0)
+            value = run.get(key, RUN.key(key).default)
             if not _number(value) or not math.isfinite(value) or value < 0:
                 raise self.fail(f"{where}.{key}", f"a finite number, 0 or more, got "
                                 f"{value!r:.40}")

@@ -134,16 +134,14 @@ class CellJobs:
             timeout=self.time_left(variant.timeout or self.options.cell_timeout),
             flags=variant.flags_for(cell.axes()),
             kernel=variant.kernel, arch_flag=variant.arch_flag,
-            artifacts=tuple({"kind": a.kind, "pattern": a.pattern, "present": a.present,
-                             "why": a.why} for a in variant.artifacts),
-            run={**variant.run, **({"time": dict(variant.time)} if variant.time else {})},
+            artifacts=variant.artifacts, run=variant.run, time=variant.time,
             env=env, library=library,
             gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None,
-            budgets=dict(variant.resources),
+            budgets=variant.resources, build=variant.build,
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None,
             case_dir=self.resolved(variant.case_dir or variant.source.parent))

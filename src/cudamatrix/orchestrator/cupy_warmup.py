@@ -75,7 +75,7 @@ class JitifyWarmups:
         work = self.out / ARTIFACTS_DIR / f"_warmup-{key}"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        warmup = replace(job, workdir=str(work.resolve()), timeout=self.timeout, run={},
+        warmup = replace(job, workdir=str(work.resolve()), timeout=self.timeout, run=None,
                          kernel=None, options={**job.options, "jitify_warmup": True})
         self.note(f"{key}: Jitify warm-up (once; limit {self.timeout:.0f} s)")
         started = time.monotonic()

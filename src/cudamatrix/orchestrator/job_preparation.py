@@ -9,7 +9,6 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ..config.corpus import Variant
 from ..config.sources import tree_digest
@@ -17,6 +16,7 @@ from ..errors import Failure, UserError
 from ..providers import Environment
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
+from ..stages.cell.specs import BuildSetting
 from ..stages.frontends import Frontend
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments
@@ -67,10 +67,10 @@ def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
 
 def prepare_build(job: Job, context: JobContext) -> Job | StageResult:
     """A build cell: its project's folder, the toolkit as ``$CUDA_HOME``, its tools."""
-    made = build_options(context.variant, context.env, context.envs, context.prebuilt,
-                         context.versions)
-    return made if isinstance(made, StageResult) else replace(job, options=made)
-
+    if context.prebuilt:  # built elsewhere: its folder came with it
+        return job
+    made = build_setting(context.variant, context.env, context.envs, context.versions)
+    return made if isinstance(made, StageResult) else replace(job, build_setting=made)
 
 
 # The built-in frontends' orchestrator sides, by frontend name.
@@ -79,39 +79,35 @@ BUILT_IN: dict[str, Callable[[Job, JobContext], Job | StageResult]] = {
     "build": prepare_build,
 }
 
-def build_options(variant: Variant, env: Environment | None, envs: Environments,
-                  prebuilt: bool, versions: dict[str, str]) -> dict[str, Any] | StageResult:
-    """What a build cell's worker needs: the project's folder, the toolkit as
-    ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
-    options: dict[str, Any] = {k: v for k, v in variant.build.items()
-                               if k not in ("project", "requires")}
-    if prebuilt:  # built elsewhere: its folder came with it
-        return options
+def build_setting(variant: Variant, env: Environment | None, envs: Environments,
+                  versions: dict[str, str]) -> BuildSetting | StageResult:
+    """What a build cell's worker needs beyond its [variant.build]: the project's folder,
+    the toolkit as ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
+    build = variant.build
+    assert build is not None  # the reader gives the build frontend's variants their table
     if not envs.local:
         return StageResult("compile", "unavailable", "the build frontend runs with the "
                            "wheels or host provider (--provider wheels)")
-    spec = variant.build.get("project")
-    if spec:
-        got = envs.source(spec, variant.source)
+    if build.project is not None:
+        got = envs.source(build.project, variant.source)
         if isinstance(got, Failure):  # the user's to fix: reported again at the end
             return StageResult("compile", "error", got.reason)
         if got.is_wheel:
-            return StageResult("compile", "error", f"project {spec}: a wheel is built "
-                               "already; a build needs a folder, an sdist or a checkout")
-        options.update(project=str(got.path), project_label=got.label)
+            return StageResult("compile", "error", f"project {build.project}: a wheel is "
+                               "built already; a build needs a folder, an sdist or a checkout")
+        project, label = str(got.path), got.label
     else:
         digest = tree_digest(variant.source)
-        options.update(project=str(variant.source),
-                       project_label=f"{variant.source.name}/ ({digest[:12]})")
-    versions["project"] = options["project_label"]
-    requires = tuple(variant.build.get("requires", ()))
-    if requires:
-        tools = envs.build_tools(requires)
+        project, label = str(variant.source), f"{variant.source.name}/ ({digest[:12]})"
+    versions["project"] = label
+    tools_path: tuple[str, ...] = ()
+    tools_bin: tuple[str, ...] = ()
+    if build.requires:
+        tools = envs.build_tools(build.requires)
         if isinstance(tools, Failure):
             return StageResult("compile", "error", f"build tools: {tools.reason}")
-        options.update(tools_path=list(tools.python_path),
-                       tools_bin=[str(Path(tools.root) / "bin")])
+        tools_path, tools_bin = tuple(tools.python_path), (str(Path(tools.root) / "bin"),)
         versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
-    if env is not None:
-        options["cuda_home"] = str(envs.layouts.cuda_home(env))
-    return options
+    return BuildSetting(project=project, project_label=label, tools_path=tools_path,
+                        tools_bin=tools_bin,
+                        cuda_home=str(envs.layouts.cuda_home(env)) if env is not None else "")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..config.corpus import Case, Variant
 from ..stages.cell.result import StageResult
+from ..stages.cell.specs import SlowdownBudget
 from .results import CellResult
 from .verdict import judge
 
@@ -31,14 +31,14 @@ def _run_stage(result: CellResult) -> StageResult | None:
     return next((s for s in result.stages if s.stage == "run"), None)
 
 
-def slowdown_message(result: CellResult, reference: CellResult, budget: Mapping[str, Any]
+def slowdown_message(result: CellResult, reference: CellResult, budget: SlowdownBudget
                      ) -> str:
     """The run stage's failure, where the cell is over its budget; empty where it is not."""
     mine, theirs = result.timing or {}, reference.timing or {}
     if not float(theirs["median_us"]) > 0:  # readers refuse it; no ratio to a zero
         return ""
     ratio = float(mine["median_us"]) / float(theirs["median_us"])
-    if ratio <= float(budget["ratio"]):
+    if ratio <= budget.ratio:
         return ""
     noise = max(float(mine.get("noise", 0)), float(theirs.get("noise", 0)))
     # The same bytes on both toolkits: the bandwidth falls by the same ratio, said too.
@@ -47,7 +47,7 @@ def slowdown_message(result: CellResult, reference: CellResult, budget: Mapping[
              if mine.get("bandwidth_gbs") and theirs.get("bandwidth_gbs") else "")
     return (f"{result.cell.case}: {mine['median_us']:.2f} us on {result.cell.toolkit} is "
             f"{ratio:.2f}x {reference.cell.toolkit}'s {theirs['median_us']:.2f} us: slower "
-            f"than max_slowdown {budget['ratio']}x (noise {noise:.1%}){moved}")
+            f"than max_slowdown {budget.ratio}x (noise {noise:.1%}){moved}")
 
 
 def judge_slowdowns(results: Sequence[CellResult], cases: Mapping[str, Case]
@@ -58,15 +58,15 @@ def judge_slowdowns(results: Sequence[CellResult], cases: Mapping[str, Case]
     judged = []
     for result in results:
         variant = _variant(cases, result)
-        budget = variant.time.get("max_slowdown") if variant else None
+        budget = variant.time.max_slowdown if variant and variant.time else None
         run = _run_stage(result)
         if not budget or variant is None or run is None or run.status != "ok" \
-                or not result.timing or result.cell.toolkit == budget["toolkit"]:
+                or not result.timing or result.cell.toolkit == budget.toolkit:
             judged.append(result)
             continue
-        reference = by_id.get(replace(result.cell, toolkit=str(budget["toolkit"])).id)
+        reference = by_id.get(replace(result.cell, toolkit=budget.toolkit).id)
         if reference is None or not reference.timing:
-            said = (f"max_slowdown: no timed {budget['toolkit']} cell of the same case, "
+            said = (f"max_slowdown: no timed {budget.toolkit} cell of the same case, "
                     "variant and arch in this run to compare with")
             stages = tuple(replace(s, details={**s.details, "slowdown": said})
                            if s is run else s for s in result.stages)

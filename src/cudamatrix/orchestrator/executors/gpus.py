@@ -232,7 +232,7 @@ class GpuPool:
     def timed_alone(self, server: GpuServer, job: Job) -> Iterator[None]:
         """A timed cell's GPU to itself: no cell's own process does GPU work there while
         its kernel is timed (their launches would be timed as its own)."""
-        if not job.run.get("time"):
+        if job.time is None:
             yield
             return
         uuid = server.gpu.uuid

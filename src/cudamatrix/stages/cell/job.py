@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from .environment import Environment, LibraryEnvironment
+from .specs import (
+    ArtifactCheck,
+    BuildSetting,
+    BuildSpec,
+    LaunchSpec,
+    ResourceBudget,
+    TimingSpec,
+    from_data,
+)
 
 
 @dataclass(frozen=True)
@@ -21,8 +30,11 @@ class Job:
     flags: tuple[str, ...] = ()
     kernel: str | None = None
     arch_flag: bool = True
-    artifacts: tuple[dict[str, Any], ...] = ()
-    run: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[ArtifactCheck, ...] = ()
+    # [variant.run] and [variant.time] (specs.py): None where the case launches nothing
+    # or times nothing.
+    run: LaunchSpec | None = None
+    time: TimingSpec | None = None
     env: Environment | None = None
     library: LibraryEnvironment | None = None
     gpu_stages: bool = True
@@ -37,7 +49,11 @@ class Job:
     host_compiler_version: str | None = None
     # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
     # memory, judged at the inspect stage.
-    budgets: dict[str, Any] = field(default_factory=dict)
+    budgets: ResourceBudget | None = None
+    # A build cell's [variant.build], and what the run found for it (its project's folder,
+    # tools, $CUDA_HOME).
+    build: BuildSpec | None = None
+    build_setting: BuildSetting | None = None
     # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
     # machine that loads it, so the run's SASS tools read its cubin.
     disassembler: str | None = None
@@ -64,7 +80,7 @@ class Job:
     @property
     def host_entry(self) -> bool:
         """The case is run by calling an extern "C" host function of a shared library."""
-        return bool(self.run.get("host"))
+        return self.run is not None and self.run.host
 
     @property
     def work(self) -> Path:
@@ -78,7 +94,10 @@ class Job:
     def from_json(cls, text: str) -> Job:
         data = json.loads(text)
         data["flags"] = tuple(data["flags"])
-        data["artifacts"] = tuple(data["artifacts"])
+        data["artifacts"] = tuple(from_data(ArtifactCheck, a) for a in data["artifacts"])
+        for name, kind in (("run", LaunchSpec), ("time", TimingSpec), ("budgets", ResourceBudget),
+                           ("build", BuildSpec), ("build_setting", BuildSetting)):
+            data[name] = None if data[name] is None else from_data(kind, data[name])
         data["group"] = tuple(data.get("group", ()))
         data["env"] = Environment.from_dict(data["env"]) if data["env"] else None
         data["library"] = (LibraryEnvironment.from_dict(data["library"])

@@ -10,39 +10,33 @@ import numpy as np
 
 from ..cell.job import Job
 from ..cell.result import Status
+from ..cell.specs import ArgumentSpec
 from .expressions import RefusedExpression, evaluate, parse_check
 
 
-def argument_name(spec: dict[str, Any], index: int) -> str:
-    """An argument's name in checks: its own, or ``argN`` (its place) for an unnamed
-    scalar, as the case reader names it (config/run_table.py)."""
-    return str(spec.get("name", f"arg{index}"))
-
-
-def scalar_argument(spec: dict[str, Any]) -> np.ndarray:
+def scalar_argument(spec: ArgumentSpec) -> np.ndarray:
     """A scalar argument (`value`) as a 0-d array of its dtype: launched by value, and a
     name in the checks as README's saxpy writes it (``y = "a * x + y_in"``)."""
-    return np.asarray(spec["value"], dtype=np.dtype(spec.get("dtype", "int32")))
+    return np.asarray(spec.value, dtype=np.dtype(spec.dtype))
 
 
-def input_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    dtype = np.dtype(spec.get("dtype", "float32"))
-    shape = tuple(spec.get("shape", [len(spec["values"])] if "values" in spec else [1]))
-    if "values" in spec:
-        return np.asarray(spec["values"], dtype=dtype).reshape(shape)
-    if "fill" in spec:  # an output too: zeroed for an accumulating kernel, not poisoned
-        return np.full(shape, spec["fill"], dtype=dtype)
-    if spec.get("output"):
-        poisoned = np.empty(shape, dtype=dtype)
+def input_array(spec: ArgumentSpec, rng: np.random.Generator) -> np.ndarray:
+    dtype = np.dtype(spec.dtype)
+    if spec.values is not None:
+        return np.asarray(spec.values, dtype=dtype).reshape(spec.shape)
+    if spec.fill is not None:  # an output too: zeroed for an accumulating kernel, not poisoned
+        return np.full(spec.shape, spec.fill, dtype=dtype)
+    if spec.output:
+        poisoned = np.empty(spec.shape, dtype=dtype)
         if dtype.kind == "f":
             poisoned.fill(np.nan)
         else:
             poisoned.view(np.uint8).fill(0xFF)
         return poisoned
     if dtype.kind == "f":
-        return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    low, high = spec.get("range", [0, 4])
-    return rng.integers(low, high, size=shape).astype(dtype)
+        return rng.uniform(-1.0, 1.0, size=spec.shape).astype(dtype)
+    low, high = spec.range
+    return rng.integers(low, high, size=spec.shape).astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -62,21 +56,22 @@ def case_arguments(job: Job) -> tuple[list[Argument], dict[str, np.ndarray]]:
     """The case's arguments in launch order, and every name its checks may use: each
     argument (scalars too) and each inout's input as ``NAME_in``. One reading for every
     path that launches (the driver API, CuPy), the same as the case reader's."""
-    rng = np.random.default_rng(int(job.run["seed"]))
+    launch = job.run
+    if launch is None:
+        return [], {}
+    rng = np.random.default_rng(launch.seed)
     arguments: list[Argument] = []
     named: dict[str, np.ndarray] = {}
-    for index, spec in enumerate(job.run.get("args", [])):
-        name = argument_name(spec, index)
-        if "value" in spec:
-            named[name] = scalar_argument(spec)
-            arguments.append(Argument(name, named[name], True, False))
+    for spec in launch.args:
+        if spec.scalar:
+            named[spec.name] = scalar_argument(spec)
+            arguments.append(Argument(spec.name, named[spec.name], True, False))
             continue
-        named[name] = input_array(spec, rng)
-        if spec.get("inout"):
-            named[f"{name}_in"] = named[name].copy()
-        arguments.append(Argument(name, named[name], False,
-                                  bool(spec.get("output") or spec.get("inout")),
-                                  read=bool(spec.get("inout") or not spec.get("output"))))
+        named[spec.name] = input_array(spec, rng)
+        if spec.inout:
+            named[f"{spec.name}_in"] = named[spec.name].copy()
+        arguments.append(Argument(spec.name, named[spec.name], False, spec.output or spec.inout,
+                                  read=spec.inout or not spec.output))
     return arguments, named
 
 
@@ -89,10 +84,11 @@ def bytes_moved(arguments: list[Argument]) -> int:
 
 def compare_outputs(job: Job, arrays: dict[str, np.ndarray]
                     ) -> tuple[Status, str, str, dict[str, Any]]:
-    checks = job.run.get("check", {})
-    rtol, atol = float(job.run["rtol"]), float(job.run["atol"])
+    if job.run is None:
+        return "ok", "", "no check declared", {}
+    rtol, atol = job.run.rtol, job.run.atol
     lines, worst = [], {}
-    for name, expression in checks.items():
+    for name, expression in job.run.check:
         try:  # read when the case was read; read again here, as a worker trusts nothing
             tree = parse_check(expression, arrays)
         except RefusedExpression as exc:

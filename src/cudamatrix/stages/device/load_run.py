@@ -25,6 +25,7 @@ from cuda.bindings import driver as cu
 from ...common.versions import Arch, sass_runs_on
 from ..cell.job import Job
 from ..cell.result import Stage, StageResult, Status
+from ..cell.specs import TimingSpec
 from ..process.hang import enter_stage
 from . import timing
 from .checks import bytes_moved, case_arguments, compare_outputs
@@ -103,7 +104,7 @@ class GpuSession:
     def download(self, pointer: Any, array: np.ndarray) -> None:
         _check("cuMemcpyDtoH", cu.cuMemcpyDtoH(array.ctypes.data, pointer, array.nbytes))
 
-    def time(self, launch: Callable[[], None], settings: dict[str, Any]) -> dict[str, Any]:
+    def time(self, launch: Callable[[], None], settings: TimingSpec) -> dict[str, Any]:
         """The launch timed on the GPU (timing.py): CUDA events around each launch on the
         default stream, a write over twice the L2's size before each for a cold L2, and
         the clocks and throttle reasons NVML reports after the last sample.
@@ -114,7 +115,7 @@ class GpuSession:
         host's tens of microseconds are timed as the kernel's (on an H100, a 4 MiB saxpy
         timed 32 us with a hot L2 and 9 us with a cold one, where the flush happened to
         hold the stream)."""
-        cold = settings.get("l2", "cold") == "cold"
+        cold = settings.l2 == "cold"
         flush_bytes = 2 * int(_check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, self.device))) if cold else 0
         scratch = _check("cuMemAlloc", cu.cuMemAlloc(flush_bytes)) if cold else None
@@ -292,18 +293,20 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     name = (job.kernel or "").encode()
     function = _check("cuModuleGetFunction", cu.cuModuleGetFunction(module, name))
     arrays, values, outputs, moved = _prepare_args(job, gpu)
-    shared = int(job.run["shared_bytes"])
+    launch_spec = job.run
+    assert launch_spec is not None  # run_stages launches only a job with a [variant.run]
+    shared = launch_spec.shared_bytes
     # Dynamic shared memory beyond 48 KiB needs this opt-in; a case may leave it out
     # (shared_opt_in = false) to show what a launch without it does.
-    if shared > 0 and job.run["shared_opt_in"]:
+    if shared > 0 and launch_spec.shared_opt_in:
         _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
             function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             shared))
     holders = [np.asarray([int(v)], dtype=np.uint64) if not isinstance(v, np.ndarray) else v
                for v in values]
     pointers = np.asarray([h.ctypes.data for h in holders], dtype=np.uint64)
-    grid = [*job.run["grid"], 1, 1][:3]
-    block = [*job.run["block"], 1, 1][:3]
+    grid = [*launch_spec.grid, 1, 1][:3]
+    block = [*launch_spec.block, 1, 1][:3]
     launch = (f"cuLaunchKernel (grid {grid}, block {block}, "
               f"{shared} bytes of dynamic shared memory)")
 
@@ -316,12 +319,12 @@ def _launch_kernel(job: Job, gpu: GpuSession, module: Any) -> DeviceSaid:
     for pointer, array in outputs:
         gpu.download(pointer, array)
     status, message, log, details = compare_outputs(job, arrays)
-    settings = job.run.get("time")
-    if status != "ok" or not isinstance(settings, dict):
+    settings = job.time
+    if status != "ok" or settings is None:
         return status, message, log, details
     # Timed only once the result is right: a wrong kernel's speed means nothing.
     details["timing"] = gpu.time(start, settings)
-    moved = int(settings.get("bytes") or moved)
+    moved = settings.bytes or moved
     details["timing"].update(timing.bandwidth(details["timing"], moved, gpu.peak_bandwidth()))
     too_slow = timing.over_limit(details["timing"], settings)
     return ("failed" if too_slow else "ok"), too_slow, log, details

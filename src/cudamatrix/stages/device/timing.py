@@ -29,10 +29,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# What [variant.time] leaves out: NVBench's noise target, a budget that keeps a run of
-# hundreds of timed cells within minutes, and enough samples for a median to mean much.
-DEFAULT_NOISE = 0.005
-DEFAULT_MAX_SECONDS = 0.5
+from ..cell.specs import TimingSpec
+
+# Enough samples for a median to mean much (the noise target and the time budget are
+# [variant.time]'s, their defaults declared in config/declarations.py).
 MIN_SAMPLES = 10
 MAX_SAMPLES = 100_000
 # How many samples the record keeps for the page (evenly spaced beyond that).
@@ -47,15 +47,15 @@ def noise(samples: Sequence[float]) -> float:
     return statistics.stdev(samples) / mean if mean > 0 else 0.0
 
 
-def enough(samples: Sequence[float], elapsed_s: float, settings: Mapping[str, Any]) -> bool:
+def enough(samples: Sequence[float], elapsed_s: float, settings: TimingSpec) -> bool:
     """Whether to stop sampling: the noise under its target after MIN_SAMPLES, or the
     time budget spent, or MAX_SAMPLES taken."""
     if len(samples) >= MAX_SAMPLES:
         return True
-    if elapsed_s >= float(settings.get("max_seconds", DEFAULT_MAX_SECONDS)):
+    if elapsed_s >= settings.max_seconds:
         return len(samples) >= 1
     return len(samples) >= MIN_SAMPLES \
-        and noise(samples) <= float(settings.get("noise", DEFAULT_NOISE))
+        and noise(samples) <= settings.noise
 
 
 def kept_samples(samples_us: Sequence[float]) -> list[float]:
@@ -66,17 +66,17 @@ def kept_samples(samples_us: Sequence[float]) -> list[float]:
     return [round(v, 3) for v in samples_us[::step]]
 
 
-def sample_summary(samples_us: Sequence[float], settings: Mapping[str, Any]) -> dict[str, Any]:
+def sample_summary(samples_us: Sequence[float], settings: TimingSpec) -> dict[str, Any]:
     """What results.json records of a timing: the median (the figure compared between
     toolkits), the minimum, the noise, the count, whether the noise target was met, and
     the samples themselves (kept_samples) for the cell's panel."""
-    target = float(settings.get("noise", DEFAULT_NOISE))
+    target = settings.noise
     spread = noise(samples_us)
     return {"median_us": round(statistics.median(samples_us), 4),
             "min_us": round(min(samples_us), 4),
             "noise": round(spread, 5), "samples": len(samples_us),
             "converged": len(samples_us) >= MIN_SAMPLES and spread <= target,
-            "l2": str(settings.get("l2", "cold")),
+            "l2": settings.l2,
             "samples_us": kept_samples(samples_us)}
 
 
@@ -102,9 +102,9 @@ def peak_bandwidth_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:
     return 2 * memory_clock_mhz * 1e6 * bus_width_bits / 8 / 1e9
 
 
-def over_limit(timing: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+def over_limit(timing: Mapping[str, Any], settings: TimingSpec) -> str:
     """The run's failure message where the case set max_us and the median is over it."""
-    limit = settings.get("max_us")
+    limit = settings.max_us
     if limit is None or timing["median_us"] <= float(limit):
         return ""
     return (f"too slow: median {timing['median_us']:.3f} us over max_us {limit} "
@@ -112,7 +112,7 @@ def over_limit(timing: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
 
 
 def sample(launch: Callable[[], None], measure: Callable[[Callable[[], None]], float],
-           settings: Mapping[str, Any]) -> list[float]:
+           settings: TimingSpec) -> list[float]:
     """Samples of one launch each, in microseconds, after one warm-up launch: `measure`
     times what it is given on the GPU (and flushes the L2 first, untimed, for a cold one)."""
     launch()

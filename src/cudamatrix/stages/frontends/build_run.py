@@ -70,11 +70,11 @@ def arch_values(arch: str) -> dict[str, str]:
 
 def build_environment(job: Job) -> dict[str, str]:
     """The process environment of every build and test command of the cell."""
-    spec = job.options
+    setting = job.build_setting  # none for a prebuilt cell's test on a GPU machine
     env = dict(os.environ)
     arch = arch_values(job.arch)
-    cuda_home = spec.get("cuda_home")  # none for a prebuilt cell's test on a GPU machine
-    path = [f"{cuda_home}/bin" if cuda_home else "", *spec.get("tools_bin", ()),
+    cuda_home = setting.cuda_home if setting else ""
+    path = [f"{cuda_home}/bin" if cuda_home else "", *(setting.tools_bin if setting else ()),
             env.get("PATH", "")]
     libraries = [d for d in (job.env.library_dirs if job.env else ()) if d]
     if cuda_home:
@@ -86,13 +86,13 @@ def build_environment(job: Job) -> dict[str, str]:
                LIBRARY_PATH=os.pathsep.join([*libraries, env.get("LIBRARY_PATH", "")]).strip(":"),
                LD_LIBRARY_PATH=os.pathsep.join(
                    [*libraries, env.get("LD_LIBRARY_PATH", "")]).strip(":"))
-    if spec.get("tools_path"):
-        env["PYTHONPATH"] = os.pathsep.join([*spec["tools_path"], env.get("PYTHONPATH", "")])
+    if setting and setting.tools_path:
+        env["PYTHONPATH"] = os.pathsep.join([*setting.tools_path, env.get("PYTHONPATH", "")])
     host = job.host_compiler or (job.env.host_compiler if job.env else None)
     if host:
         c_compiler = host.replace("clang++", "clang").replace("g++", "gcc")
         env.update(CC=c_compiler, CXX=host, CUDAHOSTCXX=host, NVCC_CCBIN=host)
-    env.update({str(k): fill(str(v), job) for k, v in spec.get("env", {}).items()})
+    env.update({name: fill(value, job) for name, value in (job.build.env if job.build else ())})
     return env
 
 
@@ -110,7 +110,7 @@ def command_words(command: str, job: Job) -> list[str]:
 
 
 def placeholder_values(job: Job) -> dict[str, str]:
-    cuda_home = str(job.options.get("cuda_home", ""))
+    cuda_home = job.build_setting.cuda_home if job.build_setting else ""
     values = {**arch_values(job.arch), "python": sys.executable, "cuda_home": cuda_home,
               "case": job.source,  # the case's folder: a test script beside case.toml
               "nvcc": f"{cuda_home}/bin/nvcc" if cuda_home else "nvcc",
@@ -190,12 +190,14 @@ def build(job: Job) -> StageResult:
     started = time.monotonic()
     source = job.work / BUILD_SOURCE
     shutil.rmtree(source, ignore_errors=True)
-    shutil.copytree(job.options["project"], source, symlinks=True,
+    spec, setting = job.build, job.build_setting
+    assert spec is not None and setting is not None  # prepare_build gave a built cell both
+    shutil.copytree(setting.project, source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git"))
     env = build_environment(job)
-    code, log, accident = _run_commands(list(job.options["commands"]), job, env, source, started)
-    details: dict[str, Any] = {"project": job.options.get("project_label", ""),
-                               "commands": list(job.options["commands"])}
+    code, log, accident = _run_commands(list(spec.commands), job, env, source, started)
+    details: dict[str, Any] = {"project": setting.project_label,
+                               "commands": list(spec.commands)}
     if code != 0:
         if accident:
             return StageResult("compile", "error", accident, log, time.monotonic() - started,
@@ -204,11 +206,11 @@ def build(job: Job) -> StageResult:
         return StageResult("compile", "unavailable" if lacking else "failed",
                            lacking or failure_line(log), log, time.monotonic() - started,
                            details)
-    outputs = _outputs(source, list(job.options["outputs"]))
+    outputs = _outputs(source, list(spec.outputs))
     details["outputs"] = [str(p.relative_to(source)) for p in outputs]
     details["warnings"] = warning_lines(log)
     if not outputs:
-        wanted = ", ".join(job.options["outputs"])
+        wanted = ", ".join(spec.outputs)
         return StageResult("compile", "failed", f"the build made no file matching {wanted}",
                            log, time.monotonic() - started, details)
     return StageResult("compile", "ok", "", log, time.monotonic() - started, details)
@@ -276,7 +278,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
         message = f"{first['file']} module {first['module']}: {first['why']}"
         return StageResult("inspect", "failed", message, "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries
-    if job.budgets:
+    if job.budgets is not None:
         judged = judge_budget(job.budgets, resources, f"cuobjdump -res-usage, {gpu.name}")
         if isinstance(judged, Failure):
             return StageResult("inspect", "error", judged.reason,
@@ -316,7 +318,8 @@ def _load(fatbinaries: list[bytes]) -> StageResult:
 
 def _test(job: Job, env: dict[str, str], source: Path) -> StageResult:
     started = time.monotonic()
-    code, log, accident = _run_commands([str(job.options["test"])], job, env, source, started)
+    code, log, accident = _run_commands([str(job.build.test if job.build else "")], job, env,
+                                        source, started)
     if code != 0:
         return StageResult("run", "error" if accident else "failed",
                            accident or failure_line(log), log, time.monotonic() - started)
@@ -347,7 +350,7 @@ def build_stages(job: Job) -> list[StageResult]:
         return stages
     enter_stage(job.work, "load")
     stages.append(_load(fatbinaries))
-    if job.options.get("test") and stages[-1].status == "ok":
+    if job.build is not None and job.build.test and stages[-1].status == "ok":
         enter_stage(job.work, "run")
         try:
             stages.append(_test(job, build_environment(job), source))

@@ -18,5 +18,6 @@ def _cupy_stages(job: Job) -> list[StageResult]:
 # [variant.options]: how CuPy compiles (its RawModule's flags).
 register(Frontend("cupy", stages=_cupy_stages, library="cupy", cached=False,
                   options=("jitify", "enable_cooperative_groups"),
+                  option_defaults=(("jitify", False), ("enable_cooperative_groups", False)),
                   needs_gpu_to_compile="CuPy compiles through the driver",
                   arch_bypass_option="jitify"))

@@ -78,8 +78,8 @@ def cupy_stages(job: Job) -> list[StageResult]:
     from ..device.checks import case_arguments, compare_outputs
 
     options = _options(job)
-    jitify = bool(job.options.get("jitify", False))
-    cooperative = bool(job.options.get("enable_cooperative_groups", False))
+    jitify = bool(job.options["jitify"])
+    cooperative = bool(job.options["enable_cooperative_groups"])
     details: dict[str, Any] = {"cupy": cupy.__version__, "jitify": jitify,
                                "enable_cooperative_groups": cooperative, "options": options}
     if "jitify_warmup_s" in job.options:  # the run's one warm-up, whose headers it reused
@@ -109,7 +109,8 @@ def cupy_stages(job: Job) -> list[StageResult]:
     compiled = StageResult("compile", "ok", "", f"cupy.RawModule({options}, jitify={jitify})",
                            time.monotonic() - started, details)
     loaded = StageResult("load", "ok", "", f"get_function({job.kernel!r})", 0.0, {})
-    if not job.run:
+    launch_spec = job.run
+    if launch_spec is None:
         return [compiled, loaded]
     enter_stage(job.work, "run")
     started = time.monotonic()
@@ -117,9 +118,9 @@ def cupy_stages(job: Job) -> list[StageResult]:
         launched, host = case_arguments(job)
         device = {a.name: cupy.asarray(a.value) for a in launched if not a.scalar}
         arguments = [a.value[()] if a.scalar else device[a.name] for a in launched]
-        grid = tuple([*job.run["grid"], 1, 1][:3])
-        block = tuple([*job.run["block"], 1, 1][:3])
-        shared = int(job.run["shared_bytes"])
+        grid = tuple([*launch_spec.grid, 1, 1][:3])
+        block = tuple([*launch_spec.block, 1, 1][:3])
+        shared = launch_spec.shared_bytes
         if shared:
             kernel.max_dynamic_shared_size_bytes = shared
         kernel(grid, block, tuple(arguments), shared_mem=shared)

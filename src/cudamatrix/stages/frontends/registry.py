@@ -59,6 +59,9 @@ class Frontend:
     arch_bypass_option: str | None = None
     slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
     options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
+    # Their defaults, (key, value), filled in by the case reader: a stage reads each option
+    # without a default of its own.
+    option_defaults: tuple[tuple[str, Any], ...] = ()
     # Builds a project (its source a folder, its commands in [variant.build]).
     builds_project: bool = False
     # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import Failure
+from ..cell.specs import ResourceBudget
 from .kernel_names import KernelNotFound, cpp_names, resolve
 
 # Budget key -> (the resources record's field, how the message says it).
@@ -42,7 +43,7 @@ def reporter(compiled: Mapping[str, Any], arch: str) -> str:
     return arch
 
 
-def judge_budget(budget: Mapping[str, Any], resources: Sequence[Mapping[str, Any]],
+def judge_budget(budget: ResourceBudget, resources: Sequence[Mapping[str, Any]],
                  said_by: str) -> BudgetVerdict | Failure:
     """Each kernel's figures (or the one `kernel` names) against the budget's limits; or
     the case error of a budget that cannot be judged (no figures, no kernel)."""
@@ -51,21 +52,22 @@ def judge_budget(budget: Mapping[str, Any], resources: Sequence[Mapping[str, Any
         return Failure("case error: [variant.resources] has no figures to judge: the "
                        "compiler reported no kernel's resource usage (a module without "
                        "kernels, or one built by a compiler that does not say it)")
-    if "kernel" in budget:
+    if budget.kernel is not None:
         try:
-            chosen = [resolve(str(budget["kernel"]), list(kernels)).lowered]
+            chosen = [resolve(budget.kernel, list(kernels)).lowered]
         except KernelNotFound as exc:
             return Failure(f"[variant.resources] {exc}")
     else:
         chosen = list(kernels)
     labels = dict(zip(kernels, cpp_names(list(kernels)), strict=True))
     verdict = BudgetVerdict()
+    limits = budget.limits()
     for name in chosen:
         record, short = kernels[name], labels[name]
         for key, (field_name, words) in BUDGET_FIELDS.items():
-            if key not in budget or field_name not in record:
+            if key not in limits or field_name not in record:
                 continue
-            value, limit = int(record[field_name]), int(budget[key])
+            value, limit = int(record[field_name]), limits[key]
             if value > limit:
                 verdict.broken.append(f"{short}: {value} {words} > {key} {limit} ({said_by})")
                 verdict.lines.append(f"FAIL {short}: {words} {value} > {key} {limit}")

@@ -24,6 +24,7 @@ from ...errors import Failure
 from ..binaries.facts import cubin_kernel_names
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.specs import ArtifactCheck, ResourceBudget
 from ..compile.logs import decode
 from .artifact_text import cubin_strings
 from .budgets import judge_budget, reporter
@@ -94,10 +95,10 @@ def _text_for(kind: str, texts: dict[str, str | None]) -> str | None:
     return texts.get("sass" if kind == "cubin" else kind)
 
 
-def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
+def inspect_artifacts(checks: Sequence[ArtifactCheck], ptx: Path | None,
                       cubin: Path | None, *, kernel: str | None = None,
                       cuobjdump: str | None = None, compiled: Mapping[str, Any] | None = None,
-                      budgets: Mapping[str, Any] | None = None,
+                      budgets: ResourceBudget | None = None,
                       arch: str = "", where: str = "") -> StageResult:
     """The built module against the case: its kernel found by its C++ name, its PTX, SASS
     and embedded strings against the artifact checks, its kernels' resources (what the
@@ -120,12 +121,12 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
         "ptx": ptx_text,
         # Read only when a check asks: every inspected cell would otherwise read its cubin.
         "strings": cubin_strings(cubin.read_bytes()) if cubin and cubin.exists()
-        and any(c["kind"] == "strings" for c in checks) else None,
+        and any(c.kind == "strings" for c in checks) else None,
     }
-    if any(c["kind"] in ("sass", "cubin") for c in checks) and cubin and cubin.exists():
+    if any(c.kind in ("sass", "cubin") for c in checks) and cubin and cubin.exists():
         texts["sass"], unavailable = disassemble(cuobjdump, cubin)
     for check in checks:
-        kind, pattern, present = check["kind"], check["pattern"], check["present"]
+        kind, pattern, present = check.kind, check.pattern, check.present
         text = _text_for(kind, texts)
         verb = "contains" if present else "lacks"
         if text is None and kind in ("sass", "cubin") and unavailable:
@@ -140,10 +141,10 @@ def inspect_artifacts(checks: Sequence[dict[str, Any]], ptx: Path | None,
         ok = hits > 0 if present else hits == 0
         lines.append(f"{'ok  ' if ok else 'FAIL'} {kind} {verb} /{pattern}/ ({hits} matches)")
         if not ok:
-            why = f" ({check['why']})" if check.get("why") else ""
+            why = f" ({check.why})" if check.why else ""
             found = "lacks" if present else f"contains {hits} x"
             failures.append(f"artifact check failed: {kind} {found} /{pattern}/{why}")
-    if budgets:
+    if budgets is not None:
         judged = judge_budget(budgets, compiled.get("resources", []), reporter(compiled, arch))
         if isinstance(judged, Failure):
             return StageResult("inspect", "error", judged.reason,
@@ -164,7 +165,7 @@ def inspect_job(job: Job, ptx: Path | None, cubin: Path | None,
     artifact check, a budget), from a fresh compile or the compile cache alike; None when
     it asks nothing."""
     kernel = None if job.host_entry else job.kernel
-    if not (job.artifacts or kernel or job.budgets):
+    if not (job.artifacts or kernel or job.budgets is not None):
         return None
     return inspect_artifacts(job.artifacts, ptx, cubin, kernel=kernel,
                              cuobjdump=job.cuobjdump,
