@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cudamatrix.orchestrator import environments
 from cudamatrix.orchestrator.progress import Progress
+from cudamatrix.providers import choice
 from cudamatrix.record.baseline import settle_xpass
 from cudamatrix.record.results import CellResult
 
@@ -48,7 +48,7 @@ class _Notes:
 def _engine(answers: bool) -> Any:
     def probe() -> object:
         if not answers:
-            raise environments.EnvironmentUnavailable(
+            raise choice.EnvironmentUnavailable(
                 "no Docker engine answers (DockerException: Error while fetching server API "
                 "version: ('Connection aborted.', FileNotFoundError(2, 'No such file')))")
         return object()
@@ -66,9 +66,9 @@ def _engine(answers: bool) -> Any:
 def test_auto_keeps_the_provider_of_the_last_run_or_says_why_not(
         monkeypatch: pytest.MonkeyPatch, answers: bool, previous: str, chosen: str,
         said: str) -> None:
-    monkeypatch.setattr(environments, "engine", _engine(answers))
-    monkeypatch.setattr(environments, "image_exists", lambda client, tag: True)
+    monkeypatch.setattr(choice, "engine", _engine(answers))
+    monkeypatch.setattr(choice, "image_exists", lambda client, tag: True)
     notes = _Notes()
-    got, _ = environments.choose_provider("auto", "wheels", False, notes, previous)
+    got, _ = choice.choose_provider("auto", "wheels", False, notes, previous)
     assert got == chosen
     assert notes.said == [said]

@@ -37,6 +37,7 @@ from ..config.plan import BUNDLED, Cell
 from ..config.planning import Plan, make_plan
 from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
+from ..providers.choice import choose_provider
 from ..providers.toolkits import CellSite
 from ..record.results import (
     ARTIFACTS_DIR,
@@ -58,7 +59,7 @@ from .cell_jobs import CellJobs, NoJob
 from .cell_timings import CellTimings
 from .compile_cache import CompileCache, Unkeyable, compile_key, flag_files, key_files, key_folders
 from .cupy_warmup import JitifyWarmups
-from .environments import Environments, choose_provider
+from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
 from .progress import Progress
