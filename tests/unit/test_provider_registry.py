@@ -31,7 +31,7 @@ class Quiet:
 class ToyToolkits:
     """A provider that has every toolkit, with nothing in it."""
 
-    name, local = "toy", True
+    name, local, unwatched = "toy", True, ""
 
     def __init__(self, setting: ProviderSetting) -> None:
         self.cache = setting.cache
@@ -98,3 +98,45 @@ def test_the_old_path_of_environment_still_works_and_says_it_is_deprecated() -> 
         old = importlib.import_module("cudamatrix.providers.environment")
     assert old.Environment is environment.Environment
     assert old.LibraryEnvironment is environment.LibraryEnvironment
+
+
+def test_a_plugin_provider_gets_what_a_built_in_gets(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 59: a repro line named its provider only when it was wheels, docker or host,
+    so a plugin's cell ran again with another provider; now any registered provider is
+    named, and a record's "unknown" (a merge of shards) is not."""
+    from cudamatrix.config.plan import Cell
+    from cudamatrix.record.results import RunInfo
+    from cudamatrix.reports.glance import repro
+
+    monkeypatch.setitem(toolkit_providers(), "toy", ToyToolkits)
+    cell = Cell("c", "v", "13.0", "sm_80", "nvrtc")
+    info = RunInfo(started="", finished="", tier="pr", provider="toy", host="",
+                   tool_version="", repro_args="--tier pr", repro_folder=str(tmp_path))
+    words = repro(cell, info).split()
+    assert words[words.index("--provider") + 1] == "toy"
+    merged = RunInfo(started="", finished="", tier="pr", provider="unknown", host="",
+                     tool_version="", repro_args="--tier pr", repro_folder=str(tmp_path))
+    assert "--provider" not in repro(cell, merged)
+    # A provider whose toolkits are not watched says so, whatever its name: the run is
+    # never called up to date (the docker provider's images).
+    ledger = InputLedger()
+    monkeypatch.setattr(ToyToolkits, "unwatched", "toy images are not watched", raising=False)
+    Environments(load_matrix(DEFAULT_MATRIX), "toy", tmp_path, Quiet(), ledger=ledger)
+    assert ledger.refusals == ["toy images are not watched"]
+
+
+def test_no_module_outside_providers_compares_a_providers_name() -> None:
+    """A provider's abilities are its protocol's attributes (local, unwatched) and its
+    environments' (from_wheels), never `provider == "wheels"` elsewhere."""
+    import re
+
+    source = Path(__file__).resolve().parents[2] / "src" / "cudamatrix"
+    names = "wheels|docker|host|debian"
+    pattern = re.compile(rf"provider\w*\s*(==|!=|in)\s*\(?[\"']({names})|"
+                         rf"[\"']({names})[\"']\s*(==|!=)\s*[\w.]*provider")
+    found = [f"{path.relative_to(source)}:{number}: {line.strip()}"
+             for path in sorted(source.rglob("*.py")) if "providers" not in path.parts
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if pattern.search(line)]
+    assert found == []

@@ -88,8 +88,8 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
                       f"{reason}", markup=False, soft_wrap=True)
     if info.environment_errors and fail_on_of(args) != "never":
         return 2  # a shard's (--fail-on never) are error cells the merge judges
-    if not _unrecorded(options, info.provider, ledger):
-        _watch_run_inputs(args, options, info.provider, ledger)
+    if not _unrecorded(options, ledger):
+        _watch_run_inputs(args, options, ledger)
         record_run(options.out, command, ledger.inputs(), code, said, info.finished,
                    len(results))
     return code
@@ -107,20 +107,18 @@ def _run_command(args: argparse.Namespace, options: RunOptions, device: DeviceIn
                          source_revision())
 
 
-def _unrecorded(options: RunOptions, provider: str, ledger: InputLedger) -> list[str]:
+def _unrecorded(options: RunOptions, ledger: InputLedger) -> list[str]:
     """Why a re-run of this run must ask its compilers, driver or kernels again."""
     reasons = list(ledger.refusals)
     if options.prebuilt:
         reasons.append("--prebuilt: the builds are another run's")
-    if provider == "docker":
-        reasons.append("containers: their images are not watched")
     if not options.compile_cache:
         reasons.append("--no-compile-cache")
     return reasons
 
 
-def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: str,
-                      ledger: InputLedger) -> None:
+def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, ledger: InputLedger
+                      ) -> None:
     """What the run read besides what its cells named on the way (up_to_date's list)."""
     from ..common.up_to_date import CONTENT, DOCKER_SOCKET, NAMES, loaded_module_files
     from ..config.project import find_project
@@ -143,11 +141,6 @@ def _watch_run_inputs(args: argparse.Namespace, options: RunOptions, provider: s
     # the rest of the cache is not an input: other toolkits, other runs' installs, and the
     # compile cache, whose entries are what their keys say (one added or removed changes
     # no verdict this run made).
-    if provider == "host":
-        from ..providers.host import host_root
-
-        ledger.watch(host_root(), 1)
-        ledger.watch(host_root() / "bin", 1)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

@@ -111,7 +111,7 @@ class CellJobs:
             library = lib
             versions.update(lib.packages)
         # A component whose library the case links (-lcublas): its libraries, fetched now.
-        if env is not None and env.provider == "wheels":
+        if env is not None and env.from_wheels:
             for component, flag in linked_components(variant.flags_for(cell.axes())).items():
                 linked = self.envs.component_libraries(env, component, flag)
                 if isinstance(linked, Failure):

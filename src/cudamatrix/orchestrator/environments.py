@@ -63,6 +63,8 @@ class Environments:
             matrix, cache, progress, ledger, containers, flavour, self.docker_client,
             self.base_image,
             container_timeout, cuda_compat))
+        if self.toolkit_provider.unwatched:
+            ledger.refuse(self.toolkit_provider.unwatched)
         self.sources: dict[str, Source | Failure] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}

@@ -59,7 +59,7 @@ def prepare_cupy(job: Job, context: JobContext) -> Job | StageResult:
     """CuPy finds its toolkit as a classic CUDA folder; with Jitify, the run's one warm-up
     of its headers seeds the cell."""
     env = context.env
-    if env is not None and env.provider == "wheels":
+    if env is not None and env.from_wheels:
         job = replace(job, options={**job.options,
                                     "cuda_path": str(context.envs.layouts.classic_root(env))})
     return context.warmups.prepare(job) if job.options.get("jitify") else job

@@ -34,7 +34,7 @@ class ToolkitLayouts:
         ``bin`` is nvcc's own folder (Debian's, over the 12.x wheels), so nvcc reads its own
         nvcc.profile, whose paths start from there."""
         assert env.nvcc is not None
-        if env.provider != "wheels":
+        if not env.from_wheels:
             return Path(env.nvcc).parent.parent
         libdevice = next(Path(env.root).glob("nvidia/**/nvvm/libdevice"), None)
         libraries = [Path(p) for p in env.library_dirs]

@@ -26,7 +26,7 @@ from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..stages.cell.environment import Environment
 from .debian import nvcc_unavailable, prepare_debian_nvcc, shared_cudart_dirs
 from .docker import BASE_GCC, build_toolkit_image
-from .host import prepare_host
+from .host import host_root, prepare_host
 from .host_compiler import choose_gcc, installed_compiler, installed_gcc
 from .tree import nvcc_archs
 from .wheels import prepare_toolkit
@@ -93,6 +93,9 @@ class ToolkitProvider(Protocol):
     name: str
     # Cells run on this machine, with its programs; False: each in its toolkit's container.
     local: bool
+    # Why a run with it cannot be known up to date, "" where every toolkit it hands out is
+    # watched in the ledger (the docker provider's images are not).
+    unwatched: str
 
     def toolkit(self, version: str) -> Environment:
         """The toolkit `version`, prepared; EnvironmentUnavailable when it cannot be. Every
@@ -113,6 +116,7 @@ class _LocalCells:
     """Cells as processes of this machine (the wheels and host providers)."""
 
     local = True
+    unwatched = ""
     ledger: InputLedger
 
     def executor(self, site: CellSite) -> ExecutorChoice:
@@ -141,7 +145,8 @@ class WheelsToolkits(_LocalCells):
         return cls(setting.matrix, setting.cache, setting.notes, setting.ledger)
 
     def toolkit(self, version: str) -> Environment:
-        env = prepare_toolkit(self.matrix, version, self.cache, self.ledger)
+        env = replace(prepare_toolkit(self.matrix, version, self.cache, self.ledger),
+                      from_wheels=True)
         return self._with_debian_nvcc(env, version)
 
     def _with_debian_nvcc(self, env: Environment, version: str) -> Environment:
@@ -196,6 +201,8 @@ class HostToolkits(_LocalCells):
                 self._found = exc
         if isinstance(self._found, EnvironmentUnavailable):
             raise self._found
+        self.ledger.watch(host_root(), 1)  # an install changed, or another put there
+        self.ledger.watch(host_root() / "bin", 1)
         if self._found.toolkit != version:
             raise ToolkitNotHere(f"the host provider has toolkit {self._found.toolkit} only")
         return self._found
@@ -205,6 +212,7 @@ class DockerToolkits:
     """An image per toolkit, built locally from its Dockerfile; every cell runs in one."""
 
     name, local = "docker", False
+    unwatched = "containers: their images are not watched"
 
     def __init__(self, matrix: Matrix, cache: Path, containers: Path, flavour: str,
                  client: Callable[[], object], notes: Notes, ledger: InputLedger, *,

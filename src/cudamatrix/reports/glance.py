@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..config.plan import BUNDLED, Cell
+from ..providers.toolkits import toolkit_providers
 from ..record.results import CellResult, RunInfo
 from ..record.verdict import UNEXPECTED_OUTCOMES
 
@@ -106,7 +107,7 @@ def repro(cell: Cell, info: RunInfo) -> str:
         return shlex.join(["cudamatrix", "run", "--tier", info.tier, "--cell",
                            cell.id.split("@")[0]])
     words = ["cudamatrix", "run", *shlex.split(info.repro_args)]
-    if info.provider in ("wheels", "docker", "host"):
+    if info.provider in toolkit_providers():  # a plugin's too; not a merge's "unknown"
         words += ["--provider", info.provider]
     if cell.toolkit != BUNDLED:
         words += ["--toolkit", cell.toolkit]

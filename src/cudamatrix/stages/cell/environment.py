@@ -49,6 +49,10 @@ class Environment:
     clang: str | None = None
     clang_cuda_path: str | None = None
     clang_unusable: str | None = None
+    # Its components are PyPI wheels in the run's cache, on this machine (the wheels
+    # provider): the libraries of a component a case links are fetched when asked, a
+    # classic CUDA folder is made of links, and nvcc comes from Debian where it comes.
+    from_wheels: bool = False
 
     def missing_for(self, frontend: str, needs: tuple[str, ...]) -> str | None:
         """Why this environment cannot run `frontend` (which needs the tools `needs`), or
@@ -61,7 +65,7 @@ class Environment:
             if getattr(self, tool) is None:
                 where = ("; Debian packages nvcc for 11.8 and 12.4 only, NVIDIA's images "
                          "(--docker-flavour nvidia) or a host install have the others"
-                         if tool == "nvcc" and self.provider == "wheels" else "")
+                         if tool == "nvcc" and self.from_wheels else "")
                 return (f"toolkit {self.toolkit} ({self.provider}) has no {tool}; "
                         f"the {frontend} frontend needs it{where}")
         return None
