@@ -16,7 +16,7 @@ import shlex
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # How deep a recorded document may nest: results.json's deepest is a stage's details' table
 # of lists (about 6); a record nested 100,000 deep was a RecursionError in every reader.
@@ -90,6 +90,20 @@ def text(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
     if not isinstance(value, str):
         raise _fail(key, "a string", value)
     return value
+
+
+Word = TypeVar("Word", bound=str)
+
+
+def one_of(data: Mapping[str, Any], key: str, allowed: tuple[Word, ...],
+           default: Word | None = None) -> Word:
+    """A text that must be one of `allowed` (an outcome, a stage): the Literal type the
+    record's readers check every comparison against."""
+    value = data.get(key, default)
+    for word in allowed:
+        if value == word:
+            return word
+    raise _fail(key, f"one of {', '.join(map(repr, allowed))}", value)
 
 
 def optional_text(data: Mapping[str, Any], key: str) -> str | None:

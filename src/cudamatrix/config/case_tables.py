@@ -13,11 +13,12 @@ from typing import Any
 from ..common.keys import check_keys
 from ..common.versions import EXPECT_KEYS, WHEN_KEYS, axis_matches, check_specifier
 from ..errors import UserError
+from ..stages.cell.result import Stage
 from ..stages.cell.specs import ArtifactCheck, ResourceBudget
 from ..stages.frontends import registered
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
-from .declarations import ARTIFACT, EXPECT
+from .declarations import ARTIFACT, EXPECT, ExpectedOutcome
 
 STAGES = EXPECT.key("stage").allowed
 EXPECT_FIELDS = EXPECT.names()
@@ -37,9 +38,9 @@ def selects(when: Mapping[str, Spec], axes: Mapping[str, str | None]) -> bool:
 class Expectation:
     """What a cell selected by `when` should do; the first matching expectation decides."""
 
-    outcome: str
+    outcome: ExpectedOutcome
     when: Mapping[str, Spec] = field(default_factory=dict)
-    stage: str | None = None
+    stage: Stage | None = None
     match: str | None = None
     note: str = ""
     # A compiler warning the cell must print (regex over the compile stage's warnings).
@@ -49,7 +50,7 @@ class Expectation:
         return selects(self.when, axes)
 
     def describe(self) -> str:
-        text = self.outcome
+        text: str = self.outcome
         if self.stage:
             text += f" at {self.stage}"
         if self.match:

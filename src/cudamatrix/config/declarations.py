@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..common.versions import EXPECT_KEYS, WHEN_KEYS
+from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
 
@@ -38,6 +39,10 @@ PACKAGE_NAMES = "string or table of CUDA major = string"
 DEFAULT_OUTPUTS = ("**/*.so", "**/*.whl")
 # A library's name, as matrix.toml's [libraries.NAME] spells it.
 LIBRARY_NAME_PATTERN = "^[a-z][a-z0-9_]*$"
+# What a case may expect of a cell: that it works, that it fails (at a stage, saying
+# something), or that it hangs until its limit (a known hang is a finding, not a broken
+# tool).
+ExpectedOutcome = Literal["pass", "fail", "timeout"]
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,8 @@ EXPECT = Table("[[variant.expect]]", "What a cell should do; the first expectati
                "`when` matches decides, and a cell none matches must pass.", (
     Key("when", "table", "which cells (none: every cell)", table=EXPECT_WHEN),
     Key("outcome", STRING, "what the cell should do", required=True,
-        allowed=("pass", "fail", "timeout"), example='outcome = "fail"'),
-    Key("stage", STRING, "where a failure stops", allowed=("compile", "inspect", "load", "run"),
+        allowed=get_args(ExpectedOutcome), example='outcome = "fail"'),
+    Key("stage", STRING, "where a failure stops", allowed=STAGE_NAMES,
         example='stage = "compile"'),
     Key("match", STRING, "a regular expression the decisive message must match",
         example='match = "unsupported GNU version"'),

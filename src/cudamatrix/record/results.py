@@ -20,8 +20,8 @@ from ..common.files import write_atomic
 from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
-from ..stages.cell.result import StageResult
-from .verdict import OUTCOMES
+from ..stages.cell.result import REACHED, STAGE_NAMES, Reached, Stage, StageResult
+from .verdict import OUTCOMES, Outcome
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
@@ -32,9 +32,9 @@ ARTIFACTS_DIR = "artifacts"
 @dataclass(frozen=True)
 class CellResult:
     cell: Cell
-    outcome: str
-    stage: str
-    reached: str
+    outcome: Outcome
+    stage: Stage
+    reached: Reached
     message: str
     reason: str
     expected: str
@@ -172,9 +172,7 @@ class CellResult:
         if toolkit != BUNDLED and not re.fullmatch(r"\d+(\.\d+)*", toolkit):
             raise ValueError(f"toolkit: expected a version such as 12.4, got {toolkit!r}")
         Arch.parse(arch)  # a ValueError naming it
-        outcome = recorded.text(data, "outcome")
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome: expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        outcome = recorded.one_of(data, "outcome", OUTCOMES)
         cell = Cell(recorded.text(data, "case"), recorded.text(data, "variant"), toolkit, arch,
                     recorded.text(data, "frontend"), recorded.optional_text(data, "library"),
                     recorded.optional_text(data, "library_version"),
@@ -186,8 +184,8 @@ class CellResult:
         return cls(
             cell=cell,
             outcome=outcome,
-            stage=recorded.text(data, "stage"),
-            reached=recorded.text(data, "reached", ""),
+            stage=recorded.one_of(data, "stage", STAGE_NAMES),
+            reached=recorded.one_of(data, "reached", REACHED, ""),
             message=recorded.text(data, "message", ""),
             reason=recorded.text(data, "reason", ""),
             expected=recorded.text(data, "expected", ""),

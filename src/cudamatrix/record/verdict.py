@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 from ..config.case_tables import STAGES, Expectation
 from ..config.corpus import Variant
 from ..config.plan import Cell
-from ..stages.cell.result import StageResult
+from ..stages.cell.result import Reached, Stage, StageResult
 from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
 from .diagnose import UNCLASSIFIED, diagnose_stage
@@ -27,14 +27,14 @@ Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 # The outcomes that are not what a case expects: a failure it does not expect, an error, a
 # pass where it expects a failure.
-UNEXPECTED_OUTCOMES: frozenset[str] = frozenset({"fail", "error", "xpass"})
+UNEXPECTED_OUTCOMES: frozenset[Outcome] = frozenset({"fail", "error", "xpass"})
 
 
 @dataclass(frozen=True)
 class Verdict:
     outcome: Outcome
-    stage: str
-    reached: str
+    stage: Stage
+    reached: Reached
     message: str
     reason: str
 
@@ -78,7 +78,7 @@ def decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
 
 
 def _decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
-    reached = ""
+    reached: Reached = ""
     for result in stages:
         if result.status == "ok":
             reached = result.stage
@@ -92,7 +92,7 @@ def _decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
                    "possibly fixed upstream")
 
 
-def _hung(expectation: Expectation, result: StageResult, reached: str) -> Verdict:
+def _hung(expectation: Expectation, result: StageResult, reached: Reached) -> Verdict:
     """A cell stopped at its limit, judged against a case that expects the hang."""
     stage, message = result.stage, result.message
     if expectation.stage not in (None, stage):
@@ -105,7 +105,7 @@ def _hung(expectation: Expectation, result: StageResult, reached: str) -> Verdic
     return Verdict("xfail", stage, reached, message, f"hung as expected ({expectation.describe()})")
 
 
-def _decide_at(expectation: Expectation, result: StageResult, reached: str) -> Verdict:
+def _decide_at(expectation: Expectation, result: StageResult, reached: Reached) -> Verdict:
     stage, status, message = result.stage, result.status, result.message
     if status == "timeout" and expectation.outcome == "timeout":
         return _hung(expectation, result, reached)

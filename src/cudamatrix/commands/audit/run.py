@@ -27,6 +27,7 @@ from ...config.plan import Cell
 from ...errors import UserError
 from ...orchestrator.gpu import DeviceInfo, probe
 from ...record.results import CellResult, RunInfo
+from ...record.verdict import Outcome
 from ...stages.binaries.elf import UnreadableFile
 from ...stages.binaries.facts import Module, read_modules
 from ...stages.binaries.inputs import members, resolve
@@ -87,6 +88,7 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
         message = (f"measured on {device.name}: {'loads' if measured else 'does not load'} "
                    f"({module.measured}); predicted: {prediction.reason}")
     declared = not expected or gpu.name in expected
+    outcome: Outcome
     if loads:
         outcome, reason = "pass", "loads"
     elif declared:

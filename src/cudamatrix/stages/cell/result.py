@@ -18,6 +18,9 @@ Status = Literal["ok", "failed", "unsupported", "unavailable", "skipped", "error
 STATUSES: tuple[Status, ...] = get_args(Status)
 Stage = Literal["compile", "inspect", "load", "run"]
 STAGE_NAMES: tuple[Stage, ...] = get_args(Stage)
+# The last stage a cell passed: a stage, or "" where none did.
+Reached = Literal["", "compile", "inspect", "load", "run"]
+REACHED: tuple[Reached, ...] = get_args(Reached)
 
 
 # The facts of `StageResult` that the run's side acts on, by the key each is recorded
