@@ -30,6 +30,7 @@ from ..providers.toolkits import (
     ProviderSetting,
     ToolkitNotHere,
     toolkit_providers,
+    unwatched_reason,
 )
 from ..providers.wheels import (
     prepare_build_tools,
@@ -63,8 +64,8 @@ class Environments:
             matrix, cache, progress, ledger, containers, flavour, self.docker_client,
             self.base_image,
             container_timeout, cuda_compat))
-        if self.toolkit_provider.unwatched:
-            ledger.refuse(self.toolkit_provider.unwatched)
+        if unwatched_reason(self.toolkit_provider):
+            ledger.refuse(unwatched_reason(self.toolkit_provider))
         self.sources: dict[str, Source | Failure] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}

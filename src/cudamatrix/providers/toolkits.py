@@ -94,7 +94,8 @@ class ToolkitProvider(Protocol):
     # Cells run on this machine, with its programs; False: each in its toolkit's container.
     local: bool
     # Why a run with it cannot be known up to date, "" where every toolkit it hands out is
-    # watched in the ledger (the docker provider's images are not).
+    # watched in the ledger (the docker provider's images are not). Optional for a plugin
+    # written before it was asked (`unwatched_reason`).
     unwatched: str
 
     def toolkit(self, version: str) -> Environment:
@@ -257,6 +258,12 @@ class DockerToolkits:
 
 
 ProviderFactory = Callable[[ProviderSetting], ToolkitProvider]
+
+
+def unwatched_reason(provider: ToolkitProvider) -> str:
+    """Why a run with `provider` is never up to date; "" for a plugin that does not say,
+    as before the protocol asked (its cells were then taken as watched, as a local one's)."""
+    return str(getattr(provider, "unwatched", ""))
 
 
 @functools.cache
