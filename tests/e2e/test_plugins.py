@@ -1,5 +1,5 @@
-"""A frontend, a toolkit provider and a command added from outside the package (issue 50,
-point 5): one plugin package, installed as any package is (its module and its
+"""A frontend, a toolkit provider, a command and a report format added from outside the
+package (issue 50, point 5; issue 59, point 4 for the format): one plugin package, installed as any package is (its module and its
 ``*.dist-info`` with ``entry_points.txt`` on the path), with nothing of cudamatrix
 touched; and a plugin that cannot be loaded, or that takes a built-in's name, is one
 line and exit status 2."""
@@ -18,6 +18,7 @@ import argparse
 from cudamatrix.commands.command import Command
 from cudamatrix.errors import Failure
 from cudamatrix.providers.toolkits import ExecutorChoice
+from cudamatrix.reports.formats import ReportFormat
 from cudamatrix.stages.cell.environment import Environment
 from cudamatrix.stages.cell.result import StageResult
 from cudamatrix.stages.compile.built import Build
@@ -60,6 +61,10 @@ def _hello(args, invocation):
 
 
 HELLO = Command("hello", "say hello", lambda p: p.add_argument("--name", default="world"), _hello)
+
+# A report of its own: one line a cell, written beside the built-ins' files.
+CSV = ReportFormat("cells.csv", lambda run: "".join(
+    f"{r.cell.id},{r.outcome},{r.stage}\\n" for r in run.results))
 '''
 
 ENTRY_POINTS = """
@@ -71,6 +76,9 @@ toy = toyplug:ToyToolkits
 
 [cudamatrix.commands]
 hello = toyplug:HELLO
+
+[cudamatrix.reports]
+csv = toyplug:CSV
 """
 
 
@@ -109,6 +117,9 @@ def test_a_frontend_a_provider_and_a_command_from_a_plugin_package(tmp_path: Pat
     cell = run.cells()["toy-case/v/12.4/sm_80"]
     assert cell["outcome"] == "pass", cell["message"]
     assert "built by toyplug with toolkit 12.4 of provider toy" in cell["stages"][0]["log"]
+    # Its report format, as a built-in's: a file of the run's.
+    rows = (tmp_path / "out" / "cells.csv").read_text().splitlines()
+    assert "toy-case/v/12.4/sm_80,pass,inspect" in rows and len(rows) == len(run.cells())
     # Without the plugin neither is known: named, exit 2.
     plain = cudamatrix("hello")
     assert plain.code == 2 and "invalid choice: 'hello'" in plain.output

@@ -22,6 +22,7 @@ from ..errors import UserError
 FRONTENDS = "cudamatrix.frontends"
 PROVIDERS = "cudamatrix.providers"
 COMMANDS = "cudamatrix.commands"
+REPORTS = "cudamatrix.reports"
 
 # Each group's built-ins, "module" or "module:attribute", in the order they are listed.
 BUILT_IN: dict[str, dict[str, str]] = {
@@ -52,6 +53,14 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "merge": "cudamatrix.commands.merge:COMMAND",
         "audit": "cudamatrix.commands.audit.command:COMMAND",
         "schema": "cudamatrix.commands.schema:COMMAND",
+    },
+    REPORTS: {
+        "results-json": "cudamatrix.reports.formats:RESULTS_JSON",
+        "markdown": "cudamatrix.reports.markdown:FORMAT",
+        "junit": "cudamatrix.reports.junit:FORMAT",
+        "html": "cudamatrix.reports.html:FORMAT",
+        "badge": "cudamatrix.reports.badge:FORMAT",
+        "history-json": "cudamatrix.reports.formats:HISTORY_JSON",
     },
 }
 

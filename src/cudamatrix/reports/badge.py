@@ -9,10 +9,12 @@ nothing grey.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..record.results import CellResult
+from .formats import ReportFormat
 from .glance import UNEXPECTED
 
 LABEL = "CUDA matrix"
@@ -29,3 +31,7 @@ def badge(results: Sequence[CellResult], label: str = LABEL) -> dict[str, Any]:
             "message": f"{len(decided) - unexpected}/{len(decided)} as expected"
             + (f", {skipped} skipped" if skipped else ""),
             "color": "red" if unexpected else "brightgreen"}
+
+
+
+FORMAT = ReportFormat("badge.json", lambda run: json.dumps(badge(run.results)))

@@ -37,6 +37,7 @@ from .answers import (
     css_class,
 )
 from .charts import run_charts, svg
+from .formats import ReportFormat
 from .glance import UNEXPECTED, happened, likely_culprit, repro
 from .markdown import header
 
@@ -278,3 +279,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         charts=[c for c in charts if c[0].id != "works"],
         culprit=likely_culprit(results), history=kept, flips=flipped[:FLIPS_SHOWN],
         flip_count=len(flipped), total=len(results))
+
+
+FORMAT = ReportFormat("report.html", lambda run: html_report(run.info, run.results, run.diff,
+                                                           run.history))

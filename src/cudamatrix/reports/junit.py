@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
 from ..record.results import CellResult, RunInfo
+from .formats import ReportFormat
 
 # XML 1.0 allows no control characters but tab, newline and carriage return;
 # compiler and device output can carry any byte.
@@ -75,3 +76,6 @@ def junit_xml(info: RunInfo, results: Sequence[CellResult]) -> str:
     document.update_statistics()
     return document.tostring().decode() if isinstance(document.tostring(), bytes) \
         else str(document.tostring())
+
+
+FORMAT = ReportFormat("junit.xml", lambda run: junit_xml(run.info, run.results))

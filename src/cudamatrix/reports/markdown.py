@@ -31,6 +31,7 @@ from .answers import (
     where_key,
 )
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
+from .formats import ReportFormat
 from .glance import UNEXPECTED, axis_rates, happened, likely_culprit, repro
 from .labels import row_label
 
@@ -569,3 +570,7 @@ def markdown_report(info: RunInfo, results: Sequence[CellResult],
                           "libraries</summary>", "",
                           *header(info, packages=False), "", "</details>"])]
     return "\n".join(fitted(sections, budget)) + "\n"
+
+
+FORMAT = ReportFormat("COMPATIBILITY.md", lambda run: markdown_report(run.info, run.results,
+                                                                    run.diff))
