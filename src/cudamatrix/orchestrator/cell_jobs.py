@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..common.versions import TOOLKIT_OWN
@@ -29,6 +29,12 @@ from .job_preparation import JobContext, preparation
 
 # The versions key naming the toolkit whose runtime a prebuilt shared library loads with.
 RUNTIME_FOR_LIBRARY = "runtime for the prebuilt library"
+# The variant's fields a job takes as they are, by their shared name (kernel, run, time,
+# options, build...): a key added to both is carried to the worker without a line here.
+# The others are made for the cell (its flags, host compiler, time left, paths).
+AS_DECLARED = tuple(sorted({f.name for f in fields(Variant)} & {f.name for f in fields(Job)}
+                           - {"frontend", "flags", "host_compiler", "timeout", "source",
+                              "case_dir"}))
 
 
 
@@ -133,15 +139,14 @@ class CellJobs:
             frontend=cell.frontend, workdir=f"{self.resolved(workdir.parent)}/{workdir.name}",
             timeout=self.time_left(variant.timeout or self.options.cell_timeout),
             flags=variant.flags_for(cell.axes()),
-            kernel=variant.kernel, arch_flag=variant.arch_flag,
-            artifacts=variant.artifacts, run=variant.run, time=variant.time,
+            **{name: getattr(variant, name) for name in AS_DECLARED},
             env=env, library=library,
-            gpu_stages=self.device.present, load=variant.load, options=dict(variant.options),
+            gpu_stages=self.device.present,
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None,
-            budgets=variant.resources, build=variant.build,
+            budgets=variant.resources,
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None,
             case_dir=self.resolved(variant.case_dir or variant.source.parent))

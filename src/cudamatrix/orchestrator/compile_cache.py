@@ -217,15 +217,11 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
         "format": CACHE_FORMAT,
         "stage_code": stage_code_digest(),
         "provider": provider,
-        "frontend": job.frontend,
-        "arch": job.arch,
-        "arch_flag": job.arch_flag,
-        "flags": list(job.flags),
+        # Every field of the job that changes a compile (Job.compile_inputs: the frontend,
+        # the arch, the flags, the kernel NVRTC instantiates, the options, the host
+        # compiler...), so a field added for a new case key is in the key without a line here.
+        **job.compile_inputs(),
         "host_entry": job.host_entry,
-        # NVRTC instantiates and lowers the kernel the case names (a name expression).
-        "kernel": job.kernel,
-        "options": job.options,
-        "host_compiler": [job.host_compiler, job.host_compiler_version],
         # Where the case is: its logs name its paths, so another copy of it is another key.
         "source": str(source),
         "files": files,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -18,54 +18,70 @@ from .specs import (
     from_data,
 )
 
+# The metadata of a field that does not change what a compile makes (where the cell runs,
+# what is done with the build after it): the compile key leaves it out, and takes every
+# other field as it is (orchestrator/compile_cache.py), so a field added for a new case key
+# is in the key unless it says it is not.
+AFTER_COMPILE = {"compiles": False}
+# Fields the compile key reads in its own way (the toolkit's and library's versions and
+# folders, the source and the case folder by their files).
+KEYED_APART = {"compiles": "apart"}
+
 
 @dataclass(frozen=True)
 class Job:
-    cell_id: str
+    cell_id: str = field(metadata=AFTER_COMPILE)
     arch: str
-    source: str
+    source: str = field(metadata=KEYED_APART)
     frontend: str
-    workdir: str
-    timeout: float
+    workdir: str = field(metadata=AFTER_COMPILE)
+    timeout: float = field(metadata=AFTER_COMPILE)
     flags: tuple[str, ...] = ()
     kernel: str | None = None
     arch_flag: bool = True
-    artifacts: tuple[ArtifactCheck, ...] = ()
+    artifacts: tuple[ArtifactCheck, ...] = field(default=(), metadata=AFTER_COMPILE)
     # [variant.run] and [variant.time] (specs.py): None where the case launches nothing
-    # or times nothing.
-    run: LaunchSpec | None = None
-    time: TimingSpec | None = None
-    env: Environment | None = None
-    library: LibraryEnvironment | None = None
-    gpu_stages: bool = True
-    load: str = "auto"
+    # or times nothing. Of the run, only `host` (a library's entry point) changes a
+    # compile: the key reads it as host_entry.
+    run: LaunchSpec | None = field(default=None, metadata=KEYED_APART)
+    time: TimingSpec | None = field(default=None, metadata=AFTER_COMPILE)
+    env: Environment | None = field(default=None, metadata=KEYED_APART)
+    library: LibraryEnvironment | None = field(default=None, metadata=KEYED_APART)
+    gpu_stages: bool = field(default=True, metadata=AFTER_COMPILE)
+    load: str = field(default="auto", metadata=AFTER_COMPILE)
     options: dict[str, Any] = field(default_factory=dict)
-    prebuilt: str | None = None
+    prebuilt: str | None = field(default=None, metadata=AFTER_COMPILE)
     # The address space each compiler process (and NVRTC in the worker) may take.
-    memory_bytes: int | None = None
+    memory_bytes: int | None = field(default=None, metadata=AFTER_COMPILE)
     # The host compiler a case names for nvcc (-ccbin) and its version, else the run's
     # choice for the toolkit (the newest GCC that release accepts).
     host_compiler: str | None = None
     host_compiler_version: str | None = None
     # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
     # memory, judged at the inspect stage.
-    budgets: ResourceBudget | None = None
+    budgets: ResourceBudget | None = field(default=None, metadata=AFTER_COMPILE)
     # A build cell's [variant.build], and what the run found for it (its project's folder,
-    # tools, $CUDA_HOME).
-    build: BuildSpec | None = None
-    build_setting: BuildSetting | None = None
+    # tools, $CUDA_HOME). A build is never cached: it is keyed by nothing.
+    build: BuildSpec | None = field(default=None, metadata=AFTER_COMPILE)
+    build_setting: BuildSetting | None = field(default=None, metadata=AFTER_COMPILE)
     # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
     # machine that loads it, so the run's SASS tools read its cubin.
-    disassembler: str | None = None
+    disassembler: str | None = field(default=None, metadata=AFTER_COMPILE)
     # The cells built by this one compile (compile_together): each one's cell_id, arch and
     # workdir; the job itself is any of them, its workdir the shared build's own.
-    group: tuple[dict[str, str], ...] = ()
+    group: tuple[dict[str, str], ...] = field(default=(), metadata=AFTER_COMPILE)
     # The case folder, which every relative path of the case starts from (its include
     # folders, as `validate` read them); empty for a job made without a case (a toy).
-    case_dir: str = ""
+    case_dir: str = field(default="", metadata=KEYED_APART)
     # The GPU (its UUID) a cell that runs GPU work in its own process is lent for it,
     # while no GPU server times a cell there; empty: the process sees every GPU.
-    gpu: str = ""
+    gpu: str = field(default="", metadata=AFTER_COMPILE)
+
+    def compile_inputs(self) -> dict[str, Any]:
+        """Every field that changes what a compile makes, by name, as JSON takes it: all but
+        those marked AFTER_COMPILE or KEYED_APART."""
+        data = asdict(self)
+        return {f.name: data[f.name] for f in fields(self) if "compiles" not in f.metadata}
 
     @property
     def case_folder(self) -> str:
