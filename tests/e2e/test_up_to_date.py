@@ -1,7 +1,7 @@
 """A run whose inputs did not change since the last run into its --out answers from that
 run's record at once (cudamatrix.common.up_to_date), with real compilers deciding every verdict
 the record carries: a run whose compiles the compile cache kept is recorded (one that ran
-what it does not keep is not: tests/e2e/test_hardening.py), an edit, an environment
+what it does not keep is not: tests/e2e/test_case_isolation.py), an edit, an environment
 variable, a program installed on PATH, a removed artifact or --always-run run it again,
 and the run after an edit judges the edited code."""
 
