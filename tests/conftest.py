@@ -188,6 +188,45 @@ def run_cli():
     return cudamatrix
 
 
+def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
+    """The command line run in this process, as tox's `tox_project` runs tox: for a test
+    that only reads files (validate, list, a refusal before any work), so the e2e lane is
+    kept for compilers, builds, browsers and engines. The exit status as the process's,
+    stdout and stderr together."""
+    import contextlib
+    import io
+
+    from cudamatrix.cli import main
+
+    said = io.StringIO()
+    variables = {"CI": "1", "CUDAMATRIX_PROVIDER": "wheels", **(env or {})}
+    saved = {name: os.environ.get(name) for name in variables}
+    here = os.getcwd()
+    code = 0
+    try:
+        os.environ.update(variables)
+        os.chdir(REPO)
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(here)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return Run(code, said.getvalue(), REPO)
+
+
+@pytest.fixture
+def read_cli():
+    """`cudamatrix ...` in this process (cudamatrix_in_process)."""
+    return cudamatrix_in_process
+
+
 def has_gpu() -> bool:
     from cudamatrix.orchestrator.gpu import probe
 

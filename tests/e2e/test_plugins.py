@@ -1,8 +1,8 @@
 """A frontend, a toolkit provider, a command and a report format added from outside the
-package (issue 50, point 5; issue 59, point 4 for the format): one plugin package, installed as any package is (its module and its
-``*.dist-info`` with ``entry_points.txt`` on the path), with nothing of cudamatrix
-touched; and a plugin that cannot be loaded, or that takes a built-in's name, is one
-line and exit status 2."""
+package (issue 50, point 5; issue 59, point 4 for the format): one plugin package,
+installed as any package is (its module and its ``*.dist-info`` with ``entry_points.txt``
+on the path), with nothing of cudamatrix touched; and a plugin that cannot be loaded, or
+that takes a built-in's name, is one line and exit status 2."""
 
 from __future__ import annotations
 
