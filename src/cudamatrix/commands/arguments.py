@@ -107,6 +107,8 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
                              "clang++-19: each nvcc cell once per compiler, in place of the "
                              "tier's host_compiler list")
     parser.add_argument("--case", action="append", default=[], help="run only these cases")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help="run only the cases' variants of this name (repeatable)")
     parser.add_argument("--cell", action="append", default=[], metavar="ID",
                         help="run only this cell (an id as `cudamatrix list` prints it)")
     parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")

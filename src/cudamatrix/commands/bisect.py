@@ -7,6 +7,7 @@ import argparse
 import signal
 from typing import TYPE_CHECKING
 
+from ..errors import UserError
 from .arguments import add_baseline, add_history, add_run_arguments, positive_number
 from .command import Command
 from .publishing import publish_reports
@@ -24,9 +25,12 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     from .bisection import bisect
 
     options = run_options(args)
+    if len(args.variant) > 1:
+        raise UserError(f"bisect --variant: one variant, got {len(args.variant)}")
     progress = PlainProgress()
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    info, results = bisect(options, args.over, args.start, args.end, args.variant, progress,
+    info, results = bisect(options, args.over, args.start, args.end,
+                           args.variant[0] if args.variant else None, progress,
                            from_index=args.versions == "index", slower=args.slower)
     publish_reports(args, console, options.out, info, results)
     answer = info.bisect or {}
@@ -45,7 +49,6 @@ def _arguments(bisect: argparse.ArgumentParser) -> None:
     bisect.add_argument("--from", dest="start", metavar="VALUE",
                         help="the first value (a toolkit, a version, a revision)")
     bisect.add_argument("--to", dest="end", metavar="VALUE", help="the last value")
-    bisect.add_argument("--variant", help="the case's variant, where it has several")
     bisect.add_argument("--slower", type=positive_number, metavar="RATIO",
                         help="find where a timed cell ([variant.time]) first runs more than "
                              "RATIO times slower than at the first value (1.05: 5%%)")

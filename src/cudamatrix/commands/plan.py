@@ -22,6 +22,7 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     # The plan's own narrowing (cases, toolkits, corpus folders) travels with each job.
     selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
                  *(w for c in args.case for w in ("--case", c)),
+                 *(w for v in args.variant for w in ("--variant", v)),
                  *(w for t in args.toolkit for w in ("--toolkit", t))]
     # Every cell a job reports, the ruled-out skips too (its --shard takes them).
     every = [*made.cells, *(c for c, _ in made.ruled_out)]

@@ -32,7 +32,8 @@ def options_from(args: argparse.Namespace, **extra: object) -> RunOptions:
         matrix=args.matrix or project.matrix,
         matrix_overrides={} if args.matrix else project.overrides, corpus=corpus,
         tier=args.tier, toolkits=tuple(args.toolkit),
-        archs=tuple(args.arch), cases=tuple(args.case), cell_ids=tuple(args.cell),
+        archs=tuple(args.arch), cases=tuple(args.case), variants=tuple(args.variant),
+        cell_ids=tuple(args.cell),
         host_compilers=tuple(args.host_compiler),
         shard=args.shard, paths=project.paths)
     values.update(extra)

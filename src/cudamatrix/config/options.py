@@ -40,6 +40,8 @@ class RunOptions:
     # nvcc's host compilers as an axis (--host-compiler), in place of the tier's list.
     host_compilers: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
+    # Only the variants of these names (--variant), of every case selected.
+    variants: tuple[str, ...] = ()
     # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
     cell_ids: tuple[str, ...] = ()
     provider: str = field(default_factory=lambda: os.environ.get(PROVIDER_ENV, "auto"))

@@ -71,6 +71,14 @@ def make_plan(options: RunOptions) -> Plan:
                    host_compilers=options.host_compilers)
     removed = ruled_out(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
                         host_compilers=options.host_compilers)
+    if options.variants:
+        known = sorted({v.name for case in cases for v in case.variants})
+        missing = [name for name in options.variants if name not in known]
+        if missing:
+            raise UserError(f"--variant {missing[0]}: no selected case has a variant of that "
+                            f"name (they have: {', '.join(known[:20])})")
+        cells = [c for c in cells if c.variant in options.variants]
+        removed = [(c, why) for c, why in removed if c.variant in options.variants]
     if options.cell_ids:
         unknown = sorted(set(options.cell_ids) - {c.id for c in cells}
                          - {c.id for c, _ in removed})
