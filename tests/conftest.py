@@ -188,7 +188,8 @@ def run_cli():
     return cudamatrix
 
 
-def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
+def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None,
+                          cwd: Path = REPO) -> Run:
     """The command line run in this process, as tox's `tox_project` runs tox: for a test
     that only reads files (validate, list, a refusal before any work), so the e2e lane is
     kept for compilers, builds, browsers and engines. The exit status as the process's,
@@ -205,7 +206,7 @@ def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
     code = 0
     try:
         os.environ.update(variables)
-        os.chdir(REPO)
+        os.chdir(cwd)
         with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
             try:
                 main(list(args))
@@ -218,7 +219,7 @@ def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None) -> Run:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    return Run(code, said.getvalue(), REPO)
+    return Run(code, said.getvalue(), cwd)
 
 
 @pytest.fixture

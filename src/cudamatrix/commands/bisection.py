@@ -39,10 +39,9 @@ from packaging.version import InvalidVersion, Version
 from ..common.up_to_date import InputLedger
 from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import load_corpus
-from ..config.matrix import load_matrix
 from ..config.options import RunOptions, repro_arguments
 from ..config.plan import BUNDLED, Cell
-from ..config.planning import make_plan, with_library_versions
+from ..config.planning import make_plan, run_matrix, with_library_versions
 from ..config.sources import SourceSpec, fetch, index_versions
 from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..orchestrator.progress import Progress
@@ -153,7 +152,7 @@ def _run_command(cell: Cell, base: RunOptions, extra: str = "") -> str:
 def toolkit_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
     if base.toolkits:
         raise UserError("bisect --over toolkit: leave --toolkit out, the axis is the toolkits")
-    matrix = load_matrix(base.matrix, base.matrix_overrides)
+    matrix = run_matrix(base)
     values = _between(sorted(matrix.toolkits, key=_version_key), start, end, "toolkit")
     return Axis("toolkit", values,
                 lambda options, i: replace(options, toolkits=(values[i],)),
@@ -162,7 +161,7 @@ def toolkit_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
 
 def library_axis(base: RunOptions, name: str, start: str | None, end: str | None,
                  from_index: bool) -> Axis:
-    matrix = load_matrix(base.matrix, base.matrix_overrides)
+    matrix = run_matrix(base)
     library = matrix.libraries.get(name)
     if library is None:
         raise UserError(f"--over library:{name}: unknown library (known: "
@@ -423,7 +422,7 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
     if slower is not None and not (math.isfinite(slower) and 1.0 < slower <= 1000.0):
         raise UserError(f"--slower {slower}: give a ratio above 1 (1.05 is 5% slower)")
     begun, started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), time.monotonic()
-    matrix = load_matrix(base.matrix, base.matrix_overrides)
+    matrix = run_matrix(base)
     unknown = [t for t in base.toolkits if t not in matrix.toolkits]
     if unknown:  # before any axis reads it as a version (`1a.0` was a ValueError traceback)
         raise UserError(f"--toolkit {unknown[0]}: unknown toolkit (available in "

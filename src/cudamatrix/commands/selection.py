@@ -30,7 +30,8 @@ def options_from(args: argparse.Namespace, **extra: object) -> RunOptions:
                         "(`cudamatrix init` writes one), no --corpus DIR, no --known-bugs")
     values: dict[str, object] = dict(
         matrix=args.matrix or project.matrix,
-        matrix_overrides={} if args.matrix else project.overrides, corpus=corpus,
+        matrix_overrides={} if args.matrix else project.overrides,
+        overrides_file=None if args.matrix else project.config, corpus=corpus,
         tier=args.tier, toolkits=tuple(args.toolkit),
         archs=tuple(args.arch), cases=tuple(args.case), variants=tuple(args.variant),
         cell_ids=tuple(args.cell),

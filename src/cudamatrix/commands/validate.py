@@ -12,8 +12,12 @@ from .selection import options_from
 def _validate(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.planning import make_plan
 
-    plan = make_plan(options_from(args))
-    invocation.console.print(f"{plan.matrix.path}: ok; {len(plan.cases)} cases, "
+    options = options_from(args)
+    plan = make_plan(options)
+    # The user's own file where there is one (the matrix under it is the tool's, unless
+    # it names another), else the matrix read.
+    checked = options.overrides_file or plan.matrix.path
+    invocation.console.print(f"{checked}: ok; {len(plan.cases)} cases, "
                              f"{len(plan.cells)} cells in tier {plan.tier.name}"
                              + (f" (and {len(plan.ruled_out)} the matrix rules out, each a "
                                 "skip)" if plan.ruled_out else ""))

@@ -182,11 +182,16 @@ MATRIX_KEYS = ("schema", "default_tier", "toolkits", "archs", "wheels", "drivers
 
 
 class _Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, given_by: Mapping[str, Path] | None = None) -> None:
         self.path = path
+        # The tables and keys a project laid over the matrix (`tiers.pr.arch`, a library of
+        # its own), by the file that gave them: an error there names that file.
+        self.given_by = dict(given_by or {})
 
     def fail(self, where: str, message: str) -> UserError:
-        return UserError(f"{self.path}: {where}: {message}")
+        owner = next((file for place, file in self.given_by.items()
+                      if where == place or where.startswith(place + ".")), self.path)
+        return UserError(f"{owner}: {where}: {message}")
 
     def table(self, raw: Mapping[str, Any], key: str) -> dict[str, Any]:
         value = raw.get(key, {})
@@ -387,14 +392,19 @@ class _Reader:
         return result
 
 
-def load_matrix(path: Path, overrides: Mapping[str, Any] | None = None) -> Matrix:
-    """The matrix in `path`, with a project's tables (its tiers) laid over it."""
+def load_matrix(path: Path, overrides: Mapping[str, Any] | None = None,
+                overrides_file: Path | None = None) -> Matrix:
+    """The matrix in `path`, with a project's tables (its tiers) laid over it; an error in
+    what the project gave names `overrides_file` (its cudamatrix.toml), not the matrix."""
     raw = load_toml(path)
+    given_by: dict[str, Path] = {}
     if overrides:
         from .project import merge_matrix
 
+        if overrides_file is not None:
+            given_by = _given_by(raw, overrides, overrides_file)
         raw = merge_matrix(raw, dict(overrides))
-    reader = _Reader(path)
+    reader = _Reader(path, given_by)
     check_keys("matrix", raw, MATRIX_KEYS, reader.fail)
     if raw.get("schema") != 1:
         raise reader.fail("schema", f"unsupported schema {raw.get('schema')!r} (this tool reads 1)")
@@ -420,6 +430,23 @@ def load_matrix(path: Path, overrides: Mapping[str, Any] | None = None) -> Matri
     for tier in tiers.values():
         _check_includes(reader, matrix, tier)
     return matrix
+
+
+def _given_by(raw: Mapping[str, Any], overrides: Mapping[str, Any], file: Path
+              ) -> dict[str, Path]:
+    """Where each table or key a project laid over the matrix is named in an error: a tier
+    or library of its own whole, one it amends by the keys it gives."""
+    given: dict[str, Path] = {}
+    if "default_tier" in overrides:
+        given["default_tier"] = file
+    for table in ("tiers", "libraries"):
+        own = raw.get(table, {})
+        for name, entry in dict(overrides.get(table, {})).items():
+            if name not in own or not isinstance(entry, Mapping):
+                given[f"{table}.{name}"] = file
+            else:
+                given.update({f"{table}.{name}.{key}": file for key in entry})
+    return given
 
 
 def _check_includes(reader: _Reader, matrix: Matrix, tier: Tier) -> None:

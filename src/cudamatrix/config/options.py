@@ -32,6 +32,8 @@ class RunOptions:
     matrix: Path = DEFAULT_MATRIX
     # A project's tables laid over the matrix file (cudamatrix.toml's tiers).
     matrix_overrides: dict[str, Any] = field(default_factory=dict)
+    # The file those tables come from (cudamatrix.toml, pyproject.toml): named in an error.
+    overrides_file: Path | None = None
     corpus: tuple[Path, ...] = (KNOWN_BUGS,)
     out: Path = Path("reports/latest")
     tier: str | None = None

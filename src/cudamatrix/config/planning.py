@@ -35,7 +35,7 @@ def with_library_versions(options: RunOptions, versions: Mapping[str, Sequence[s
     listed ones are."""
     if not versions:
         return options
-    matrix = load_matrix(options.matrix, options.matrix_overrides)
+    matrix = run_matrix(options)
     unknown = sorted(set(versions) - set(matrix.libraries))
     if unknown:
         raise UserError(f"--library {unknown[0]}: unknown library (known: "
@@ -58,8 +58,13 @@ def with_project(case: Case, project: str) -> Case:
     return replace(case, variants=variants)
 
 
+def run_matrix(options: RunOptions) -> Matrix:
+    """The run's matrix: its file with the project's tables laid over it."""
+    return load_matrix(options.matrix, options.matrix_overrides, options.overrides_file)
+
+
 def make_plan(options: RunOptions) -> Plan:
-    matrix = load_matrix(options.matrix, options.matrix_overrides)
+    matrix = run_matrix(options)
     tier = matrix.tier(options.tier)
     all_cases = load_corpus(options.corpus, options.paths)
     check_excludes(matrix, tier, all_cases)
