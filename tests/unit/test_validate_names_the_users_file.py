@@ -41,3 +41,17 @@ def test_a_key_the_project_amends_names_its_file_and_the_matrix_keeps_its_own(
     said = cudamatrix_in_process("validate", cwd=tmp_path)
     assert said.code == 2 and said.output.startswith(f"error: {config}: tiers.pr.arch"), \
         said.output
+
+
+def test_a_variant_with_no_cell_in_the_tier_is_flagged(tmp_path: Path) -> None:
+    """Issue 61: a variant whose `only` the tier's toolkits never meet was silently never
+    run; validate (and a run's notes) now say so, and it is no error."""
+    _project(tmp_path, "")
+    case = tmp_path / "cudamatrix-cases" / "saxpy" / "case.toml"
+    case.write_text(case.read_text() + '\n[[variant]]\nname = "ancient"\nsource = '
+                    '"saxpy.cu"\nfrontend = "nvrtc"\nkernel = "saxpy"\n'
+                    'only = { toolkit = "<12.0" }\n')
+    said = cudamatrix_in_process("validate", cwd=tmp_path)
+    assert said.code == 0, said.output
+    assert "warning: variant saxpy/ancient has no cell in tier pr" in said.output
+    assert "saxpy/nvrtc" not in said.output

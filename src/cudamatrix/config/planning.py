@@ -23,6 +23,9 @@ class Plan:
     pruned: dict[str, int] = field(default_factory=dict)
     # Those cells themselves, each with its reason: every one is a skip in the results.
     ruled_out: list[tuple[Cell, str]] = field(default_factory=list)
+    # The variants (case/variant) of the tier's cases that have no cell in the tier at all:
+    # an `only` or a tier that leaves none, said rather than silently never run.
+    idle_variants: tuple[str, ...] = ()
 
     def variant(self, cell: Cell) -> Variant:
         return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
@@ -104,4 +107,16 @@ def make_plan(options: RunOptions) -> Plan:
     counts: dict[str, int] = {}
     for _, why in removed:
         counts[why] = counts.get(why, 0) + 1
-    return Plan(matrix, tier, {c.id: c for c in cases}, cells, counts, removed)
+    return Plan(matrix, tier, {c.id: c for c in cases}, cells, counts, removed,
+                _idle_variants(matrix, tier, cases, options))
+
+
+def _idle_variants(matrix: Matrix, tier: Tier, cases: Sequence[Case], options: RunOptions
+                   ) -> tuple[str, ...]:
+    """Each variant of the tier's cases that has no cell in the tier, planned or ruled out
+    (on the tier's own axes: a --toolkit that leaves a variant out is the user's choice)."""
+    every = expand(matrix, tier, cases, host_compilers=options.host_compilers, prune=False)
+    have = {(cell.case, cell.variant) for cell in every}
+    return tuple(f"{case.id}/{variant.name}" for case in cases
+                 if not tier.cases or case.id in tier.cases
+                 for variant in case.variants if (case.id, variant.name) not in have)

@@ -372,6 +372,8 @@ def execute(options: RunOptions, progress: Progress,
     set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
     for reason, count in sorted(plan.pruned.items()):
         progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
+    for idle in plan.idle_variants:
+        progress.note(f"variant {idle} has no cell in tier {plan.tier.name}: it never runs")
     out = options.out
     writable_folder(out, "the output folder (--out)")
     writable_folder(options.cache, "the cache folder",
