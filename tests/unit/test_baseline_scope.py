@@ -79,3 +79,25 @@ def test_fail_on_decides_the_exit_status() -> None:
     assert said() == "any" and said(baseline=Path("b.json")) == "new"
     assert said(fail_on="never") == "never" and said(allow_new_failures=True) == "never"
     assert said(baseline=Path("b.json"), fail_on="any") == "any"
+
+
+def test_a_subset_run_does_not_call_the_cells_it_did_not_ask_for_removed() -> None:
+    """Issue 61: `run --case a --baseline full.json` listed every other case's cells as
+    "removed"; those it did not select are outside the comparison, and a selected cell
+    that is gone is still removed."""
+    from cudamatrix.record.baseline import RunSelection
+
+    before = _baseline("pr", "", _result("a", "pass"), _result("a", "pass", arch="sm_80"),
+                       _result("b", "pass"), _result("c", "fail"))
+    one_case = RunSelection(cases=frozenset({"a"}))
+    diff = compare("published", before, [_result("a", "pass")], "pr", selection=one_case)
+    assert [c.cell for c in diff.removed] == ["a/nvrtc/13.0/sm_80"] and diff.outside == 2
+    one_arch = RunSelection(cases=frozenset({"a"}), archs=frozenset({"sm_90"}))
+    diff = compare("published", before, [_result("a", "pass")], "pr", selection=one_arch)
+    assert diff.removed == [] and diff.outside == 3
+    one_cell = RunSelection(cell_ids=frozenset({"b/nvrtc/13.0/sm_90"}))
+    diff = compare("published", before, [_result("b", "pass")], "pr", selection=one_cell)
+    assert diff.removed == [] and diff.outside == 3
+    shard = RunSelection(sharded=True)  # the merge of every shard judges removals
+    assert compare("published", before, [_result("a", "pass")], "pr",
+                   selection=shard).removed == []

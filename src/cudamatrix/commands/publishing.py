@@ -22,7 +22,13 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     """Write every report (with the baseline diff when asked), publish to GitHub when there;
     the exit status as --fail-on says: new failures with a baseline, any failure without,
     or 0 once the record is written (a CI shard, whose verdict is the merge's)."""
-    from ..record.baseline import compare, load_baseline, runner_labels, settle_xpass
+    from ..record.baseline import (
+        RunSelection,
+        compare,
+        load_baseline,
+        runner_labels,
+        settle_xpass,
+    )
     from ..record.history import PastRun, gather
     from ..record.results import exit_status, summary
     from ..reports import write_reports
@@ -35,7 +41,13 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     labels = runner_labels(info.runner_label)
     results = settle_xpass(results, before, labels)
     if args.baseline and before is not None:
-        diff = compare(str(args.baseline), before, results, info.tier, labels)
+        def given(name: str) -> frozenset[str]:  # report and merge have no selection
+            return frozenset(getattr(args, name, None) or ())
+
+        selection = RunSelection(given("case"), given("variant"), given("toolkit"),
+                                 given("arch"), given("cell"),
+                                 sharded=getattr(args, "shard", None) is not None)
+        diff = compare(str(args.baseline), before, results, info.tier, labels, selection)
     history = gather(getattr(args, "history", []), PastRun.of(info, results),
                      getattr(args, "history_runs", DEFAULT_RUNS))
     written = write_reports(out, info, results, diff, history)

@@ -7,7 +7,7 @@ is new. With ``--baseline results.json`` the run compares itself cell by cell
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -120,11 +120,39 @@ def settle_xpass(results: Sequence[CellResult], baseline: Baseline | None,
     return settled
 
 
+@dataclass(frozen=True)
+class RunSelection:
+    """What a run narrowed its tier to (--case, --variant, --toolkit, --arch, --cell,
+    --shard): a baseline cell outside it was not asked for, so it is not "removed" (a
+    subset run against a full baseline listed every other cell so)."""
+
+    cases: frozenset[str] = frozenset()
+    variants: frozenset[str] = frozenset()
+    toolkits: frozenset[str] = frozenset()
+    archs: frozenset[str] = frozenset()
+    cell_ids: frozenset[str] = frozenset()
+    # A shard's cells are a round robin of the whole plan: which of the baseline's were
+    # its own the ids cannot say, so the merge of every shard judges what was removed.
+    sharded: bool = False
+
+    def asked_for(self, cell_id: str, record: Mapping[str, Any]) -> bool:
+        if self.sharded:
+            return False
+        if self.cell_ids and cell_id.partition("@")[0] not in self.cell_ids:
+            return False
+        return all(not wanted or str(record.get(key)) in wanted
+                   for wanted, key in ((self.cases, "case"), (self.variants, "variant"),
+                                       (self.toolkits, "toolkit"), (self.archs, "arch")))
+
+
 def compare(source: str, before: Baseline, after: Sequence[CellResult], tier: str = "",
-            labels: frozenset[str] = frozenset()) -> BaselineDiff:
-    """`after` (a run of `tier` on the runners `labels`) cell by cell against `before`.
-    A baseline cell the run did not select is "removed" only where the baseline ran the
-    same tier on one of the same runners; else it is outside the comparison, counted."""
+            labels: frozenset[str] = frozenset(),
+            selection: RunSelection | None = None) -> BaselineDiff:
+    """`after` (a run of `tier` on the runners `labels`, narrowed to `selection`) cell by
+    cell against `before`. A baseline cell the run did not select is "removed" only where
+    the baseline ran the same tier on one of the same runners and the run's selection asked
+    for it; else it is outside the comparison, counted."""
+    selection = selection or RunSelection()
     diff = BaselineDiff(source)
     matched: set[str] = set()
     for result in sorted(after, key=lambda r: r.cell.id):
@@ -157,7 +185,8 @@ def compare(source: str, before: Baseline, after: Sequence[CellResult], tier: st
     for cell_id in sorted(set(before.cells) - matched):
         label = cell_id.partition("@")[2] or (next(iter(before.labels))
                                               if len(before.labels) == 1 else "")
-        if same_tier and (not labels or not label or label in labels):
+        if same_tier and (not labels or not label or label in labels) \
+                and selection.asked_for(cell_id, before.cells[cell_id]):
             diff.removed.append(Change(cell_id, before.cells[cell_id].get("outcome"), None))
         else:
             outside += 1
