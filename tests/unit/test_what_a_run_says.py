@@ -72,3 +72,33 @@ def test_auto_keeps_the_provider_of_the_last_run_or_says_why_not(
     got, _ = choice.choose_provider("auto", "wheels", False, notes, previous)
     assert got == chosen
     assert notes.said == [said]
+
+
+def test_auto_never_sends_a_build_to_containers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 61: with a Docker engine answering, `--provider auto` chose containers and a
+    selection's build cells became skips ("the build frontend runs with the wheels or host
+    provider"); two identical commands differed by whether the engine was up. The
+    selection's frontends are weighed: a build runs here, and the choice says why."""
+    monkeypatch.setattr(choice, "engine", _engine(True))
+    monkeypatch.setattr(choice, "image_exists", lambda client, tag: True)
+    notes = _Notes()
+    got, _ = choice.choose_provider("auto", "wheels", False, notes, "", ["build"])
+    assert got == "wheels"
+    assert notes.said == ["provider: wheels (auto: the selection's build cells run on this "
+                          "machine, not in containers (--provider docker runs the others "
+                          "there))"]
+    # Named, the user's choice stands; without a build, containers as before.
+    assert choice.choose_provider("docker", "wheels", False, notes, "", ["build"])[0] == "docker"
+    assert choice.choose_provider("auto", "wheels", False, notes, "", [])[0] == "docker"
+
+
+def test_the_first_line_of_the_report_says_how_auto_chose() -> None:
+    from cudamatrix.record.results import RunInfo
+    from cudamatrix.reports.markdown import headline
+
+    info = RunInfo(started="", finished="", tier="pr", provider="wheels", host="",
+                   tool_version="", provider_choice="auto: no Docker engine answers")
+    assert "provider `wheels` (auto: no Docker engine answers)" in "\n".join(headline(info, []))
+    named = RunInfo(started="", finished="", tier="pr", provider="host", host="",
+                    tool_version="", provider_choice="named (--provider host)")
+    assert "provider `host`" in headline(named, [])[2] and "named" not in headline(named, [])[2]

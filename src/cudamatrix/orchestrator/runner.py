@@ -417,9 +417,12 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
             removal.discard(out / ARTIFACTS_DIR)
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
+    # The frontends whose cells run only on this machine (a project's own build).
+    local_frontends = sorted({c.frontend for c in plan.cells
+                              if frontend(c.frontend).builds_project})
     provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
                                                 options.cuda_compat, progress,
-                                                previous_provider(out))
+                                                previous_provider(out), local_frontends)
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour, container_timeout=options.container_timeout,
                         cuda_compat=options.cuda_compat, ledger=ledger)

@@ -534,8 +534,13 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
     if flaky:
         words.append(f"{FLAKY_MARK} {flaky} flaky")
     device = (info.device or {}).get("name")
+    # The provider, and why where `auto` chose it: an engine that answers changes where
+    # every cell compiles, so the first screen says it.
+    chosen = f"provider {md_code(info.provider)}" + (
+        f" ({md_text(info.provider_choice)})" if info.provider_choice.startswith("auto") else "")
     facts = [f"tier {md_code(info.tier)}", f"{info.wall_seconds:.0f} s",
-             *([md_text(device)] if device else [])]
+             *([md_text(device)] if device else []),
+             *([chosen] if info.provider and info.provider not in ("unknown", "none") else [])]
     happenings = Counter(happened(r) for r in results if r.cell.frontend != "audit")
     return ["# CUDA compatibility report", "",
             f"**{len(results)} cells, "
