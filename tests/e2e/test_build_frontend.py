@@ -153,3 +153,41 @@ timeout = 300
     once = cudamatrix(*args, "--retries", "0", "--always-run", out=tmp_path / "once")
     (cell,) = once.cells().values()
     assert once.code == 1 and cell["outcome"] == "fail" and not cell["flaky"], cell
+
+
+def test_a_build_cells_repro_rebuilds_it_by_hand(tmp_path: Path) -> None:
+    """Issue 61, point 5: `repro` refused a build cell, and its log showed
+    `$ {nvcc} ... -arch={arch}` unfilled, without the environment the tool set (a rebuild
+    by hand needed LIBRARY_PATH). The log now shows each command as it ran, and `repro`
+    prints a script that copies the project, sets the cell's environment and runs them."""
+    import subprocess
+
+    case = tmp_path / "cases" / "byhand"
+    case.mkdir(parents=True)
+    (case / "k.cu").write_text('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n')
+    (case / "case.toml").write_text('''
+title = "a build rebuilt by hand"
+[[variant]]
+name = "nvcc"
+frontend = "build"
+timeout = 300
+  [variant.build]
+  commands = ["{nvcc} -shared -Xcompiler -fPIC -arch={arch} -o libk.so k.cu",
+              "bash -c 'test -n \\"$CUDAARCHS\\" && test -n \\"$CUDA_HOME\\"'"]
+  outputs = ["*.so"]
+''')
+    out = tmp_path / "out"
+    run = cudamatrix("run", "--corpus", str(tmp_path / "cases"), "--toolkit", "13.0",
+                     "--arch", "sm_80", out=out)
+    assert run.code == 0, run.output[-3000:]
+    cell_id = "byhand/nvcc/13.0/sm_80"
+    log = next(s for s in run.cells()[cell_id]["stages"] if s["stage"] == "compile")["log"]
+    assert "-arch=sm_80" in log and "{arch}" not in log and "{nvcc}" not in log, log
+    script = cudamatrix("repro", cell_id, "--out", str(out))
+    assert script.code == 0, script.output
+    assert "export CUDAARCHS=80" in script.output and "export CUDA_HOME=" in script.output
+    rebuilt = subprocess.run(["sh", "-c", script.output], capture_output=True, text=True,
+                             cwd=tmp_path, check=False)
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    folder = rebuilt.stderr.split("building in ", 1)[1].split()[0]
+    assert (Path(folder) / "libk.so").is_file()

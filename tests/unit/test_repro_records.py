@@ -82,3 +82,28 @@ def test_an_unknown_frontend_and_a_refusal_print_nothing_a_shell_would_run(tmp_p
                            "--out", str(tmp_path)], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+def _build_record(details: dict[str, object]) -> CellResult:
+    return CellResult(cell=Cell("b", "v", "13.0", "sm_90", "build"), outcome="fail",
+                      stage="compile", reached="", message="", reason="", expected="",
+                      diagnosis=None, stages=(StageResult("compile", "failed", details=details),),
+                      seconds=0.1)
+
+
+def test_a_build_cells_script_quotes_every_word_and_value(tmp_path: Path) -> None:
+    """A build cell's script runs the words the tool ran (no shell between), exports what
+    the tool set with each value quoted; a record without its build, or with a variable
+    that is no name, is refused in one line."""
+    record = _build_record({"project_path": str(tmp_path / "p q"),
+                            "command_words": [["make", "ARCH=sm_90; touch /tmp/pwned"]],
+                            "environment": {"CUDAARCHS": "90", "X": "$(touch /tmp/pwned)"}})
+    script = compile_script(record, tmp_path)
+    assert "export X='$(touch /tmp/pwned)'" in script
+    assert "make 'ARCH=sm_90; touch /tmp/pwned'" in script
+    assert f"cp -R '{tmp_path / 'p q'}' \"$work/project\"" in script
+    with pytest.raises(UserError, match="keeps no build to repeat"):
+        compile_script(_build_record({}), tmp_path)
+    with pytest.raises(UserError, match="no variable's name"):
+        compile_script(_build_record({"project_path": "/p", "command_words": [["true"]],
+                                      "environment": {"A;B": "1"}}), tmp_path)

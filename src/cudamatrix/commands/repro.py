@@ -17,6 +17,7 @@ from .command import Command, Invocation
 
 if TYPE_CHECKING:
     from ..record.results import CellResult
+    from ..stages.cell.result import StageResult
 
 
 def _recorded_cell(out: Path, cell_id: str) -> CellResult:
@@ -150,6 +151,44 @@ def _said(text: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
+# A variable's name as a build's environment may hold it (the case's `env`, the tool's).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def build_script(result: CellResult, stage: StageResult | None) -> str:
+    """A build cell's build as a shell script: a fresh copy of the project, the environment
+    the tool gave the build (its toolkit as $CUDA_HOME, its arch, its tools on PATH), then
+    each command as the words the tool ran (every placeholder filled, no shell between)."""
+    details = stage.details if stage is not None else {}
+    project, commands = details.get("project_path"), details.get("command_words")
+    environment = details.get("environment") or {}
+    if not isinstance(project, str) or not isinstance(commands, list) or not all(
+            isinstance(c, list) and all(isinstance(w, str) for w in c) for c in commands) \
+            or not isinstance(environment, dict):
+        raise UserError(f"cell {_said(result.cell.id)!r}: its record keeps no build to repeat "
+                        "(a record made before `repro` rebuilt builds, or from elsewhere); "
+                        "the report's `cudamatrix run ... --cell` line runs it again")
+    exported = []
+    for name, value in sorted(environment.items()):
+        if not _NAME.fullmatch(str(name)) or not isinstance(value, str):
+            raise UserError(f"cell {_said(result.cell.id)!r}: its record's build environment "
+                            f"holds {_said(str(name)[:40])!r}, no variable's name")
+        exported.append(f"export {name}={shlex.quote(value)}")
+    return "\n".join([
+        "#!/bin/sh",
+        _said(f"# {result.cell.id}: its build, as the run ran it ({result.outcome} at "
+              f"{result.stage}), in a fresh copy of {project}"),
+        "# It runs the case's own build commands: read them first where the record is not "
+        "your own.",
+        "set -e",
+        'work="$(mktemp -d)"',
+        f'cp -R {shlex.quote(project)} "$work/project"',
+        'cd "$work/project"',
+        'echo "building in $work/project" >&2',
+        *exported,
+        *(shlex.join(words) for words in commands), ""])
+
+
 def compile_script(result: CellResult, out: Path) -> str:
     """A cell's compile as a shell script: each command its compile stage ran, as its log
     shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
@@ -158,12 +197,6 @@ def compile_script(result: CellResult, out: Path) -> str:
     from ..record.results import ARTIFACTS_DIR
 
     compile_stage = next((s for s in result.stages if s.stage == "compile"), None)
-    lines = [line[2:] for line in (compile_stage.log if compile_stage else "").splitlines()
-             if line.startswith("$ ")]
-    if not lines:
-        raise UserError(f"cell {_said(result.cell.id)!r}: its compile stage logged no command "
-                        "(a build case's commands are in its log; a CuPy cell compiles "
-                        "through the driver)")
     from ..stages.frontends import frontend
 
     try:
@@ -173,9 +206,12 @@ def compile_script(result: CellResult, out: Path) -> str:
                         f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
                         "have: not printed as a script") from None
     if builds_project:
-        raise UserError(f"cell {_said(result.cell.id)!r}: a build case runs its own commands "
-                        "(they are in its log); its repro is the report's `cudamatrix run ... "
-                        "--cell` line")
+        return build_script(result, compile_stage)
+    lines = [line[2:] for line in (compile_stage.log if compile_stage else "").splitlines()
+             if line.startswith("$ ")]
+    if not lines:
+        raise UserError(f"cell {_said(result.cell.id)!r}: its compile stage logged no command "
+                        "(a CuPy cell compiles through the driver)")
     commands = []
     for line in lines:
         words = _one_program(line)
@@ -209,5 +245,6 @@ def _arguments(repro: argparse.ArgumentParser) -> None:
                        help="the run's --out folder (its results.json)")
 
 
-COMMAND = Command("repro", "a shell script that runs a cell's compile again, outside the tool",
+COMMAND = Command("repro", "a shell script that runs a cell's compile (a build cell's whole "
+                  "build) again, outside the tool",
                   _arguments, _repro)

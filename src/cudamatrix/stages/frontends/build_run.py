@@ -96,6 +96,12 @@ def build_environment(job: Job) -> dict[str, str]:
     return env
 
 
+def set_for_build(env: dict[str, str]) -> dict[str, str]:
+    """What a build's environment holds that this process's does not: the variables the
+    tool set (its repro exports them)."""
+    return {name: value for name, value in env.items() if os.environ.get(name) != value}
+
+
 def fill(text: str, job: Job) -> str:
     """`text` with the cell's {placeholders} filled in."""
     for name, value in placeholder_values(job).items():
@@ -170,7 +176,8 @@ def _run_commands(commands: list[str], job: Job, env: dict[str, str], cwd: Path,
         words = command_words(command, job)
         remaining = max(1.0, job.timeout - (time.monotonic() - started))
         tool = run_tool(words, remaining, memory_bytes=job.memory_bytes, env=env, cwd=cwd)
-        logs.append(f"$ {command}\n{tool.output}".strip())
+        # As it ran: every placeholder filled in (a repro, or a person, runs it so).
+        logs.append(f"$ {shlex.join(words)}\n{tool.output}".strip())
         if tool.code != 0:
             return tool.code, "\n".join(logs), tool.accident
     return 0, "\n".join(logs), None
@@ -197,7 +204,12 @@ def build(job: Job) -> StageResult:
     env = build_environment(job)
     code, log, accident = _run_commands(list(spec.commands), job, env, source, started)
     details: dict[str, Any] = {"project": setting.project_label,
-                               "commands": list(spec.commands)}
+                               "commands": list(spec.commands),
+                               # What `cudamatrix repro` rebuilds it from: the project's
+                               # folder, each command's words, what the tool set.
+                               "project_path": setting.project,
+                               "command_words": [command_words(c, job) for c in spec.commands],
+                               "environment": set_for_build(env)}
     if code != 0:
         if accident:
             return StageResult("compile", "error", accident, log, time.monotonic() - started,
