@@ -197,3 +197,41 @@ def test_a_tree_holding_out_and_the_cache_is_up_to_date_on_its_second_run(tmp_pa
     assert runs[0].code == 0, runs[0].output
     assert (tmp_path / "cache" / "CACHEDIR.TAG").is_file()
     assert runs[1].code == 0 and runs[1].output.startswith("up to date: "), runs[1].output
+
+
+def test_a_build_case_is_up_to_date_while_its_tree_is(tmp_path: Path) -> None:
+    """Issue 61, point 4: a run with a build case was never recorded (a build is not in the
+    compile cache), so a second identical run built everything again, minutes, with no line
+    saying why. A build is what its tree, toolkit and tools make: the second run answers
+    from the record, an edit of the tree runs it again, and a run that cannot stand for the
+    next (--no-compile-cache) is named by the next one's first line."""
+    case = tmp_path / "cases" / "built"
+    case.mkdir(parents=True)
+    (case / "k.cu").write_text('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n')
+    (case / "case.toml").write_text('''
+title = "a build, twice"
+[[variant]]
+name = "nvcc"
+frontend = "build"
+timeout = 300
+  [variant.build]
+  commands = ["{nvcc} -shared -Xcompiler -fPIC -arch={arch} -o libk.so k.cu"]
+  outputs = ["*.so"]
+''')
+
+    def run(*extra: str) -> Run:
+        return cudamatrix("run", "--corpus", "cases", "--toolkit", "13.0", "--arch", "sm_80",
+                          "--no-gpu", *extra, out=tmp_path / "out", cwd=tmp_path)
+
+    first = run()
+    assert first.code == 0 and _summary(first).startswith("pass=1 "), first.output[-2000:]
+    again = run()
+    assert again.code == 0 and again.output.startswith("up to date: "), again.output
+    (case / "k.cu").write_text('extern "C" __global__ void k(float* y) { y[0] = 2.0f; }\n')
+    edited = run()
+    assert edited.output.startswith("running: ") and "k.cu changed" in edited.output.split(
+        "\n")[0], edited.output
+    run("--no-compile-cache")
+    said = run().output.splitlines()[0]
+    assert said.startswith(f"running: the last run into {tmp_path / 'out'} cannot stand for "
+                           "this one ("), said

@@ -29,7 +29,14 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from ..common.up_to_date import InputLedger, record_run, said_plainly, standing_record
+    from ..common.up_to_date import (
+        InputLedger,
+        record_refusals,
+        record_run,
+        refusals,
+        said_plainly,
+        standing_record,
+    )
     from ..orchestrator.gpu import run_device
     from ..orchestrator.progress import Progress as PlainProgress
     from .progress_bar import RichProgress
@@ -54,6 +61,10 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
             return record.status
         if changed:
             console.print(f"running: {changed} since the last run into {options.out}")
+        elif refused := refusals(options.out):
+            more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
+            console.print(f"running: the last run into {options.out} cannot stand for this "
+                          f"one ({refused[0]}{more})", markup=False)
     from ..orchestrator.runner import execute
     from ..record.baseline import load_baseline, settle_xpass
 
@@ -88,10 +99,13 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
                       f"{reason}", markup=False, soft_wrap=True)
     if info.environment_errors and fail_on_of(args) != "never":
         return 2  # a shard's (--fail-on never) are error cells the merge judges
-    if not _unrecorded(options, ledger):
+    unrecorded = _unrecorded(options, ledger)
+    if not unrecorded:
         _watch_run_inputs(args, options, ledger)
         record_run(options.out, command, ledger.inputs(), code, said, info.finished,
                    len(results))
+    else:
+        record_refusals(options.out, unrecorded)
     return code
 
 

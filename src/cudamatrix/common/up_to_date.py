@@ -49,7 +49,7 @@ import re
 import stat
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -318,6 +318,24 @@ def record_run(out: Path, command: dict[str, str], watched: Mapping[str, int], s
                        status=status, said=said, finished=finished, cells=cells)
     write_atomic(out / RECORD, json.dumps(record.to_dict()))
     return record
+
+
+def record_refusals(out: Path, reasons: Sequence[str]) -> None:
+    """Keep why the finished run cannot stand for the next one (a GPU stage, a compile not
+    kept, a container): the next run says so on its first line, not silently runs."""
+    write_atomic(out / RECORD, json.dumps({"format": RECORD_FORMAT,
+                                           "refused": [str(r)[:200] for r in reasons[:20]]}))
+
+
+def refusals(out: Path) -> list[str]:
+    """Why the last run into `out` could not stand for this one (record_refusals); empty
+    where it left a record or none."""
+    try:
+        data = recorded.read_json(out / RECORD, 1 << 20)
+    except (ValueError, TypeError, OSError):
+        return []
+    said = data.get("refused") if isinstance(data, dict) else None
+    return [r for r in said if isinstance(r, str)] if isinstance(said, list) else []
 
 
 def _read(out: Path) -> RunRecord | None:

@@ -222,6 +222,14 @@ class CellRunner:
             stages = self.executor.run(job)
             kept = prepared.key is not None and cached is None \
                 and self.keep(prepared, stages[0])
+            if job.build_setting is not None and frontend(job.frontend).builds_project:
+                # A project's own build is what its tree, its toolkit and its build tools
+                # make (each watched: the toolkit and the tools as they were prepared): with
+                # the tree watched too, a re-run's answer stands as a kept compile's does,
+                # unless the build ended by accident (a signal, its time limit).
+                self.ledger.watch(job.build_setting.project)
+                kept = stages[0].accident is None \
+                    and stages[0].status not in ("error", "timeout", "crashed")
             # A compile the cache kept is what a re-run would take from it as it is (the run
             # can still be recorded: up_to_date); a GPU stage it would ask again.
             if not kept or job.gpu_stages:
