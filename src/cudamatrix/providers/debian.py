@@ -119,44 +119,55 @@ def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...],
             f"LIBRARIES =+ $(_SPACE_) {libraries}\n")
 
 
+def unpack_debian_toolkit(suite: str, toolkit: str, cache: Path, ledger: InputLedger
+                          ) -> tuple[Path, dict[str, object]]:
+    """Debian `suite`'s nvidia-cuda-toolkit for `toolkit` (e.g. trixie, 12.4), unpacked once
+    into the cache (its marker watched in `ledger`): its root and the marker's facts. The
+    caller holds the folder's lock."""
+    root = cache / "debian" / f"{suite}-{toolkit}"
+    marker = root / MARKER
+    ledger.watch(marker, 0)  # the unpacked package, known by its marker
+    facts = read_marker(marker)
+    if not isinstance(facts, dict) or "package" not in facts:
+        if shutil.which("dpkg-deb") is None:
+            raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
+        staging = root.with_name(root.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            release = _verified_release(suite, staging)
+            entry = _package_entry(release, suite, f"{toolkit}.")
+            deb = staging / "package.deb"
+            deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
+            if _sha256(deb.read_bytes()) != entry["SHA256"]:
+                raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
+                           capture_output=True)
+            deb.unlink()
+            (staging / "InRelease").unlink()
+        except (OSError, subprocess.CalledProcessError, KeyError) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
+        bin_dir = staging / DEBIAN_NVCC_BIN
+        # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
+        # host compiler is chosen by the run instead (-ccbin), and said.
+        for wrapper in ("gcc", "g++", "nvcc.profile"):
+            (bin_dir / wrapper).unlink(missing_ok=True)
+        facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
+        (staging / MARKER).write_text(json.dumps(facts))
+        shutil.rmtree(root, ignore_errors=True)
+        staging.rename(root)
+    return root, facts
+
+
 def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tuple[str, ...],
                         library_dirs: tuple[str, ...], ledger: InputLedger) -> DebianNvcc:
     """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
     root = cache / "debian" / f"{suite}-{toolkit}"
     with folder_lock(root):  # a second run sharing the cache waits for this unpack
+        root, facts = unpack_debian_toolkit(suite, toolkit, cache, ledger)
         marker = root / MARKER
-        ledger.watch(marker, 0)  # the unpacked package, known by its marker
         nvcc_dir = root / DEBIAN_NVCC_BIN
-        facts = read_marker(marker)
-        if not isinstance(facts, dict) or "package" not in facts:
-            if shutil.which("dpkg-deb") is None:
-                raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
-            staging = root.with_name(root.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
-            try:
-                release = _verified_release(suite, staging)
-                entry = _package_entry(release, suite, f"{toolkit}.")
-                deb = staging / "package.deb"
-                deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
-                if _sha256(deb.read_bytes()) != entry["SHA256"]:
-                    raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
-                subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
-                               capture_output=True)
-                deb.unlink()
-                (staging / "InRelease").unlink()
-            except (OSError, subprocess.CalledProcessError, KeyError) as exc:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
-            bin_dir = staging / DEBIAN_NVCC_BIN
-            # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
-            # host compiler is chosen by the run instead (-ccbin), and said.
-            for wrapper in ("gcc", "g++", "nvcc.profile"):
-                (bin_dir / wrapper).unlink(missing_ok=True)
-            facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
-            (staging / MARKER).write_text(json.dumps(facts))
-            shutil.rmtree(root, ignore_errors=True)
-            staging.rename(root)
         profile = nvcc_dir / "nvcc.profile"
         wanted = nvcc_profile(include_dirs, library_dirs, nvcc_dir)
         if not profile.is_file() or profile.read_text() != wanted:  # a warm run writes nothing
