@@ -137,3 +137,32 @@ def test_toml_files_are_bounded_too(tmp_path: Path) -> None:
         with pytest.raises(UserError, match=said) as caught:
             load_toml(path)
         assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
+
+
+def test_a_module_no_cuobjdump_reads_names_each_tool_and_what_it_said(tmp_path: Path) -> None:
+    """Issue 61, point 2: where neither the newest cuobjdump nor an older one reads a
+    module, the message says which tool could not read it and why, each in turn; the older
+    ones are made only once the newest failed."""
+    from cudamatrix.stages.binaries.elf import UnreadableFile
+    from cudamatrix.stages.binaries.facts import Cuobjdumps, _extract_any
+
+    def tool(name: str, said: str) -> str:
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+        path.chmod(0o755)
+        return str(path)
+
+    asked: list[bool] = []
+    newest = tool("new", "cuobjdump fatal   : Invalid ELF")
+    tools = Cuobjdumps(newest, "cuobjdump 13.5",
+                       lambda: asked.append(True) or [("cuobjdump 12.4 (Debian trixie)",
+                                                       tool("old", "cuobjdump fatal : nope"))])
+    source = tmp_path / "module.fatbin"
+    source.write_bytes(b"\\0" * 16)
+    with pytest.raises(UnreadableFile) as caught:
+        _extract_any(tools, source, "lib.so", tmp_path)
+    assert str(caught.value) == ("cuobjdump 13.5 could not read it whole (cuobjdump fatal   : "
+                                 "Invalid ELF); 0 images were extracted; cuobjdump 12.4 (Debian "
+                                 "trixie) could not read it whole (cuobjdump fatal : nope); 0 "
+                                 "images were extracted")
+    assert asked == [True]

@@ -23,8 +23,9 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     from ...config.matrix import load_matrix
     from ...config.options import default_cache
     from ...config.project import find_project
-    from ...providers.sass_tools import prepare_sass_tools
+    from ...providers.sass_tools import SASS_TOOLS_LABEL, older_cuobjdumps, prepare_sass_tools
     from ...record.baseline import load_baseline
+    from ...stages.binaries.facts import Cuobjdumps
     from .run import AuditOptions, run_audit
 
     baseline = load_baseline(args.baseline) if args.baseline else None
@@ -32,10 +33,14 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     cache = args.cache or default_cache()
     # The 13.5 wheel where pip works; else a toolkit's own (a GPU machine without network).
     # An audit records no run to answer from later: what it read is nobody's to watch.
-    cuobjdump = prepare_sass_tools(cache, InputLedger()) or shutil.which("cuobjdump")
-    if cuobjdump is None:
+    wheel = prepare_sass_tools(cache, InputLedger())
+    newest = wheel or shutil.which("cuobjdump")
+    if newest is None:
         raise UserError("audit needs cuobjdump: the nvidia-cuda-cuobjdump wheel could not be "
                         f"installed into {cache}/tools")
+    # Older ones (Debian's CUDA packages) read what the newest cannot, made on first need.
+    cuobjdump = Cuobjdumps(newest, SASS_TOOLS_LABEL if wheel else "cuobjdump",
+                           lambda: older_cuobjdumps(matrix, cache, InputLedger()))
     options = AuditOptions(tuple(args.inputs), cache, tuple(args.gpu), tuple(args.driver),
                            tuple(args.expect_gpu), measure=not args.no_measure)
     info, results = run_audit(options, matrix, cuobjdump,

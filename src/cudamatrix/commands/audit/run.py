@@ -29,7 +29,7 @@ from ...orchestrator.gpu import DeviceInfo, probe
 from ...record.results import CellResult, RunInfo
 from ...record.verdict import Outcome
 from ...stages.binaries.elf import UnreadableFile
-from ...stages.binaries.facts import Module, read_modules
+from ...stages.binaries.facts import Cuobjdumps, Module, read_modules
 from ...stages.binaries.inputs import members, resolve
 from ...stages.cell.result import StageResult
 from .predict import Driver, Prediction, driver_floor, predict
@@ -120,7 +120,7 @@ def _unreadable(name: str, why: str, gpu: Arch, driver: Driver) -> CellResult:
                       diagnosis=None, stages=(stage,), seconds=0.0, title=name)
 
 
-def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
+def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str | Cuobjdumps,
               note: Callable[[str], None]) -> tuple[RunInfo, list[CellResult]]:
     started_at = datetime.now(UTC).replace(microsecond=0).isoformat()
     started = time.monotonic()
@@ -159,7 +159,10 @@ def run_audit(options: AuditOptions, matrix: Matrix, cuobjdump: str,
                                 for gpu in gpus for driver in drivers]
                     continue
                 read += len(modules)
-                note(f"{name}: {len(modules)} CUDA module(s)")
+                older = sorted({m.read_by for m in modules if m.read_by})
+                note(f"{name}: {len(modules)} CUDA module(s)" + (
+                    f" ({', '.join(older)} read what the newest cuobjdump could not)"
+                    if older else ""))
                 seconds = time.monotonic() - began
                 for module in modules:
                     for gpu in gpus:

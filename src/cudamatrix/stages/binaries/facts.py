@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,8 @@ class Module:
     images: tuple[Image, ...] = field(default_factory=tuple)
     # On a GPU: what the driver said to the whole fatbinary ("loads" or its error name).
     measured: str | None = None
+    # The cuobjdump that read it, where the newest could not (Cuobjdumps); "" for the newest.
+    read_by: str = ""
 
     @property
     def name(self) -> str:
@@ -73,7 +75,8 @@ class Module:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "module": self.name, "measured": self.measured,
-                "images": [asdict(i) for i in self.images]}
+                "images": [asdict(i) for i in self.images],
+                **({"read_by": self.read_by} if self.read_by else {})}
 
 
 def cubin_kernel_names(data: bytes) -> list[str]:
@@ -112,7 +115,42 @@ def shipped_images(cubin: Path | None, ptx: Path | None, arch: str) -> list[dict
     return images
 
 
-def _extract(source: Path, label: str, cuobjdump: str, scratch: Path) -> list[Image]:
+@dataclass
+class Cuobjdumps:
+    """The cuobjdumps a module may be read with, the newest first. A newer one reads most
+    older cubins, not all (CUDA 13's calls CUDA 12.1's fatbinaries an "Invalid ELF"), so the
+    older ones are tried in turn, made on first need (`more`: (label, path) pairs, newest
+    first), and a module says which one read it."""
+
+    newest: str
+    label: str = "cuobjdump"
+    more: Callable[[], Sequence[tuple[str, str]]] | None = None
+    _older: list[tuple[str, str]] | None = None
+
+    def tools(self) -> Iterator[tuple[str, str]]:
+        yield self.label, self.newest
+        if self.more is not None:
+            if self._older is None:
+                self._older = list(self.more())
+            yield from self._older
+
+
+def _extract_any(tools: Cuobjdumps, source: Path, label: str, scratch: Path
+                 ) -> tuple[list[Image], str]:
+    """The images of `source` by the first cuobjdump that reads it whole, and that tool's
+    label ("" for the newest); where none can, each one's words."""
+    tried = []
+    for number, (tool_label, tool) in enumerate(tools.tools()):
+        try:
+            return _extract(source, label, tool, scratch, tool_label), \
+                tool_label if number else ""
+        except UnreadableFile as exc:
+            tried.append(str(exc))
+    raise UnreadableFile("; ".join(tried))
+
+
+def _extract(source: Path, label: str, cuobjdump: str, scratch: Path,
+             tool_label: str = "cuobjdump") -> list[Image]:
     """The images cuobjdump extracts from `source` (a fatbinary or a whole file)."""
     folder = Path(tempfile.mkdtemp(dir=scratch))
     # Both absolute: cuobjdump runs in the scratch folder it extracts into.
@@ -133,17 +171,18 @@ def _extract(source: Path, label: str, cuobjdump: str, scratch: Path) -> list[Im
         said = said.replace(str(source), label)  # a scratch copy's path says nothing
         if not images and "does not contain device code" in said:
             return []
-        raise UnreadableFile(f"cuobjdump could not read it whole ({said.strip()}); "
+        raise UnreadableFile(f"{tool_label} could not read it whole ({said.strip()}); "
                              f"{len(images)} images were extracted")
     return images
 
 
-def read_modules(elf: Path, name: str, cuobjdump: str,
+def read_modules(elf: Path, name: str, cuobjdump: str | Cuobjdumps,
                  load: Callable[[bytes], str] | None = None) -> list[Module]:
     """Every CUDA module embedded in `elf` (none for a plain host library). Each
-    fatbinary is handed to cuobjdump on its own, so memory stays bounded by the largest
-    module, not the library; with `load`, the driver gets it too and picks its image as
-    it would for the library."""
+    fatbinary is handed to cuobjdump on its own (to an older one where the newest cannot
+    read it), so memory stays bounded by the largest module, not the library; with `load`,
+    the driver gets it too and picks its image as it would for the library."""
+    tools = cuobjdump if isinstance(cuobjdump, Cuobjdumps) else Cuobjdumps(cuobjdump)
     modules = []
     with tempfile.TemporaryDirectory(prefix="cudamatrix-audit-") as scratch, \
             elf.open("rb") as handle:
@@ -153,22 +192,22 @@ def read_modules(elf: Path, name: str, cuobjdump: str,
             # device code (and cuobjdump would read all of it to say so).
             if elf_machine(handle) != EM_CUDA:
                 return []
-            images = _extract(elf, name, cuobjdump, Path(scratch))
-            return [Module(name, 1, tuple(images))] if images else []
+            images, reader = _extract_any(tools, elf, name, Path(scratch))
+            return [Module(name, 1, tuple(images), read_by=reader)] if images else []
         module_file = Path(scratch) / "module.fatbin"
         for number, fatbin in enumerate(found, 1):
             handle.seek(fatbin.offset)
             image = handle.read(fatbin.size)
             module_file.write_bytes(image)
             try:
-                images = _extract(module_file, name, cuobjdump, Path(scratch))
+                images, reader = _extract_any(tools, module_file, name, Path(scratch))
             except UnreadableFile as exc:
                 raise UnreadableFile(f"module {number}: {exc}; its fatbinary holds "
                                      f"{fatbin.cubins} cubins and {fatbin.ptx} PTX") from None
             measured = load(image) if load else None
             modules.append(Module(name, number, tuple(sorted(images, key=lambda i: (i.kind,
                                                                                     i.arch))),
-                                  measured))
+                                  measured, reader))
     return modules
 
 
