@@ -191,3 +191,22 @@ timeout = 300
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     folder = rebuilt.stderr.split("building in ", 1)[1].split()[0]
     assert (Path(folder) / "libk.so").is_file()
+
+
+def test_a_build_that_links_nvidias_libraries_finds_them_in_the_toolkit(tmp_path: Path
+                                                                       ) -> None:
+    """Issue 61, point 1: a CMake build linking CUDA::cublas failed on 13.0 from wheels
+    ('Target "bitsandbytes" links to: CUDA::cublas ... target was not found'): the wheels
+    toolkit had the headers, not the libraries a CUDA install has for linking. The
+    components its build files name are fetched into $CUDA_HOME/lib64; where a release
+    lacks what the build links, a skip names it, never a fail."""
+    run = cudamatrix("run", "--corpus", str(CASES), "--case", "cmake-cublas", "--toolkit",
+                     "13.0", "--toolkit", "12.4", "--arch", "sm_80", out=tmp_path / "out")
+    assert run.code == 0, run.output[-3000:]
+    cells = run.cells()
+    built = cells["cmake-cublas/cmake/13.0/sm_80"]
+    assert built["outcome"] == "pass", built["message"]
+    assert {"nvidia-cublas (libraries)", "nvidia-curand (libraries)"} <= set(built["versions"])
+    assert _modules(built) and _modules(built)[0]["ships"].startswith("SASS sm_80")
+    older = cells["cmake-cublas/cmake/12.4/sm_80"]
+    assert older["outcome"] == "skip" and "ships no libcudadevrt" in older["message"], older

@@ -39,3 +39,21 @@ def test_a_dangling_link_from_an_earlier_cache_is_made_again(tmp_path: Path) -> 
     (links / "libcublas.so").symlink_to(tmp_path / "gone" / "libcublas.so.12")
     unversioned_links(links, [folder])
     assert (links / "libcublas.so").read_bytes() == b"\x7fELF cublas"
+
+
+def test_the_components_a_builds_files_link(tmp_path: Path) -> None:
+    """A build's own files name what it links (issue 61, point 1): CMake's imported targets
+    (a static one too), a setup.py's libraries, a Makefile's -l; a host library of another
+    name, or CUDA's runtime, asks for no component."""
+    from cudamatrix.providers.wheels import build_components
+
+    (tmp_path / "CMakeLists.txt").write_text(
+        "target_link_libraries(x PRIVATE CUDA::cublas CUDA::cublasLt CUDA::cudart\n"
+        "  CUDA::curand_static)\n")
+    (tmp_path / "ext").mkdir()
+    (tmp_path / "ext" / "setup.py").write_text('Extension("e", libraries=["cufft", "c10"])\n')
+    (tmp_path / "Makefile").write_text("LDLIBS = -lcusparse -lm\n")
+    (tmp_path / "notes.txt").write_text("CUDA::cusolver\n")  # no build file
+    assert build_components(tmp_path) == {"cublas": "CUDA::cublas",
+                                          "curand": "CUDA::curand_static",
+                                          "cufft": "cufft", "cusparse": "-lcusparse"}

@@ -14,6 +14,7 @@ from ..config.corpus import Variant
 from ..config.sources import tree_digest
 from ..errors import Failure, UserError
 from ..providers import Environment
+from ..providers.wheels import build_components
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
 from ..stages.cell.specs import BuildSetting
@@ -70,7 +71,10 @@ def prepare_build(job: Job, context: JobContext) -> Job | StageResult:
     if context.prebuilt:  # built elsewhere: its folder came with it
         return job
     made = build_setting(context.variant, context.env, context.envs, context.versions)
-    return made if isinstance(made, StageResult) else replace(job, build_setting=made)
+    if isinstance(made, StageResult):
+        return made
+    setting, env = made
+    return replace(job, build_setting=setting, env=env)
 
 
 # The built-in frontends' orchestrator sides, by frontend name.
@@ -80,9 +84,13 @@ BUILT_IN: dict[str, Callable[[Job, JobContext], Job | StageResult]] = {
 }
 
 def build_setting(variant: Variant, env: Environment | None, envs: Environments,
-                  versions: dict[str, str]) -> BuildSetting | StageResult:
+                  versions: dict[str, str]
+                  ) -> tuple[BuildSetting, Environment | None] | StageResult:
     """What a build cell's worker needs beyond its [variant.build]: the project's folder,
-    the toolkit as ``$CUDA_HOME``, the build's own tools; recorded in the cell's versions."""
+    the toolkit as ``$CUDA_HOME`` (with the libraries of the components its build files
+    link, where a wheels toolkit has them only once their wheels are in), the build's own
+    tools; recorded in the cell's versions. The toolkit environment comes back with those
+    libraries on its library path."""
     build = variant.build
     assert build is not None  # the reader gives the build frontend's variants their table
     if not envs.local:
@@ -100,6 +108,15 @@ def build_setting(variant: Variant, env: Environment | None, envs: Environments,
         digest = tree_digest(variant.source)
         project, label = str(variant.source), f"{variant.source.name}/ ({digest[:12]})"
     versions["project"] = label
+    if env is not None and env.from_wheels:
+        for component, named in build_components(Path(project)).items():
+            linked = envs.component_libraries(env, component, named)
+            if isinstance(linked, Failure):  # a release without it: a skip naming it
+                return StageResult("compile", "unavailable", f"toolkit {env.toolkit} "
+                                   f"(wheels) has no {component} libraries for the build's "
+                                   f"{named}: {linked.reason}")
+            env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
+            versions.update(linked.packages)
     tools_path: tuple[str, ...] = ()
     tools_bin: tuple[str, ...] = ()
     if build.requires:
@@ -110,4 +127,5 @@ def build_setting(variant: Variant, env: Environment | None, envs: Environments,
         versions.update({f"{name} (build)": v for name, v in tools.packages.items()})
     return BuildSetting(project=project, project_label=label, tools_path=tools_path,
                         tools_bin=tools_bin,
-                        cuda_home=str(envs.layouts.cuda_home(env)) if env is not None else "")
+                        cuda_home=str(envs.layouts.cuda_home(env)) if env is not None
+                        else ""), env

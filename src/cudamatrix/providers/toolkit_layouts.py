@@ -5,6 +5,7 @@ links in the cache, made once per toolkit however many cells ask at once."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 
@@ -46,7 +47,10 @@ class ToolkitLayouts:
                 name = versioned.name.split(".so.")[0] + ".so"
                 if not any((f / name).exists() for f in libraries):
                     links.setdefault(f"lib64/{name}", versioned)
+        # One folder per set of libraries: a build that links cuBLAS has its libraries in
+        # lib64 beside the runtime's, another build of the same toolkit its own set.
+        digest = hashlib.sha256("\0".join(env.library_dirs).encode()).hexdigest()[:12]
         with self._lock:  # cells ask from many threads; the folder is made once
-            return linked_cuda_root(self.cache / "cuda-home" / f"cuda-{env.toolkit}",
+            return linked_cuda_root(self.cache / "cuda-home" / f"cuda-{env.toolkit}-{digest}",
                                     [Path(p) for p in env.include_dirs], links,
                                     library_folders=libraries)

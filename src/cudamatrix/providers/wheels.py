@@ -330,6 +330,42 @@ def linked_components(flags: Sequence[str]) -> dict[str, str]:
     return found
 
 
+# The files where a build names the libraries it links, and at most how much of each is
+# read: CMake (CUDA::cublas, find_library), setuptools (libraries=["cublas"]), make.
+BUILD_FILES = ("CMakeLists.txt", "*.cmake", "setup.py", "setup.cfg", "pyproject.toml",
+               "Makefile", "makefile", "GNUmakefile", "meson.build")
+_BUILD_FILE_BYTES = 1 << 20
+_BUILD_FILES_READ = 400
+# A library as a build names it: CMake's imported target (CUDA::cublasLt, CUDA::curand
+# _static), a link flag (-lcublas), or a quoted name in a list of libraries.
+_NAMED_LIBRARY = re.compile(
+    r"CUDA::(?P<target>[A-Za-z]+?)(?:_static|_lapack_static)?\b"
+    r"|(?<![\w-])-l(?P<flag>[A-Za-z]+)\b"
+    r"|[\"'](?P<quoted>[A-Za-z]+)[\"']")
+
+
+def build_components(project: Path) -> dict[str, str]:
+    """The toolkit components a project's build links, each by how the build names it
+    (`CUDA::cublasLt`), from its build files (CMakeLists.txt and *.cmake, setup.py, a
+    Makefile...) in the project's tree: what FindCUDAToolkit or a link step will look for
+    in $CUDA_HOME, which a wheels toolkit holds only once the component's wheel is in."""
+    found: dict[str, str] = {}
+    read = 0
+    for pattern in BUILD_FILES:
+        for path in sorted(project.rglob(pattern)):
+            if read >= _BUILD_FILES_READ or not path.is_file() or path.is_symlink():
+                continue
+            read += 1
+            with path.open("rb") as handle:
+                text = handle.read(_BUILD_FILE_BYTES).decode(errors="replace")
+            for match in _NAMED_LIBRARY.finditer(text):
+                name = match["target"] or match["flag"] or match["quoted"]
+                component = LINKED_COMPONENTS.get(name)
+                if component is not None:
+                    found.setdefault(component, match.group(0).strip("\"'"))
+    return found
+
+
 def prepare_component_libraries(env: Environment, component: str, cache: Path,
                                 ledger: InputLedger) -> LibraryEnvironment:
     """A component's libraries for a toolkit from wheels, installed only when a case links
