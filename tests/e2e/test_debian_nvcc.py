@@ -148,3 +148,29 @@ def test_two_processes_filling_one_cache_both_get_debian_nvcc(tmp_path: Path) ->
     said = subprocess.run([found[0], "--version"], capture_output=True, text=True, check=False)
     assert "release 11.8" in said.stdout, said.stdout + said.stderr
     assert not list((tmp_path / "debian").glob("*.partial*"))
+
+
+def test_nvcc_12_5_from_debian_experimental(tmp_path: Path) -> None:
+    """Issue 61, point 6: 12.5 was all skips (its wheels have ptxas and libnvvm, no nvcc
+    driver, cicc or fatbinary); Debian's experimental suite has nvidia-cuda-toolkit
+    12.5.40, fetched and checked as trixie's and bookworm's are, and its cells build."""
+    write_case(tmp_path / "c", "scale", """
+        title = "nvcc of the release"
+        [[variant]]
+        name = "v"
+        source = "k.cu"
+        frontend = "nvcc"
+          [[variant.artifact]]
+          in = "sass"
+          contains = "FMUL|FADD"
+    """, {"k.cu": KERNEL})
+    # From a folder of no project: this case alone (the repository's own is the corpus).
+    run = cudamatrix("run", "--corpus", str(tmp_path / "c"), "--toolkit", "12.5",
+                     "--arch", "sm_80", "--arch", "sm_90a", out=tmp_path / "out",
+                     cwd=tmp_path, timeout=1800)
+    assert run.code == 0, run.output[-3000:]
+    tools = run.results["run"]["toolkits"]["12.5"]["tool_versions"]
+    assert tools["nvcc"] == "12.5.40" and "(experimental)" in tools["nvcc_from"], tools
+    for arch in ("sm_80", "sm_90a"):
+        cell = run.cells()[f"scale/v/12.5/{arch}"]
+        assert cell["outcome"] == "pass", cell["message"]
