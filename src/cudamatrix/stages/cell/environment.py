@@ -63,7 +63,7 @@ class Environment:
             if tool == "clang" and self.clang_unusable:
                 return self.clang_unusable
             if getattr(self, tool) is None:
-                where = ("; Debian packages nvcc for 11.8 and 12.4 only, NVIDIA's images "
+                where = ("; Debian packages nvcc for 11.8, 12.4 and 12.5 only, NVIDIA's images "
                          "(--docker-flavour nvidia) or a host install have the others"
                          if tool == "nvcc" and self.from_wheels else "")
                 return (f"toolkit {self.toolkit} ({self.provider}) has no {tool}; "
