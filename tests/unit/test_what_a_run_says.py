@@ -17,7 +17,8 @@ from cudamatrix.record.results import CellResult
 
 
 def _result(outcome: str, built_with: list[str] | None = None) -> CellResult:
-    details = {"built_with": built_with} if built_with else {}
+    details: dict[str, Any] = {"built_with": built_with, "together_seconds": 193.0} \
+        if built_with else {}
     data: dict[str, Any] = {
         "case": "c", "variant": "v", "toolkit": "13.0", "arch": "sm_80", "frontend": "nvcc",
         "outcome": outcome, "stage": "compile", "seconds": 96.5, "expected": "fail at compile",
@@ -34,7 +35,21 @@ def test_the_progress_line_says_the_verdict_the_summary_counts(
     progress.cell_done(_result("pass", ["sm_80", "sm_90"]))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[1/2] c/v/13.0/sm_80: fail (96.5s)"
-    assert lines[1] == "[2/2] c/v/13.0/sm_80: pass (96.5s, its compile shared by 2 archs)"
+    assert lines[1] == ("[2/2] c/v/13.0/sm_80: pass (96.5s, its share of one compile of 2 "
+                        "archs (193.0s))")
+
+
+def test_a_shared_compile_says_its_whole_time() -> None:
+    """Issue 61: a cell built with its sibling archs showed its share of the shared nvcc's
+    time ("9.2 s" where the compile took 36 s) as the compile's own, in the page's panel."""
+    from cudamatrix.stages.cell.result import said_stage_seconds
+
+    shared = _result("pass", ["sm_80", "sm_86", "sm_89", "sm_90"]).stages[0]
+    shared = type(shared)(shared.stage, shared.status, seconds=9.2, details=shared.details,
+                          built_with=shared.built_with)
+    assert said_stage_seconds(shared) == "193.0 s for one compile of 4 archs (9.2 s each)"
+    alone = _result("pass").stages[0]
+    assert said_stage_seconds(alone) == "0.0 s"
 
 
 class _Notes:

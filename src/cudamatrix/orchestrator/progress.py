@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..stages.cell.result import TOGETHER_SECONDS
+
 if TYPE_CHECKING:
     from ..record.results import CellResult
 
@@ -16,8 +18,11 @@ def said_seconds(result: CellResult) -> str:
     to be shared (each cell's line showed the whole group's time as its own)."""
     compiled = next((s for s in result.stages if s.stage == "compile"), None)
     archs = compiled.built_with if compiled is not None else ()
-    if len(archs) > 1:
-        return f"{result.seconds:.1f}s, its compile shared by {len(archs)} archs"
+    if compiled is not None and len(archs) > 1:
+        whole = compiled.details.get(TOGETHER_SECONDS)
+        said = f"{float(whole):.1f}s" if isinstance(whole, int | float) else "its time"
+        return (f"{result.seconds:.1f}s, its share of one compile of {len(archs)} archs "
+                f"({said})")
     return f"{result.seconds:.1f}s"
 
 

@@ -26,6 +26,7 @@ from ..record.baseline import BaselineDiff
 from ..record.history import PastRun, cell_history, flips
 from ..record.results import CellResult, RunInfo, summary
 from ..record.verdict import OUTCOMES
+from ..stages.cell.result import said_stage_seconds
 from .answers import (
     GLYPHS,
     SYMBOLS,
@@ -117,7 +118,7 @@ def _cell_data(result: CellResult, info: RunInfo, limits: tuple[int, int] = (LOG
         # A stage's message where it is not the cell's decisive one (the panel says that).
         "stages": [{"stage": s.stage, "status": s.status,
                     "message": s.message if s.message != result.message else "",
-                    "seconds": round(s.seconds, 2),
+                    "seconds": round(s.seconds, 2), "said": said_stage_seconds(s),
                     "log": _cut(s.log, failed_limit if s.status != "ok" else ok_limit)
                     if s.status != "ok" or ok_limit else ""}
                    for s in result.stages],

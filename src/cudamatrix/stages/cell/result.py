@@ -23,6 +23,22 @@ Reached = Literal["", "compile", "inspect", "load", "run"]
 REACHED: tuple[Reached, ...] = get_args(Reached)
 
 
+# A compile shared by sibling archs (compile_together): the whole compile's seconds, in
+# its stage's details; the stage's own `seconds` is each cell's share.
+TOGETHER_SECONDS = "together_seconds"
+
+
+def said_stage_seconds(stage: StageResult) -> str:
+    """A stage's time as a person reads it: a compile shared with sibling archs says the
+    whole compile's time and how many it built (a share alone, "9.2 s" of a 36 s nvcc,
+    read as the compile's own time)."""
+    whole = stage.details.get(TOGETHER_SECONDS)
+    if len(stage.built_with) > 1 and isinstance(whole, int | float):
+        return (f"{float(whole):.1f} s for one compile of {len(stage.built_with)} archs "
+                f"({stage.seconds:.1f} s each)")
+    return f"{stage.seconds:.1f} s"
+
+
 # The facts of `StageResult` that the run's side acts on, by the key each is recorded
 # under in "details" (the record's JSON is as it was before they were fields).
 CONTROL_KEYS = ("accident", "read_outside", "via", "cache", "not_started", "built_alone",
