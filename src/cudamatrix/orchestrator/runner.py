@@ -232,8 +232,11 @@ class CellRunner:
                     and stages[0].status not in ("error", "timeout", "crashed")
             # A compile the cache kept is what a re-run would take from it as it is (the run
             # can still be recorded: up_to_date); a GPU stage it would ask again.
-            if not kept or job.gpu_stages:
-                self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages")
+            if not kept:
+                self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages, which are "
+                                   "not kept")
+            elif job.gpu_stages:
+                self.ledger.refuse(f"{job.cell_id} ran on the GPU, which each run asks again")
         if prepared.cache_note:
             stages[0] = replace(stages[0], cache=prepared.cache_note)
         if prepared.apart:  # its group's one compile could not stand for it
