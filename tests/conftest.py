@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -220,6 +221,27 @@ def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None,
             else:
                 os.environ[name] = value
     return Run(code, said.getvalue(), cwd)
+
+
+def source_lines(pattern: re.Pattern[str], outside: str) -> list[str]:
+    """Each line of the package's modules outside its `outside` package that `pattern`
+    finds, as ``path:line: text``: what a test that keeps a rule of the code lists."""
+    package = REPO / "src" / "cudamatrix"
+    return [f"{path.relative_to(package)}:{number}: {line.strip()}"
+            for path in sorted(package.rglob("*.py")) if outside not in path.parts
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            if pattern.search(line)]
+
+
+def matrix_copy(folder: Path, old: str, new: str) -> Path:
+    """The default matrix with `old` replaced by `new` (once), written into `folder`."""
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+
+    text = DEFAULT_MATRIX.read_text()
+    assert old in text
+    path = folder / "matrix.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
 
 
 @pytest.fixture

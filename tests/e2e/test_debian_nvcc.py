@@ -19,21 +19,23 @@ from cudamatrix.providers.debian import ARCHIVE, verify_signed
 from cudamatrix.providers.host_compiler import choose_gcc, installed_gcc
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+# The release's nvcc builds it and its SASS holds the multiply.
+SCALE_CASE = """
+    title = "nvcc of the release"
+    [[variant]]
+    name = "v"
+    source = "k.cu"
+    frontend = "nvcc"
+      [[variant.artifact]]
+      in = "sass"
+      contains = "FMUL|FADD"
+"""
 
 
 @pytest.fixture(scope="module")
 def nvcc_run(tmp_path_factory: pytest.TempPathFactory, main_job: Run):
     root = tmp_path_factory.mktemp("debian-nvcc")
-    write_case(root / "c", "scale", """
-        title = "nvcc of the release"
-        [[variant]]
-        name = "v"
-        source = "k.cu"
-        frontend = "nvcc"
-          [[variant.artifact]]
-          in = "sass"
-          contains = "FMUL|FADD"
-    """, {"k.cu": KERNEL})
+    write_case(root / "c", "scale", SCALE_CASE, {"k.cu": KERNEL})
     return cudamatrix("run", "--corpus", str(root / "c"), "--case", "scale", "--known-bugs",
                       "--case", "cutlass-sm90", "--toolkit", "11.8", "--toolkit", "12.4",
                       "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_90a",
@@ -154,16 +156,7 @@ def test_nvcc_12_5_from_debian_experimental(tmp_path: Path) -> None:
     """Issue 61, point 6: 12.5 was all skips (its wheels have ptxas and libnvvm, no nvcc
     driver, cicc or fatbinary); Debian's experimental suite has nvidia-cuda-toolkit
     12.5.40, fetched and checked as trixie's and bookworm's are, and its cells build."""
-    write_case(tmp_path / "c", "scale", """
-        title = "nvcc of the release"
-        [[variant]]
-        name = "v"
-        source = "k.cu"
-        frontend = "nvcc"
-          [[variant.artifact]]
-          in = "sass"
-          contains = "FMUL|FADD"
-    """, {"k.cu": KERNEL})
+    write_case(tmp_path / "c", "scale", SCALE_CASE, {"k.cu": KERNEL})
     # From a folder of no project: this case alone (the repository's own is the corpus).
     run = cudamatrix("run", "--corpus", str(tmp_path / "c"), "--toolkit", "12.5",
                      "--arch", "sm_80", "--arch", "sm_90a", out=tmp_path / "out",

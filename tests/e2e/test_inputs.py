@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamatrix.config.defaults import DEFAULT_MATRIX
-
-
-def _matrix_copy(tmp_path: Path, old: str, new: str) -> Path:
-    text = DEFAULT_MATRIX.read_text()
-    assert old in text
-    path = tmp_path / "matrix.toml"
-    path.write_text(text.replace(old, new, 1))
-    return path
+from conftest import matrix_copy
 
 
 def test_unwritable_output_folder(run_cli, tmp_path: Path) -> None:
@@ -26,7 +18,7 @@ def test_unwritable_output_folder(run_cli, tmp_path: Path) -> None:
 def test_wheel_that_cannot_be_installed(run_cli, tmp_path: Path) -> None:
     """A pin pip cannot satisfy: the other toolkit's cells still run and are kept, the broken
     toolkit's cells say why, and the run ends with status 2 naming the toolkit."""
-    bad = _matrix_copy(tmp_path, 'ptx_isa = "8.4"\n',
+    bad = matrix_copy(tmp_path, 'ptx_isa = "8.4"\n',
                        'ptx_isa = "8.4"\npins = { "nvidia-cuda-nvrtc-cu12" = "==12.4.999" }\n')
     run = run_cli("run", "--matrix", str(bad), "--case", "marlin-sm75", "--toolkit", "12.4",
                   "--toolkit", "13.0", "--arch", "sm_80", "--cache", str(tmp_path / "cache"),

@@ -1,7 +1,8 @@
 """Real kernels nobody here wrote, as a new user would write them up: every verdict true.
 
 The sources come from pinned PyPI packages at test time (tests/realworld/sources.toml:
-numba-cuda's NVRTC sources, CUTLASS's CuTe tutorial), cached, never committed. The
+numba-cuda's NVRTC sources, CUTLASS's CuTe tutorial, FlashInfer's headers, GPTQModel's
+Marlin from its sdist), cached, never committed. The
 expectations in tests/realworld/cases were each checked against what the compilers do;
 a `fail`, `error` or `xpass` here is the tool's fault until shown otherwise.
 """
@@ -33,6 +34,8 @@ HEAVY.update({case: ("sm_80", "sm_90a") for case in ("flashinfer-rmsnorm",
                                                        "flashinfer-activation")})
 # And over the CCCL releases from 13.0 on (its `only`), for the Hopper arch it targets.
 HEAVY["flashinfer-rope"] = ("sm_90a",)
+# GPTQModel's Marlin (its sdist), 2-8 s a cell: Turing, where it stops, and Ampere.
+HEAVY["gptqmodel-marlin"] = ("sm_75", "sm_80")
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +108,20 @@ def test_real_verdicts(run: Run) -> None:
         assert cells[f"cute-sgemm-sm80/nvcc/{toolkit}/sm_80/cutlass-4.2.0"]["outcome"] == "pass"
     nvcc_less = cells["cute-sgemm-sm80/nvcc/12.8/sm_80/cutlass-4.2.0"]
     assert nvcc_less["outcome"] == "skip" and "Debian packages nvcc" in nvcc_less["message"]
+
+
+def test_marlin_from_its_sdist_stops_on_turing_only(run: Run) -> None:
+    """Issue 61: GPTQModel 7.7.0's Marlin kernel, fetched from its PyPI sdist at test time:
+    sm_75 fails on every toolkit with an nvcc (dequant() exists only from sm_80 on, and
+    the kernel calls it on Turing), sm_80 builds; 12.0 and 12.8 have no nvcc and say so."""
+    cells = run.cells()
+    for toolkit in ("11.8", "12.4", "13.0"):
+        turing = cells[f"gptqmodel-marlin/fp16-u8/{toolkit}/sm_75"]
+        assert turing["outcome"] == "xfail", turing["message"]
+        assert 'identifier "dequant" is undefined' in turing["message"]
+        assert cells[f"gptqmodel-marlin/fp16-u8/{toolkit}/sm_80"]["outcome"] == "pass"
+    for toolkit in ("12.0", "12.8"):
+        assert "has no nvcc" in cells[f"gptqmodel-marlin/fp16-u8/{toolkit}/sm_80"]["message"]
 
 
 def test_compiler_warnings_reach_the_cell_and_the_report(run: Run) -> None:

@@ -45,13 +45,36 @@ def _wheel(package: str, version: str) -> Path:
     return found[0]
 
 
+def _sdist(package: str, version: str) -> Path:
+    """A release's sdist, unpacked: fetched from the index and checked against its sha256
+    by the tool's own `sdist:` source (no build step, no code of the package run)."""
+    from cudamatrix.config.sources import SourceSpec
+    from cudamatrix.config.sources import fetch as fetch_source
+
+    spec = SourceSpec.parse(f"sdist:{package}=={version}", "tests/realworld/sources.toml")
+    return fetch_source(spec, HERE, cache_dir().parent).path
+
+
 def fetch(out: Path) -> dict[str, str]:
-    """Write every case of sources.toml under `out`; returns {package: wheel file name}."""
+    """Write every case of sources.toml under `out`; returns {package: wheel file name, or
+    the unpacked sdist's folder}."""
     spec = tomllib.loads((HERE / "sources.toml").read_text())
     wheels = {name: _wheel(name, version) for name, version in spec["packages"].items()}
+    sdists = {name: _sdist(name, version) for name, version in spec.get("sdists", {}).items()}
     for entry in spec["fetch"]:
         case = out / entry["case"]
         shutil.copytree(HERE / "cases" / entry["case"], case, dirs_exist_ok=True)
+        if entry["package"] in sdists:  # members are paths in the unpacked sdist
+            for target, member in entry["files"].items():
+                found = sdists[entry["package"]] / member
+                if not found.exists():
+                    raise RuntimeError(f"{entry['package']}'s sdist has no {member}")
+                if found.is_dir():
+                    shutil.copytree(found, case / target, dirs_exist_ok=True)
+                else:
+                    (case / target).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(found, case / target)
+            continue
         with zipfile.ZipFile(wheels[entry["package"]]) as archive:
             names = archive.namelist()
             for target, member in entry["files"].items():
@@ -65,7 +88,8 @@ def fetch(out: Path) -> dict[str, str]:
                     path = case / relative
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(archive.read(name))
-    return {name: wheel.name for name, wheel in wheels.items()}
+    return {**{name: wheel.name for name, wheel in wheels.items()},
+            **{name: str(folder) for name, folder in sdists.items()}}
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import source_lines
 from cudamatrix.config.corpus import Variant, load_case
 from cudamatrix.config.declarations import (
     ARG,
@@ -157,8 +158,4 @@ def test_no_stage_reads_a_case_key_with_a_default_of_its_own() -> None:
             for k in table.keys} | {"jitify", "enable_cooperative_groups"}
     pattern = re.compile(r"\b(run|time|build|budgets|resources|options|spec|settings|arg)"
                          rf"\.get\(\s*[\"']({'|'.join(map(re.escape, keys))})[\"']\s*,")
-    found = [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
-             for path in sorted(SRC.rglob("*.py")) if "config" not in path.parts
-             for number, line in enumerate(path.read_text().splitlines(), 1)
-             if pattern.search(line)]
-    assert found == []
+    assert source_lines(pattern, outside="config") == []

@@ -7,15 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cudamatrix.config.defaults import DEFAULT_MATRIX, KNOWN_BUGS
-
-
-def _matrix_copy(tmp_path: Path, old: str, new: str) -> Path:
-    text = DEFAULT_MATRIX.read_text()
-    assert old in text
-    path = tmp_path / "matrix.toml"
-    path.write_text(text.replace(old, new, 1))
-    return path
+from conftest import matrix_copy
+from cudamatrix.config.defaults import KNOWN_BUGS
 
 
 def test_seed_matrix_and_corpus_validate(read_cli) -> None:
@@ -25,14 +18,14 @@ def test_seed_matrix_and_corpus_validate(read_cli) -> None:
 
 
 def test_malformed_toml_names_file_and_line(read_cli, tmp_path: Path) -> None:
-    bad = _matrix_copy(tmp_path, 'default_tier = "pr"', 'default_tier = "pr')
+    bad = matrix_copy(tmp_path, 'default_tier = "pr"', 'default_tier = "pr')
     run = read_cli("validate", "--matrix", str(bad))
     assert run.code == 2
     assert str(bad) in run.output and "line" in run.output
 
 
 def test_unknown_toolkit_in_tier_is_rejected(read_cli, tmp_path: Path) -> None:
-    bad = _matrix_copy(tmp_path, 'toolkit = ["11.8", "12.4", "12.9", "13.0"]',
+    bad = matrix_copy(tmp_path, 'toolkit = ["11.8", "12.4", "12.9", "13.0"]',
                        'toolkit = ["11.8", "12.7"]')
     run = read_cli("validate", "--matrix", str(bad))
     assert run.code == 2
@@ -40,7 +33,7 @@ def test_unknown_toolkit_in_tier_is_rejected(read_cli, tmp_path: Path) -> None:
 
 
 def test_exclude_matching_nothing_is_rejected(read_cli, tmp_path: Path) -> None:
-    bad = _matrix_copy(tmp_path, '{ case = "wmma-jitify", arch = "sm_90" },',
+    bad = matrix_copy(tmp_path, '{ case = "wmma-jitify", arch = "sm_90" },',
                        '{ case = "no-such-case", arch = "sm_90" },')
     run = read_cli("validate", "--matrix", str(bad))
     assert run.code == 2
@@ -49,7 +42,7 @@ def test_exclude_matching_nothing_is_rejected(read_cli, tmp_path: Path) -> None:
 
 def test_impossible_include_is_rejected(read_cli, tmp_path: Path) -> None:
     row = 'include = [{ toolkit = "11.8", arch = "sm_90a" }]\n'
-    bad = _matrix_copy(tmp_path, "exclude = [\n  # sm_90 is", row + "exclude = [\n  # sm_90 is")
+    bad = matrix_copy(tmp_path, "exclude = [\n  # sm_90 is", row + "exclude = [\n  # sm_90 is")
     run = read_cli("validate", "--matrix", str(bad))
     assert run.code == 2
     assert "impossible cell" in run.output and "11.8" in run.output

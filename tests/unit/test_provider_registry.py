@@ -131,12 +131,9 @@ def test_no_module_outside_providers_compares_a_providers_name() -> None:
     environments' (from_wheels), never `provider == "wheels"` elsewhere."""
     import re
 
-    source = Path(__file__).resolve().parents[2] / "src" / "cudamatrix"
+    from conftest import source_lines
+
     names = "wheels|docker|host|debian"
     pattern = re.compile(rf"provider\w*\s*(==|!=|in)\s*\(?[\"']({names})|"
                          rf"[\"']({names})[\"']\s*(==|!=)\s*[\w.]*provider")
-    found = [f"{path.relative_to(source)}:{number}: {line.strip()}"
-             for path in sorted(source.rglob("*.py")) if "providers" not in path.parts
-             for number, line in enumerate(path.read_text().splitlines(), 1)
-             if pattern.search(line)]
-    assert found == []
+    assert source_lines(pattern, outside="providers") == []
