@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
-from cudamatrix.common.up_to_date import RECORD
+from cudamatrix.common.up_to_date import refusals
 from cudamatrix.config.plan import cell_slug
 from cudamatrix.orchestrator.compile_cache import MANIFEST, CompileCache
 from cudamatrix.stages.cell.result import StageResult
@@ -111,8 +111,9 @@ def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
     cell = _only(first)
     assert cell["outcome"] == "error", (cell["outcome"], cell["message"])
     assert time.monotonic() - started < 120
-    # Not kept, so a re-run would compile again: the run is not recorded either.
-    assert not (tmp_path / "first" / RECORD).exists()
+    # Not kept, so a re-run would compile again: the run keeps only why it cannot stand.
+    said = refusals(tmp_path / "first")
+    assert said and any("ran its nvcc stages, which are not kept" in r for r in said), said
     second = _run(tmp_path / "c", tmp_path / "second", cache_copy, *nvcc)
     assert _only(second)["stages"][0]["details"].get("cache") != "hit"
     assert not list((cache_copy / "compile").rglob(MANIFEST))
