@@ -107,15 +107,20 @@ def make_plan(options: RunOptions) -> Plan:
     counts: dict[str, int] = {}
     for _, why in removed:
         counts[why] = counts.get(why, 0) + 1
+    # The tier's own cells are these where no axis was narrowed: not expanded again.
+    whole = None if options.toolkits or options.archs or options.cell_ids or options.shard \
+        or options.variants else [*cells, *(c for c, _ in removed)]
     return Plan(matrix, tier, {c.id: c for c in cases}, cells, counts, removed,
-                _idle_variants(matrix, tier, cases, options))
+                _idle_variants(matrix, tier, cases, options, whole))
 
 
-def _idle_variants(matrix: Matrix, tier: Tier, cases: Sequence[Case], options: RunOptions
-                   ) -> tuple[str, ...]:
+def _idle_variants(matrix: Matrix, tier: Tier, cases: Sequence[Case], options: RunOptions,
+                   whole: Sequence[Cell] | None) -> tuple[str, ...]:
     """Each variant of the tier's cases that has no cell in the tier, planned or ruled out
-    (on the tier's own axes: a --toolkit that leaves a variant out is the user's choice)."""
-    every = expand(matrix, tier, cases, host_compilers=options.host_compilers, prune=False)
+    (on the tier's own axes: a --toolkit that leaves a variant out is the user's choice);
+    `whole`: those cells where the plan already has them all."""
+    every = whole if whole is not None else expand(
+        matrix, tier, cases, host_compilers=options.host_compilers, prune=False)
     have = {(cell.case, cell.variant) for cell in every}
     return tuple(f"{case.id}/{variant.name}" for case in cases
                  if not tier.cases or case.id in tier.cases

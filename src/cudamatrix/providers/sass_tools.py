@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
+from ..common.versions import parse_version
 from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable
 from .debian import unpack_debian_toolkit
@@ -45,7 +46,7 @@ def older_cuobjdumps(matrix: Matrix, cache: Path, ledger: InputLedger
     (no network, no dpkg-deb) is left out: the module then says which tools failed."""
     found = []
     releases = sorted(((v, t.debian) for v, t in matrix.toolkits.items() if t.debian),
-                      key=lambda item: _version_key(item[0]), reverse=True)
+                      key=lambda item: parse_version(item[0]), reverse=True)
     for version, suite in releases:
         assert suite is not None
         try:
@@ -57,8 +58,3 @@ def older_cuobjdumps(matrix: Matrix, cache: Path, ledger: InputLedger
         if tool.is_file():
             found.append((f"cuobjdump {version} (Debian {suite})", str(tool)))
     return found
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    """A toolkit version as numbers, so 12.4 sorts above 11.8 and 12.10 above 12.9."""
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
