@@ -22,6 +22,7 @@ from pathlib import Path
 import cudamatrix
 from cudamatrix.cli import build_parser
 from cudamatrix.config.declarations import CASE, PROJECT, Key, Table, json_schema, walk
+from cudamatrix.config.run_flags import RUN_FLAGS
 from cudamatrix.errors import EXIT_STATUSES
 
 DOCS = Path(__file__).resolve().parent
@@ -73,8 +74,8 @@ def _table_page(root: Table, file_name: str, intro: str) -> str:
 
 
 # Defaults that are this machine's, not the tool's: the page says what they are made from.
-MACHINE_DEFAULTS = {"jobs": "the number of cores", "provider": "`auto` ($CUDAMATRIX_PROVIDER)",
-                    "runner_label": "$CUDAMATRIX_RUNNER_LABEL"}
+# The defaults that depend on the machine, in the words their declarations give.
+MACHINE_DEFAULTS = {flag.dest: flag.default_said for flag in RUN_FLAGS if flag.default_said}
 PACKAGE = Path(cudamatrix.__file__).resolve().parent
 
 

@@ -12,10 +12,12 @@ import hashlib
 import json
 import math
 import re
+import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config.run_flags import words_for
 from ..errors import UserError
 
 if TYPE_CHECKING:
@@ -23,6 +25,15 @@ if TYPE_CHECKING:
 
 GITHUB_MAX_JOBS = 256
 RUNNER_BASE = ("self-hosted", "linux", "x64")
+
+
+def _one_word(word: str) -> bool:
+    """Whether `word` is read back as itself where a job's args are split (by the shell at
+    blanks, by `merge --plan` as a shell would)."""
+    try:
+        return shlex.split(word) == [word] and word.split() == [word]
+    except ValueError:  # an unclosed quote
+        return False
 
 
 def gpu_label(arch: str) -> str:
@@ -58,6 +69,11 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
     """
     if cells_per_job < 1 or max_jobs < 1:
         raise UserError("--cells-per-job and --max-jobs must be at least 1")
+    for word in selection:
+        if not _one_word(word):  # the workflow splits a job's args at blanks
+            raise UserError(f"plan: {word!r}: a job's arguments are split at blanks by the "
+                            "workflow and read back by `merge --plan`; name it without "
+                            "blanks, quotes or backslashes")
     groups: dict[str, list[Cell]] = defaultdict(list)
     for cell in cells:
         groups[gpu_label(cell.arch) if gpu else "cpu"].append(cell)
@@ -89,12 +105,14 @@ def github_matrix(cells: Sequence[Cell], tier: str, drivers: Sequence[str] = ("l
             for index in range(1, count + 1):
                 shard_cells = groups[group][index - 1::count]
                 identity = cache_identity(shard_cells)
-                args = ["--tier", tier, *(a for arch in archs for a in ("--arch", arch)),
-                        *selection, "--shard", f"{index}/{count}"]
+                args = [*words_for("tier", tier), *words_for("archs", archs), *selection,
+                        *words_for("shard", (index, count))]
                 if not gpu:
-                    args.append("--no-gpu")
+                    args += words_for("gpu", False)
                 if on_compat:
-                    args += ["--provider", "docker", "--docker-flavour", "nvidia", "--cuda-compat"]
+                    args += [*words_for("provider", "docker"),
+                             *words_for("docker_flavour", "nvidia"),
+                             *words_for("cuda_compat", True)]
                 include.append({
                     "name": f"{label} {index}/{count}", "runs-on": runs_on, "label": label,
                     "args": " ".join(args), "artifact": f"results-{label}-{index}-of-{count}",

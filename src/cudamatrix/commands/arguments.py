@@ -1,24 +1,17 @@
 """The arguments several commands share (a cell selection, a run's options, a baseline,
-history) and the types that check a value as it is parsed: each refuses a bad value by
-name, before any work."""
+history): a run's flags are made from their declarations (config/run_flags.py), each value
+checked as it is parsed, a bad one refused by name before any work."""
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from ..common.versions import HOST_COMPILER
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
-from ..config.options import (
-    CACHE_ENV,
-    COMPILE_CACHE_FROM_ENV,
-    DOCKER_FLAVOURS,
-    PROVIDER_ENV,
-    RUNNER_LABEL_ENV,
-    default,
-)
+from ..config.run_flags import RUN_FLAGS, Group, RunFlag, whole_number
+from ..config.run_flags import positive_number as _positive_number
 
 
 class ProviderChoices:
@@ -38,169 +31,61 @@ class ProviderChoices:
         return iter(self.names())
 
 
-def _runs(text: str) -> int:
-    """How many runs history.json keeps: 1 (this one) to 10,000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"must be 1 to 10000 (this run and earlier ones), "
-                                         f"got {text!r}")
-    return value
+def refusing(read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`read` as argparse's type: its ValueError's words become argparse's refusal."""
+    def checked(text: str) -> Any:
+        try:
+            return read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    checked.__name__ = getattr(read, "__name__", "value")
+    return checked
 
 
-def _retries(text: str) -> int:
-    """How many times more a cell may be run: 0 to 5 (a flaky cell shows in two or three;
-    more only hides a broken one behind its retries)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= value <= 5:
-        raise argparse.ArgumentTypeError(f"must be 0 to 5, got {text!r}")
-    return value
+positive_number = refusing(_positive_number)
+_runs = refusing(whole_number(1, 10_000, " (this run and earlier ones)"))
 
 
-def positive_number(text: str) -> float:
-    """A positive, finite number (seconds, GiB): nan, inf and 0 are refused by name."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return value
+def _add(parser: argparse.ArgumentParser, flag: RunFlag, help: str | None = None) -> None:
+    if flag.switch:
+        parser.add_argument(*flag.flags, dest=flag.dest, action="store_true",
+                            help=help or flag.help)
+        return
+    extra: dict[str, Any] = {}
+    if flag.field == "provider":
+        # A metavar, so that argparse does not list the choices (importing every provider)
+        # each time the parser is made; a value given is checked against them.
+        extra["choices"] = ProviderChoices()
+    elif flag.choices:
+        extra["choices"] = flag.choices
+    if flag.metavar:
+        extra["metavar"] = flag.metavar
+    parser.add_argument(*flag.flags, dest=flag.dest, type=refusing(flag.read or str),
+                        action="append" if flag.repeated else "store",
+                        default=flag.parsed_default(), help=help or flag.help, **extra)
 
 
-def _host_compiler(text: str) -> str:
-    """A host compiler program name (g++-11, clang++-19), refused by name otherwise."""
-    if not HOST_COMPILER.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host compiler program "
-                                         "(g++, g++-12, clang++-19)")
-    return text
+def add_flags(parser: argparse.ArgumentParser, *groups: Group) -> None:
+    """The declared flags of these groups, in their declared order."""
+    for flag in RUN_FLAGS:
+        if flag.group in groups:
+            _add(parser, flag)
 
 
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        index, count = (int(p) for p in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected i/n, got {text!r}") from None
-    return index, count
+def add_flag(parser: argparse.ArgumentParser, name: str, help: str) -> None:
+    """One declared flag, said in another command's words (`merge --corpus`: the cases that
+    judge max_slowdown across shards): the same name, reading and default."""
+    _add(parser, next(flag for flag in RUN_FLAGS if name in flag.flags), help)
 
 
 def add_selection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--matrix", type=Path, default=None,
-                        help="the matrix file (default: cudamatrix.toml's `matrix =`, else "
-                             "the built-in matrix with cudamatrix.toml's [matrix] on top)")
-    parser.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="an extra folder of cases (repeatable), besides cudamatrix.toml's")
-    parser.add_argument("--known-bugs", action="store_true",
-                        help="also run the tool's corpus of known CUDA bugs")
-    parser.add_argument("--tier", help="pr or nightly (default: the matrix's default_tier)")
-    parser.add_argument("--toolkit", action="append", default=[],
-                        help="run only these toolkits (repeatable), e.g. 12.4")
-    parser.add_argument("--arch", action="append", default=[],
-                        help="run only these archs (repeatable), e.g. sm_90a")
-    parser.add_argument("--host-compiler", action="append", default=[], type=_host_compiler,
-                        help="nvcc's host compilers as an axis (repeatable), e.g. g++-11 "
-                             "clang++-19: each nvcc cell once per compiler, in place of the "
-                             "tier's host_compiler list")
-    parser.add_argument("--case", action="append", default=[], help="run only these cases")
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
-                        help="run only the cases' variants of this name (repeatable)")
-    parser.add_argument("--cell", action="append", default=[], metavar="ID",
-                        help="run only this cell (an id as `cudamatrix list` prints it)")
-    parser.add_argument("--shard", type=_shard, help="run shard i of n (1-based), e.g. 2/4")
-
-
-def _library_pin(text: str) -> tuple[str, str]:
-    name, equals, version = text.partition("==")
-    if not equals or not name or not version:
-        raise argparse.ArgumentTypeError(f"{text!r}: give NAME==VERSION (cutlass==3.7.0)")
-    return name, version
+    """Which cells: every command that selects them (list, plan, validate, run, bisect)."""
+    add_flags(parser, "selection")
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """What a run takes: the selection, where it writes, how it runs its cells."""
-    add_selection(run)
-    run.add_argument("--library", action="append", default=[], type=_library_pin,
-                     metavar="NAME==VERSION",
-                     help="this release of a library in place of the tier's (any release "
-                          "on the index, listed in the matrix or not); repeatable")
-    run.add_argument("--out", type=Path, default=default("out"),
-                     help="report folder (default: %(default)s)")
-    # A metavar, so that argparse does not list the choices (importing every provider) each
-    # time the parser is made; a value given is checked against them.
-    run.add_argument("--provider", choices=ProviderChoices(), metavar="PROVIDER",
-                     default=default("provider"),
-                     help="where toolkits come from: wheels, docker, host or a plugin's; auto "
-                          "(the default): docker where an engine and the base image are "
-                          f"ready, else wheels; ${PROVIDER_ENV}")
-    run.add_argument("--containers", type=Path, default=default("containers"),
-                     help="the Dockerfiles of the docker provider (default: %(default)s)")
-    run.add_argument("--docker-flavour", choices=DOCKER_FLAVOURS,
-                     default=default("docker_flavour"),
-                     help="toolkit images from PyPI wheels on a local Debian base (no registry "
-                          "needed), or from NVIDIA's pinned CUDA images")
-    run.add_argument("--cuda-compat", action="store_true",
-                     help="with NVIDIA's images, run on the forward-compatibility libraries "
-                          "(a newer toolkit on an older driver); label the runner apart")
-    run.add_argument("--container-timeout", type=positive_number,
-                     default=default("container_timeout"),
-                     help="seconds a toolkit container may live (default: %(default)s)")
-    run.add_argument("--jobs", "-j", type=int, default=default("jobs"),
-                     help="cells run in parallel (default: the number of cores)")
-    run.add_argument("--cache", type=Path, default=None, help="where environments are kept "
-                     f"(default: ${CACHE_ENV} or ~/.cache/cudamatrix)")
-    run.add_argument("--cell-timeout", type=positive_number, default=default("cell_timeout"),
-                     help="seconds one cell may take (default: %(default)s)")
-    run.add_argument("--jitify-warmup-timeout", type=positive_number,
-                     default=default("jitify_warmup_timeout"),
-                     help="seconds CuPy's one-time Jitify warm-up may take; done once per "
-                          "CuPy version and toolkit for the run's jitify cells, which share "
-                          "its time-out (default: %(default)s)")
-    run.add_argument("--cell-memory", type=positive_number, default=None, metavar="GIB",
-                     help="address space each compiler may take (default: the machine's "
-                          "memory shared by --jobs, 4 to 16 GiB)")
-    run.add_argument("--run-timeout", type=positive_number, default=None,
-                     help="seconds the whole run may take; cells it cannot start are reported "
-                          "as timeouts and left for --resume")
-    run.add_argument("--resume", action="store_true",
-                     help="keep the cells an interrupted run in --out finished")
-    run.add_argument("--always-run", action="store_true",
-                     help="run every cell even where nothing the last run into --out read "
-                          "has changed (by default that run's results stand, answered at once)")
-    run.add_argument("--no-gpu", action="store_true", help="skip the load and run stages")
-    run.add_argument("--context-per-cell", action="store_true",
-                     help="each cell's load and run stages in a CUDA context of its own "
-                          "process, not in its GPU's server (one context per GPU)")
-    run.add_argument("--no-compile-cache", action="store_true",
-                     help="compile every cell afresh, neither reading nor filling the cache")
-    run.add_argument("--order", choices=("cost", "plan", "reversed"), default="cost",
-                     help="the order cells start in: the longest expected first (cost), "
-                     "the plan's, or the plan's reversed (a determinism check: no verdict "
-                     "may change)")
-    run.add_argument("--retries", type=_retries, default=default("retries"), metavar="N",
-                     help="run a cell that is not what its case expects up to N times more; "
-                          "a cell whose attempts disagree is flaky, every attempt recorded "
-                          "(default: %(default)s)")
-    run.add_argument("--compile-apart", action="store_true",
-                     help="build each cell by itself, one nvcc per arch (by default the "
-                          "cells that differ only in arch share one nvcc, a -gencode each)")
-    run.add_argument("--compile-cache-from", type=Path, action="append", metavar="CACHE",
-                     help="also take compiled cells from this cudamatrix cache (repeatable; "
-                          f"default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
-                          "job's restored cache, a team's shared one")
-    run.add_argument("--prebuilt", type=Path,
-                     help="take compiled artifacts from an earlier run's --out folder (built on "
-                          "another machine) and do the load and run stages here")
-    run.add_argument("--compile-here", action="append", default=None, metavar="FRONTEND",
-                     help="with --prebuilt, frontends still compiled on this machine "
-                          f"(repeatable; default: {', '.join(default('compile_here'))})")
-    run.add_argument("--runner-label", default=default("runner_label"),
-                     help="the driver/runner label this machine was promised "
-                          f"(${RUNNER_LABEL_ENV})")
+    add_flags(run, "selection", "run")
 
 
 def add_history(parser: argparse.ArgumentParser) -> None:

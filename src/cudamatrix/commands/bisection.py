@@ -29,7 +29,7 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,10 @@ from packaging.version import InvalidVersion, Version
 from ..common.up_to_date import InputLedger
 from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import load_corpus
-from ..config.options import RunOptions, repro_arguments
+from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
-from ..config.planning import make_plan, run_matrix, with_library_versions
+from ..config.planning import make_plan, run_matrix
+from ..config.run_flags import repro_arguments, words_for
 from ..config.sources import SourceSpec, fetch, index_versions
 from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..orchestrator.progress import Progress
@@ -136,17 +137,17 @@ def _version_key(text: str) -> Version:
         return Version("0")
 
 
-def _run_command(cell: Cell, base: RunOptions, extra: str = "") -> str:
+def _run_command(cell: Cell, base: RunOptions, extra: Sequence[str] = ()) -> str:
     """The `cudamatrix run` that runs this one cell again, from where the bisect ran: the
-    run's own corpus and options (options.repro_arguments), the provider where one was
+    run's own corpus and options (run_flags.repro_arguments), the provider where one was
     named, the cell by its id, with the axis value it needs (a toolkit or a library
     release outside the tier)."""
     words = ["cudamatrix", "run", *repro_arguments(base, Path.cwd())]
     if base.provider != "auto":
-        words += ["--provider", base.provider]
+        words += words_for("provider", base.provider)
     if cell.toolkit != BUNDLED:
-        words += ["--toolkit", cell.toolkit]
-    return f"{shlex.join(words)}{extra} --cell {shlex.quote(cell.id.split('@')[0])}"
+        words += words_for("toolkits", (cell.toolkit,))
+    return shlex.join([*words, *extra, *words_for("cell_ids", (cell.id.split("@")[0],))])
 
 
 def toolkit_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:
@@ -185,10 +186,12 @@ def library_axis(base: RunOptions, name: str, start: str | None, end: str | None
     values = _between(sorted(listed, key=_version_key), start, end, f"{name} version")
 
     def options_for(options: RunOptions, index: int) -> RunOptions:
-        return with_library_versions(options, {name: [values[index]]})
+        return replace(options, library_versions={**options.library_versions,
+                                                  name: (values[index],)})
 
     return Axis(f"library:{name}", values, options_for,
-                lambda cell, i: _run_command(cell, base, f" --library {name}=={values[i]}"))
+                lambda cell, i: _run_command(cell, base, words_for(
+                    "library_versions", {name: (values[i],)})))
 
 
 def _git(folder: Path, *args: str) -> str:

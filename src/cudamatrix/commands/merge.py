@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .arguments import add_baseline, add_history
+from .arguments import add_baseline, add_flag, add_history
 from .command import Command, Invocation
 from .publishing import publish_reports
 from .selection import cases_here, options_from
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.ArgumentParser
                    ) -> list[ExpectedShard]:
     """The jobs of a workflow plan, each with the cells its arguments select (read by
-    `parser`, the command line's own)."""
+    `parser`, the command line's own), those it reports as ruled out included, as the plan
+    counted them."""
     from ..config.planning import make_plan
     from ..record.merge import ExpectedShard
 
@@ -36,7 +37,9 @@ def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.Argume
                                 f"{str(job)[:80]}")  # shlex.split(None) reads stdin
             job_args = parser.parse_args(["run", *(["--matrix", str(matrix)] if matrix else []),
                                           *shlex.split(job["args"])])
-            cells = make_plan(options_from(job_args)).cells
+            made = make_plan(options_from(job_args))
+            # The job reports its ruled-out cells too (as skips): each is expected.
+            cells = [*made.cells, *(cell for cell, _ in made.ruled_out)]
             expected.append(ExpectedShard(job["name"], job["artifact"], job["label"],
                                           tuple(cells)))
     except OSError as exc:
@@ -76,11 +79,9 @@ def _arguments(merge: argparse.ArgumentParser) -> None:
                             "shard reported becomes an error naming its job")
     merge.add_argument("--matrix", type=Path, default=None,
                        help="the matrix the plan was made from (with --plan)")
-    merge.add_argument("--corpus", type=Path, action="append", default=[],
-                       help="cases to judge max_slowdown with across the shards (with "
-                            "cudamatrix.toml's and --known-bugs; none: not judged)")
-    merge.add_argument("--known-bugs", action="store_true",
-                       help="the known-bug corpus's cases too")
+    add_flag(merge, "--corpus", "cases to judge max_slowdown with across the shards (with "
+             "cudamatrix.toml's and --known-bugs; none: not judged)")
+    add_flag(merge, "--known-bugs", "the known-bug corpus's cases too")
     add_baseline(merge)
     add_history(merge)
 

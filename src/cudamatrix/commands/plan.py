@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 
+from ..config.run_flags import job_words
 from ..errors import UserError
 from .actions_matrix import RUNNER_BASE
 from .arguments import add_selection
@@ -19,11 +20,9 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     from .actions_matrix import github_matrix
 
     made = make_plan(options_from(args))
-    # The plan's own narrowing (cases, toolkits, corpus folders) travels with each job.
-    selection = [*(w for c in args.corpus for w in ("--corpus", str(c))),
-                 *(w for c in args.case for w in ("--case", c)),
-                 *(w for v in args.variant for w in ("--variant", v)),
-                 *(w for t in args.toolkit for w in ("--toolkit", t))]
+    # The plan's own narrowing (corpus folders, known bugs, cases, toolkits...: every flag
+    # declared to travel with a job) narrows each job as it narrowed the plan.
+    selection = job_words(vars(args))
     # Every cell a job reports, the ruled-out skips too (its --shard takes them).
     every = [*made.cells, *(c for c, _ in made.ruled_out)]
     matrix = github_matrix(every, made.tier.name, args.drivers or ["latest"],

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .arguments import add_baseline, add_history
+from .arguments import add_baseline, add_flag, add_history
 from .command import Command, Invocation
 from .publishing import publish_reports
 from .selection import cases_here
@@ -44,10 +44,8 @@ def _arguments(report: argparse.ArgumentParser) -> None:
                         help="judge the recorded stages again against the cases as they are "
                              "now (cudamatrix.toml's, --corpus, --known-bugs): after fixing an "
                              "expectation, without running anything again")
-    report.add_argument("--corpus", type=Path, action="append", default=[],
-                        help="with --rejudge: an extra folder of cases (repeatable)")
-    report.add_argument("--known-bugs", action="store_true",
-                        help="with --rejudge: the tool's corpus of known CUDA bugs")
+    add_flag(report, "--corpus", "with --rejudge: an extra folder of cases (repeatable)")
+    add_flag(report, "--known-bugs", "with --rejudge: the tool's corpus of known CUDA bugs")
     add_baseline(report)
     add_history(report)
 

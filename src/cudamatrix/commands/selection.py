@@ -4,12 +4,12 @@ project around them (its cases, matrix, overrides and paths)."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.defaults import CONFIG, KNOWN_BUGS
-from ..config.options import PROVIDER_ENV, RunOptions, default
+from ..config.options import PROVIDER_ENV, RunOptions
+from ..config.run_flags import RUN_FLAGS
 from ..errors import UserError
 
 if TYPE_CHECKING:
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 
 def options_from(args: argparse.Namespace, **extra: object) -> RunOptions:
+    """The run options a command's arguments make: cudamatrix.toml's project (its cases,
+    matrix, overrides, paths) with --matrix, --corpus and --known-bugs, then every declared
+    flag the command took that was given (run_flags.RUN_FLAGS), then `extra`."""
     from ..config.project import find_project
 
     project = find_project(Path.cwd())
@@ -32,11 +35,12 @@ def options_from(args: argparse.Namespace, **extra: object) -> RunOptions:
         matrix=args.matrix or project.matrix,
         matrix_overrides={} if args.matrix else project.overrides,
         overrides_file=None if args.matrix else project.config, corpus=corpus,
-        tier=args.tier, toolkits=tuple(args.toolkit),
-        archs=tuple(args.arch), cases=tuple(args.case), variants=tuple(args.variant),
-        cell_ids=tuple(args.cell),
-        host_compilers=tuple(args.host_compiler),
-        shard=args.shard, paths=project.paths)
+        paths=project.paths)
+    for flag in RUN_FLAGS:
+        if flag.field and hasattr(args, flag.dest):
+            given, value = flag.value(getattr(args, flag.dest))
+            if given:
+                values[flag.field] = value
     values.update(extra)
     return RunOptions(**values)  # type: ignore[arg-type]
 
@@ -54,36 +58,14 @@ def cases_here(args: argparse.Namespace) -> dict[str, Case]:
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    """`cudamatrix run`'s options from its arguments (each default from options.py)."""
+    """`cudamatrix run`'s options from its arguments, its provider checked: argparse checks a
+    value given, never the default, which $CUDAMATRIX_PROVIDER may set."""
     from .arguments import ProviderChoices
 
+    options = options_from(args)
     known = ProviderChoices()
-    if args.provider not in known:  # argparse checks a given value, never its default
-        said = f"${PROVIDER_ENV}" if os.environ.get(PROVIDER_ENV) == args.provider \
-            else "--provider"
-        raise UserError(f"{said} {str(args.provider)[:60]!r}: no such provider (known: "
+    if options.provider not in known:
+        said = "--provider" if args.provider is not None else f"${PROVIDER_ENV}"
+        raise UserError(f"{said} {str(options.provider)[:60]!r}: no such provider (known: "
                         f"{', '.join(known.names())})")
-    extra: dict[str, object] = dict(
-        out=args.out, provider=args.provider, jobs=args.jobs, cell_timeout=args.cell_timeout,
-        cell_memory_gib=args.cell_memory,
-        run_timeout=args.run_timeout, resume=args.resume, gpu=not args.no_gpu,
-        gpu_server=not getattr(args, "context_per_cell", False),
-        runner_label=args.runner_label,
-        prebuilt=args.prebuilt, compile_cache=not args.no_compile_cache,
-        compile_together=not args.compile_apart, order=args.order,
-        compile_here=tuple(args.compile_here or default("compile_here")),
-        containers=args.containers, docker_flavour=args.docker_flavour,
-        container_timeout=args.container_timeout, cuda_compat=args.cuda_compat,
-        jitify_warmup_timeout=args.jitify_warmup_timeout, retries=args.retries)
-    if args.cache:
-        extra["cache"] = args.cache
-    if args.compile_cache_from:
-        extra["compile_cache_from"] = tuple(args.compile_cache_from)
-    versions: dict[str, list[str]] = {}
-    for name, version in args.library:
-        versions.setdefault(name, []).append(version)
-    if not versions:
-        return options_from(args, **extra)
-    from ..config.planning import with_library_versions
-
-    return with_library_versions(options_from(args, **extra), versions)
+    return options

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +167,30 @@ class Matrix:
     def driver_supports(self, driver_version: str) -> str | None:
         """The CUDA version a driver supports, from its branch (``580.95`` -> ``13.0``)."""
         return self.driver_cuda.get(driver_version.split(".")[0])
+
+    def choosing(self, tier: str | None, versions: Mapping[str, Sequence[str]]) -> Matrix:
+        """This matrix with these releases of these libraries in place of the tier's
+        (``--library cutlass==3.7.0``): a release the file does not list is fetched from the
+        index as the listed ones are."""
+        if not versions:
+            return self
+        unknown = sorted(set(versions) - set(self.libraries))
+        if unknown:
+            raise UserError(f"--library {unknown[0]}: unknown library (known: "
+                            f"{', '.join(sorted(self.libraries))})")
+        for name, chosen in versions.items():
+            for version in chosen:
+                try:
+                    parse_version(version, what="version")
+                except ValueError as exc:
+                    raise UserError(f"--library {name}=={version}: {exc}") from None
+        named = self.tier(tier)
+        libraries = {**self.libraries, **{
+            name: replace(self.libraries[name], versions=tuple(chosen))
+            for name, chosen in versions.items()}}
+        chosen_tier = replace(named, libraries={**named.libraries, **{
+            name: tuple(chosen) for name, chosen in versions.items()}})
+        return replace(self, libraries=libraries, tiers={**self.tiers, named.name: chosen_tier})
 
     def tier(self, name: str | None) -> Tier:
         chosen = name or self.default_tier

@@ -1,6 +1,7 @@
 """A run's options and their defaults, in one place: the command line takes its defaults
-from here (`default`), and the benchmark and the tests start from `RunOptions` as well,
-so a default, or the environment variable that sets it, cannot differ between them."""
+from here (`default`; its flags are declared in run_flags.py), and the benchmark and the
+tests start from `RunOptions` as well, so a default, or the environment variable that sets
+it, cannot differ between them."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ CACHE_ENV = "CUDAMATRIX_CACHE"
 # Caches read beside the run's own, never written (os.pathsep between folders).
 COMPILE_CACHE_FROM_ENV = "CUDAMATRIX_COMPILE_CACHE_FROM"
 DOCKER_FLAVOURS = ("wheels", "nvidia")
+# The orders cells may start in (RunOptions.order).
+ORDERS = ("cost", "plan", "reversed")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class RunOptions:
     # on one), "plan" (as `cudamatrix list` prints them) or "reversed" (the plan's,
     # backwards). A verdict never depends on it: "reversed" is a determinism check.
     order: str = "cost"
+    # Releases of matrix libraries in place of the tier's (--library cutlass==3.7.0): the
+    # plan's matrix chooses them (Matrix.choosing), a release the file does not list too.
+    library_versions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # [paths] of the project: trees its cases name as {NAME} (config/project.py).
     paths: Mapping[str, Path] = field(default_factory=dict)
     # Other cudamatrix caches whose compiled cells this run may take, never writing to
@@ -125,40 +131,3 @@ def default_cache() -> Path:
         return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "cudamatrix"
-
-
-def repro_arguments(options: RunOptions, folder: Path) -> list[str]:
-    """The words of `cudamatrix run` that decide a cell the way this run decided it, to be
-    run from `folder`: every corpus folder (relative to `folder` where inside it; the
-    project's own too, which a run from there reads once), the known bugs, the matrix,
-    the tier, the cache, whether the GPU stages ran, a prebuilt tree. The provider the run
-    settled on, and the cell's own toolkit, arch, library version and host compiler, are
-    the report's to add (it knows them; --provider auto may choose otherwise next time)."""
-    def where(path: Path) -> str:
-        absolute = path if path.is_absolute() else folder / path
-        try:
-            return str(absolute.resolve().relative_to(folder.resolve())) or "."
-        except ValueError:
-            return str(absolute.resolve())
-
-    words: list[str] = []
-    for corpus in options.corpus:
-        if corpus == KNOWN_BUGS:
-            words.append("--known-bugs")
-        else:
-            words += ["--corpus", where(corpus)]
-    if options.matrix != DEFAULT_MATRIX and not options.matrix_overrides:
-        words += ["--matrix", where(options.matrix)]  # a project's own is read from there
-    if options.tier:
-        words += ["--tier", options.tier]
-    if options.cache != default_cache():
-        words += ["--cache", where(options.cache)]
-    if not options.gpu:
-        words.append("--no-gpu")
-    if options.prebuilt is not None:
-        words += ["--prebuilt", where(options.prebuilt)]
-    if options.docker_flavour != "wheels":
-        words += ["--docker-flavour", options.docker_flavour]
-    if options.cuda_compat:
-        words.append("--cuda-compat")
-    return words

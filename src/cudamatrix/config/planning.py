@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import UserError
@@ -31,29 +31,6 @@ class Plan:
         return next(v for v in self.cases[cell.case].variants if v.name == cell.variant)
 
 
-def with_library_versions(options: RunOptions, versions: Mapping[str, Sequence[str]]
-                          ) -> RunOptions:
-    """The run with these versions of these libraries in place of its tier's (``--library
-    cutlass==3.7.0``): a release the matrix does not list is fetched from the index as the
-    listed ones are."""
-    if not versions:
-        return options
-    matrix = run_matrix(options)
-    unknown = sorted(set(versions) - set(matrix.libraries))
-    if unknown:
-        raise UserError(f"--library {unknown[0]}: unknown library (known: "
-                        f"{', '.join(sorted(matrix.libraries))})")
-    tier = matrix.tier(options.tier).name
-    overrides = dict(options.matrix_overrides)
-    libraries = dict(overrides.get("libraries", {}))
-    tiers = dict(overrides.get("tiers", {}))
-    for name, chosen in versions.items():
-        libraries[name] = {**libraries.get(name, {}), "versions": list(chosen)}
-        tiers[tier] = {**tiers.get(tier, {}), name: list(chosen)}
-    return replace(options, matrix_overrides={**overrides, "libraries": libraries,
-                                              "tiers": tiers})
-
-
 def with_project(case: Case, project: str) -> Case:
     """The case with `project` built by each of its build variants."""
     variants = tuple(replace(v, build=replace(v.build, project=project)) if v.build else v
@@ -62,8 +39,10 @@ def with_project(case: Case, project: str) -> Case:
 
 
 def run_matrix(options: RunOptions) -> Matrix:
-    """The run's matrix: its file with the project's tables laid over it."""
-    return load_matrix(options.matrix, options.matrix_overrides, options.overrides_file)
+    """The run's matrix: its file with the project's tables laid over it, and the releases
+    --library chose in place of its tier's."""
+    matrix = load_matrix(options.matrix, options.matrix_overrides, options.overrides_file)
+    return matrix.choosing(options.tier, options.library_versions)
 
 
 def make_plan(options: RunOptions) -> Plan:

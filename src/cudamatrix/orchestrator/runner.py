@@ -32,9 +32,10 @@ from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
 from ..config.corpus import Variant
-from ..config.options import CACHE_ENV, RunOptions, default_cell_memory, repro_arguments
+from ..config.options import CACHE_ENV, RunOptions, default_cell_memory
 from ..config.plan import BUNDLED, Cell
 from ..config.planning import Plan, make_plan
+from ..config.run_flags import repro_arguments
 from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.choice import choose_provider

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..config.plan import BUNDLED, Cell
+from ..config.run_flags import words_for
 from ..providers.toolkits import toolkit_providers
 from ..record.results import CellResult, RunInfo
 from ..record.verdict import UNEXPECTED_OUTCOMES
@@ -103,17 +104,17 @@ def repro(cell: Cell, info: RunInfo) -> str:
     options that decide a cell, the provider it settled on, the cell's own toolkit, arch,
     library version and host compiler, then the cell. A run recorded before these were
     kept gives what it has: the tier and the cell."""
+    the_cell = words_for("cell_ids", (cell.id.split("@")[0],))
     if not info.repro_args and not info.repro_folder:
-        return shlex.join(["cudamatrix", "run", "--tier", info.tier, "--cell",
-                           cell.id.split("@")[0]])
+        return shlex.join(["cudamatrix", "run", *words_for("tier", info.tier), *the_cell])
     words = ["cudamatrix", "run", *shlex.split(info.repro_args)]
     if info.provider in toolkit_providers():  # a plugin's too; not a merge's "unknown"
-        words += ["--provider", info.provider]
+        words += words_for("provider", info.provider)
     if cell.toolkit != BUNDLED:
-        words += ["--toolkit", cell.toolkit]
-    words += ["--arch", cell.arch]
+        words += words_for("toolkits", (cell.toolkit,))
+    words += words_for("archs", (cell.arch,))
     if cell.library and cell.library_version:
-        words += ["--library", f"{cell.library}=={cell.library_version}"]
+        words += words_for("library_versions", {cell.library: (cell.library_version,)})
     if cell.host_compiler:
-        words += ["--host-compiler", cell.host_compiler]
-    return shlex.join([*words, "--cell", cell.id.split("@")[0]])
+        words += words_for("host_compilers", (cell.host_compiler,))
+    return shlex.join([*words, *the_cell])

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import UserError
-from ..arguments import add_baseline, add_history
+from ..arguments import add_baseline, add_flag, add_history
 from ..command import Command
 from ..publishing import publish_reports
 
@@ -54,8 +54,7 @@ def _arguments(audit: argparse.ArgumentParser) -> None:
                             "file, or a release on the package index")
     audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"),
                        help="the folder the audit's reports are written to")
-    audit.add_argument("--matrix", type=Path, default=None,
-                       help="the matrix whose archs, drivers and PTX ISA table to use")
+    add_flag(audit, "--matrix", "the matrix whose archs, drivers and PTX ISA table to use")
     audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",
                        help="GPU archs to predict for (default: the matrix's)")
     audit.add_argument("--driver", action="append", default=[],
@@ -64,7 +63,7 @@ def _arguments(audit: argparse.ArgumentParser) -> None:
                        help="GPUs the artifacts must load on: any other that does not is xfail")
     audit.add_argument("--no-measure", action="store_true",
                        help="predict only, even on a GPU machine")
-    audit.add_argument("--cache", type=Path, help="where downloaded wheels and cuobjdump live")
+    add_flag(audit, "--cache", "where downloaded wheels and cuobjdump live")
     add_baseline(audit)
     add_history(audit)
 
