@@ -219,3 +219,23 @@ def test_every_field_of_a_job_is_in_its_compile_key_unless_it_says_not(tmp_path:
     moved = replace(job, cell_id="other", workdir=str(tmp_path / "elsewhere"), timeout=5,
                     gpu="GPU-1", load="ptx")
     assert compile_key(moved, "docker") == compile_key(job, "docker")
+
+
+def test_what_a_variant_tells_its_worker_is_one_declaration() -> None:
+    """A case key the worker reads is one field of VariantSettings: the case reader's
+    Variant and the worker's Job are both of it, and job_for carries each of its fields by
+    name, so a key added there reaches the worker, and the compile key, with no other line
+    (before, the field was written twice, on Variant and on Job)."""
+    from dataclasses import fields
+
+    from cudamatrix.config.corpus import Variant
+    from cudamatrix.orchestrator.cell_jobs import AS_DECLARED
+    from cudamatrix.stages.cell.job import VariantSettings
+
+    assert issubclass(Variant, VariantSettings) and issubclass(Job, VariantSettings)
+    declared = {f.name for f in fields(VariantSettings)}
+    assert set(AS_DECLARED) == declared
+    # The fields both have that are made for each cell, not carried as the case said them.
+    made_for_the_cell = {"frontend", "flags", "host_compiler", "timeout", "source", "case_dir"}
+    shared = {f.name for f in fields(Variant)} & {f.name for f in fields(Job)}
+    assert shared - made_for_the_cell == declared

@@ -22,10 +22,9 @@ from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import HOST_COMPILER, WHEN_KEYS
 from ..errors import UserError
+from ..stages.cell.job import VariantSettings
 from ..stages.cell.specs import (
-    ArtifactCheck,
     BuildSpec,
-    LaunchSpec,
     ResourceBudget,
     SlowdownBudget,
     TimingSpec,
@@ -67,31 +66,25 @@ CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
-class Variant:
+class Variant(VariantSettings):
+    """One [[variant]] of a case: what its worker reads as it is (VariantSettings: the
+    kernel, [variant.run], [variant.build], ...), and what the plan and the orchestrator
+    read to make its cells (its axes, expectations, flags for each cell)."""
+
     name: str
     source: Path
     frontend: str
     flags: tuple[str, ...] = ()
-    kernel: str | None = None
-    arch_flag: bool = True
     only: Mapping[str, Spec] = field(default_factory=dict)
     expect: tuple[Expectation, ...] = ()
-    artifacts: tuple[ArtifactCheck, ...] = ()
     timeout: float | None = None
-    run: LaunchSpec | None = None
-    load: str = "auto"
-    options: Mapping[str, Any] = field(default_factory=dict)
     # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
     host_compiler: str | None = None
-    # The build frontend's [variant.build]: commands, project, outputs, test, requires, env.
-    build: BuildSpec | None = None
     # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
     resources: ResourceBudget | None = None
     # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
     # toolkit's include folders, each an axis of its cells (at most one, for now).
     libraries: tuple[str, ...] = ()
-    # [variant.time]: the kernel timed after its run stage passed; None: not timed.
-    time: TimingSpec | None = None
     # The case folder: every relative path of the variant (its source, its include
     # folders) means a path from here, wherever the source itself lies (stages/compile/flags.py).
     case_dir: Path | None = None

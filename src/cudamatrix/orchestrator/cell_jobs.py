@@ -19,7 +19,7 @@ from ..providers import Environment, LibraryEnvironment
 from ..providers.wheels import linked_components
 from ..record.results import ARTIFACTS_DIR, CELLS_DIR, load_cell
 from ..stages.cell.files import COMPILE_RECORD, LIBRARY
-from ..stages.cell.job import Job
+from ..stages.cell.job import Job, VariantSettings
 from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
 from .cupy_warmup import JitifyWarmups
@@ -29,13 +29,10 @@ from .job_preparation import JobContext, preparation
 
 # The versions key naming the toolkit whose runtime a prebuilt shared library loads with.
 RUNTIME_FOR_LIBRARY = "runtime for the prebuilt library"
-# The variant's fields a job takes as they are, by their shared name (kernel, run, time,
-# options, build...): a key added to both is carried to the worker without a line here.
-# The others are made for the cell (its flags, host compiler, time left, paths).
-AS_DECLARED = tuple(sorted({f.name for f in fields(Variant)} & {f.name for f in fields(Job)}
-                           - {"frontend", "flags", "host_compiler", "timeout", "source",
-                              "case_dir"}))
-
+# The variant's fields a job takes as the case said them (kernel, run, time, options,
+# build...): their one declaration, VariantSettings, is both sides' type. The others are
+# made for the cell (its flags, host compiler, time left, paths).
+AS_DECLARED = tuple(f.name for f in fields(VariantSettings))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,33 @@ AFTER_COMPILE = {"compiles": False}
 KEYED_APART = {"compiles": "apart"}
 
 
+@dataclass(frozen=True, kw_only=True)
+class VariantSettings:
+    """What a variant says that its cells' worker reads as the case said it, declared once
+    as the type both sides share: the case reader's `Variant` is one (config/corpus.py), so
+    is the worker's `Job`, and the orchestrator's `job_for` carries each field by its name.
+    A case key the worker needs is one field here (with its metadata where it does not
+    change a compile): the reader fills it, the compile key takes it, nothing else moves.
+    The defaults are the declared ones (tests/unit/test_declared_defaults.py)."""
+
+    kernel: str | None = None
+    arch_flag: bool = True
+    # [[variant.artifact]]: what the built files must (not) hold, judged after the compile.
+    artifacts: tuple[ArtifactCheck, ...] = field(default=(), metadata=AFTER_COMPILE)
+    # [variant.run] and [variant.time] (specs.py): None where the case launches nothing
+    # or times nothing. Of the run, only `host` (a library's entry point) changes a
+    # compile: the key reads it as host_entry.
+    run: LaunchSpec | None = field(default=None, metadata=KEYED_APART)
+    time: TimingSpec | None = field(default=None, metadata=AFTER_COMPILE)
+    load: str = field(default="auto", metadata=AFTER_COMPILE)
+    # [variant.options]: the frontend's own, its defaults filled in by the reader.
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # A build cell's [variant.build]. A build is never cached: it is keyed by nothing.
+    build: BuildSpec | None = field(default=None, metadata=AFTER_COMPILE)
+
+
 @dataclass(frozen=True)
-class Job:
+class Job(VariantSettings):
     cell_id: str = field(metadata=AFTER_COMPILE)
     arch: str
     source: str = field(metadata=KEYED_APART)
@@ -37,19 +63,9 @@ class Job:
     workdir: str = field(metadata=AFTER_COMPILE)
     timeout: float = field(metadata=AFTER_COMPILE)
     flags: tuple[str, ...] = ()
-    kernel: str | None = None
-    arch_flag: bool = True
-    artifacts: tuple[ArtifactCheck, ...] = field(default=(), metadata=AFTER_COMPILE)
-    # [variant.run] and [variant.time] (specs.py): None where the case launches nothing
-    # or times nothing. Of the run, only `host` (a library's entry point) changes a
-    # compile: the key reads it as host_entry.
-    run: LaunchSpec | None = field(default=None, metadata=KEYED_APART)
-    time: TimingSpec | None = field(default=None, metadata=AFTER_COMPILE)
     env: Environment | None = field(default=None, metadata=KEYED_APART)
     library: LibraryEnvironment | None = field(default=None, metadata=KEYED_APART)
     gpu_stages: bool = field(default=True, metadata=AFTER_COMPILE)
-    load: str = field(default="auto", metadata=AFTER_COMPILE)
-    options: dict[str, Any] = field(default_factory=dict)
     prebuilt: str | None = field(default=None, metadata=AFTER_COMPILE)
     # The address space each compiler process (and NVRTC in the worker) may take.
     memory_bytes: int | None = field(default=None, metadata=AFTER_COMPILE)
@@ -60,9 +76,7 @@ class Job:
     # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
     # memory, judged at the inspect stage.
     budgets: ResourceBudget | None = field(default=None, metadata=AFTER_COMPILE)
-    # A build cell's [variant.build], and what the run found for it (its project's folder,
-    # tools, $CUDA_HOME). A build is never cached: it is keyed by nothing.
-    build: BuildSpec | None = field(default=None, metadata=AFTER_COMPILE)
+    # What the run found for a build cell (its project's folder, tools, $CUDA_HOME).
     build_setting: BuildSetting | None = field(default=None, metadata=AFTER_COMPILE)
     # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
     # machine that loads it, so the run's SASS tools read its cubin.
