@@ -254,3 +254,15 @@ def has_gpu() -> bool:
     from cudamatrix.orchestrator.gpu import probe
 
     return probe().present
+
+
+def one_line_error(run: Run, *words: str) -> str:
+    """The run ended in one line starting "error:", exit status 2, no traceback, each
+    of `words` in that line; the line."""
+    assert run.code == 2, run.output[-3000:]
+    assert "Traceback" not in run.output, run.output[-3000:]
+    error = [line for line in run.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1, run.output[-3000:]
+    for word in words:
+        assert word in error[0], error[0]
+    return error[0]
