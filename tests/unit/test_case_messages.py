@@ -1,6 +1,8 @@
 """A bad case, matrix, option or results file the user can cause, found by reading files
 alone (validate, a refusal before any work, report and merge of a damaged record): one line
-naming the file, key or value, exit status 2, never a traceback."""
+naming the file, key or value, exit status 2, never a traceback. Each is run in this process
+(conftest's cudamatrix_in_process, as tox's `tox_project` fixture runs tox): nothing here
+compiles."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cudamatrix, one_line_error, write_case
+from conftest import cudamatrix_in_process as read
+from conftest import one_line_error, write_case
 from cudamatrix.config.defaults import DEFAULT_MATRIX
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
@@ -26,7 +29,7 @@ CASE = """
 @pytest.mark.parametrize("value", ["nan", "inf", "true", "-3"])
 def test_a_bad_case_timeout_is_named(tmp_path: Path, value: str) -> None:
     write_case(tmp_path / "c", "t", CASE.format(extra=f"timeout = {value}"), {"k.cu": KERNEL})
-    run = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
+    run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, str(tmp_path / "c" / "t" / "case.toml"), "timeout must be a positive")
 
 
@@ -34,7 +37,7 @@ def test_a_bad_case_timeout_is_named(tmp_path: Path, value: str) -> None:
                                            ("--run-timeout", "inf"), ("--cell-memory", "0")])
 def test_a_bad_limit_on_the_command_line_is_named(tmp_path: Path, option: str,
                                                   value: str) -> None:
-    run = cudamatrix("run", option, value, out=tmp_path / "out")
+    run = read("run", option, value, "--out", str(tmp_path / "out"))
     assert run.code == 2 and "Traceback" not in run.output
     assert option in run.output and value in run.output
 
@@ -44,9 +47,9 @@ def test_a_bad_limit_on_the_command_line_is_named(tmp_path: Path, option: str,
 def test_report_and_merge_name_a_damaged_results_file(tmp_path: Path, content: str) -> None:
     results = tmp_path / "results.json"
     results.write_text(content)
-    one_line_error(cudamatrix("report", str(results), "--out", str(tmp_path / "r")),
+    one_line_error(read("report", str(results), "--out", str(tmp_path / "r")),
                     str(results))
-    one_line_error(cudamatrix("merge", str(results), "--out", str(tmp_path / "m")),
+    one_line_error(read("merge", str(results), "--out", str(tmp_path / "m")),
                     str(results))
 
 
@@ -57,7 +60,7 @@ def test_a_case_folder_name_that_is_not_an_id_is_named(tmp_path: Path) -> None:
     os.makedirs(bad)
     with open(bad + b"/case.toml", "wb") as handle:
         handle.write((corpus / "fine" / "case.toml").read_bytes())
-    one_line_error(cudamatrix("validate", "--corpus", str(corpus)), "caf\\udce9",
+    one_line_error(read("validate", "--corpus", str(corpus)), "caf\\udce9",
                     "a case folder's name is its id")
 
 
@@ -102,7 +105,7 @@ def test_a_misspelt_case_key_is_named_with_the_nearest(tmp_path: Path, where: st
                                                        says: str) -> None:
     toml = RUN.format(**{**_BLANK, where: line})
     write_case(tmp_path / "c", "typo", toml, {"k.cu": KERNEL})
-    run = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
+    run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, str(tmp_path / "c" / "typo" / "case.toml"), says)
 
 
@@ -119,7 +122,7 @@ def test_a_misspelt_matrix_key_is_named_with_the_nearest(tmp_path: Path, old: st
     assert old in text
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(text.replace(old, new, 1))
-    one_line_error(cudamatrix("validate", "--matrix", str(matrix)), str(matrix), says)
+    one_line_error(read("validate", "--matrix", str(matrix)), str(matrix), says)
 
 
 def test_a_frontends_own_options_are_its_schema(tmp_path: Path) -> None:
@@ -134,5 +137,5 @@ def test_a_frontends_own_options_are_its_schema(tmp_path: Path) -> None:
         kernel = "k"
         options = { jitfy = true }
     """, {"k.cu": KERNEL})
-    run = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
+    run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, "variant 'v'.options: unknown key 'jitfy' (did you mean 'jitify'?)")
