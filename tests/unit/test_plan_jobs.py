@@ -10,15 +10,15 @@ import re
 from conftest import REPO
 
 
-def _plan(run_cli, *args: str) -> list[dict]:
-    run = run_cli("plan", *args)
+def _plan(read_cli, *args: str) -> list[dict]:
+    run = read_cli("plan", *args)
     assert run.code == 0, run.output
     return json.loads(run.output.strip().splitlines()[-1])["include"]
 
 
-def test_plan_fits_the_job_limit_and_covers_every_cell(run_cli) -> None:
-    cells = len(run_cli("list", "--tier", "nightly").output.strip().splitlines())
-    jobs = _plan(run_cli, "--tier", "nightly", "--driver", "earliest", "--driver", "latest",
+def test_plan_fits_the_job_limit_and_covers_every_cell(read_cli) -> None:
+    cells = len(read_cli("list", "--tier", "nightly").output.strip().splitlines())
+    jobs = _plan(read_cli, "--tier", "nightly", "--driver", "earliest", "--driver", "latest",
                  "--max-jobs", "20")
     assert len(jobs) <= 20
     assert sum(j["cells"] for j in jobs) == 2 * cells
@@ -27,8 +27,8 @@ def test_plan_fits_the_job_limit_and_covers_every_cell(run_cli) -> None:
     assert sm90[0]["runs-on"] == ["self-hosted", "linux", "x64", "gpu-sm_90", "driver-latest"]
 
 
-def test_forward_compatibility_jobs_are_runners_of_their_own(run_cli) -> None:
-    jobs = _plan(run_cli, "--tier", "gpu", "--driver", "earliest", "--driver", "latest",
+def test_forward_compatibility_jobs_are_runners_of_their_own(read_cli) -> None:
+    jobs = _plan(read_cli, "--tier", "gpu", "--driver", "earliest", "--driver", "latest",
                  "--compat")
     labels = {j["label"] for j in jobs}
     assert "gpu-sm_90-driver-earliest+compat" in labels
