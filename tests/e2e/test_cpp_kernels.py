@@ -185,23 +185,6 @@ def test_a_budget_for_one_named_kernel(run: Run) -> None:
     assert "registers > max_registers 1 (nvcc 13.0" in str(cell["message"])
 
 
-@pytest.mark.parametrize(("table", "words"), [
-    ('  [[variant.artifact]]\n  in = "cubin"\n  lacks = "x*"\n', "matches the empty string"),
-    ('  [[variant.artifact]]\n  in = "strings"\n  contains = "\\\\x00abc"\n',
-     "can never match the printable strings"),
-    ('  [[variant.artifact]]\n  in = "bytes"\n  contains = "x"\n', "'in' must be one of"),
-    ('  [variant.resources]\n  max_spils = 0\n', "max_spils"),
-    ('  [variant.resources]\n  max_registers = -1\n', "expected a whole number >= 0"),
-])
-def test_a_check_or_budget_that_cannot_tell_is_refused_when_read(tmp_path: Path, table: str,
-                                                                  words: str) -> None:
-    write_case(tmp_path / "c", "bad", 'title = "t"\n' + _variant("v", "k.cu", "nvrtc", table),
-               {"k.cu": KERNELS})
-    result = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
-    assert result.code == 2, result.output
-    assert words in result.output and "bad/case.toml" in result.output, result.output
-
-
 def test_a_kernel_that_starts_to_spill_is_a_finding_against_the_baseline(
         tmp_path: Path) -> None:
     """The same cell, built once unconstrained and once with 32 registers (as a toolkit

@@ -157,21 +157,6 @@ def test_relative_includes_are_the_cases_own_and_logged(run: Run, corpus: Path) 
     assert "/nvidia/cuda_runtime/include" in log and "{toolkit_root}" not in log
 
 
-def test_unknown_placeholder_is_refused(tmp_path: Path) -> None:
-    write_case(tmp_path / "c", "bad", """
-        title = "t"
-        [[variant]]
-        name = "v"
-        source = "k.cu"
-        frontend = "nvrtc"
-        flags = ["-I{toolkit_inc}"]
-        """, {"k.cu": "\n"})
-    result = cudamatrix("validate", "--corpus", str(tmp_path / "c"))
-    assert result.code == 2
-    assert "unknown placeholder {toolkit_inc}" in result.output
-    assert "bad/case.toml" in result.output
-
-
 def test_a_warning_never_turns_a_failure_into_a_skip(run: Run) -> None:
     cell = _cell(run, "warning-words/real-error/12.4/sm_80")
     assert cell["outcome"] == "fail", cell
