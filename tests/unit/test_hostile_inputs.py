@@ -1,6 +1,6 @@
-"""Issue 49, hostile round 4: what the last rounds added, fed what a careless or hostile
-hand gives it. Each input gets a one-line refusal or its own cell's error, in bounded
-memory and time; no printed command runs anything but itself."""
+"""Hostile and careless inputs to what the tool reads and prints (its records, repro
+lines, names, sizes): each gets a one-line refusal or its own cell's error, in bounded
+memory and time; no printed command runs anything but itself. (Issue 49's round.)"""
 
 from __future__ import annotations
 
