@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cudamatrix, write_case
+from conftest import cudamatrix, write_case
 
 FP4_CASE = """\
     title = "FP4 conversions from cuda_fp4.h"
@@ -179,11 +179,6 @@ def test_mistakes_are_one_line_and_status_2(tmp_path: Path, args: list[str], sai
     assert run.code == 2, run.output[-2000:]
     assert said in run.output, run.output[-2000:]
     assert run.output.count("error:") == 1
-
-
-def test_the_docs_show_a_worked_example() -> None:
-    page = (REPO / "docs" / "bisect.md").read_text()
-    assert "cudamatrix bisect --over toolkit" in page
 
 
 def test_a_case_folder_named_twice_is_read_once(tmp_path: Path) -> None:

@@ -70,18 +70,6 @@ def test_init_writes_a_caller_that_actionlint_accepts_and_never_overwrites(tmp_p
     assert caller.read_text() == text
 
 
-def test_this_repository_calls_the_same_reusable_workflow(tmp_path: Path) -> None:
-    """matrix.yml passes only inputs the reusable workflow declares (checked by reading it
-    the way the rehearsal does, without running anything)."""
-    import yaml
-
-    caller = yaml.safe_load((REPO / ".github" / "workflows" / "matrix.yml").read_text())
-    (job,) = caller["jobs"].values()
-    assert job["uses"] == "./.github/workflows/cudamatrix.yml"
-    declared = yaml.safe_load(REUSABLE.read_text())[True]["workflow_call"]["inputs"]
-    assert set(job["with"]) <= set(declared)
-
-
 def test_the_callers_plan_shards_and_merge_rehearsed(tmp_path: Path, python: str) -> None:
     project = tmp_path / "mylib"
     project.mkdir()
@@ -228,24 +216,3 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
                         "results-gpu-sm_90-driver-latest-1-of-1-attempt-2"], uploaded
     merged = json.loads((again / "results.json").read_text())
     assert len(merged["cells"]) == 4 and merged["summary"]["error"] == 0, merged["summary"]
-
-
-def test_the_cache_key_follows_what_a_shard_holds() -> None:
-    """An upgrade of cudamatrix, or another toolkit or library in the shard, is a new key;
-    the same shard of the same release is the same key."""
-    from cudamatrix.commands.actions_matrix import cache_identity
-    from cudamatrix.config.plan import Cell
-
-    cells = [Cell("saxpy", "nvrtc", "13.0", "sm_90", "nvrtc")]
-    same = cache_identity(cells, "0.1.0")
-    assert cache_identity(list(cells), "0.1.0") == same
-    upgraded = cache_identity(cells, "0.2.0")
-    assert upgraded != same and upgraded.startswith("0.2.0-")
-    older_toolkit = Cell("saxpy", "nvrtc", "12.8", "sm_90", "nvrtc")
-    assert cache_identity([*cells, older_toolkit], "0.1.0") != same
-
-    def gemm(version: str) -> list[Cell]:
-        return [Cell("g", "cutlass", "13.0", "sm_90", "cutlass", library="cutlass",
-                     library_version=version)]
-
-    assert cache_identity(gemm("4.2.0"), "0.1.0") != cache_identity(gemm("4.3.0"), "0.1.0")

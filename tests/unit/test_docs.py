@@ -103,3 +103,8 @@ def test_readmes_links_work_on_pypi() -> None:
             assert (ROOT / "docs" / f"{page}.md").is_file(), link
         elif link.startswith(REPOSITORY):
             assert (ROOT / link.removeprefix(REPOSITORY)).exists(), link
+
+
+def test_the_docs_show_a_worked_example() -> None:
+    page = (ROOT / "docs" / "bisect.md").read_text()
+    assert "cudamatrix bisect --over toolkit" in page

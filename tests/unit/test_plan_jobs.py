@@ -1,13 +1,17 @@
 """`cudamatrix plan`'s GitHub Actions jobs, and the workflow that runs them: the plan fits
 GitHub's 256-job limit and covers every cell, forward-compatibility jobs are runners of
-their own, every action is pinned and an untrusted change runs nothing unapproved."""
+their own, every action is pinned and an untrusted change runs nothing unapproved, this
+repository's caller passes only declared inputs, and a shard's cache key follows what it
+holds."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from conftest import REPO
+from workflow_rehearsal import REUSABLE
 
 
 def _plan(read_cli, *args: str) -> list[dict]:
@@ -58,3 +62,36 @@ def test_workflow_pins_every_action_and_fails_closed() -> None:
     assert 'run --provider "$PROVIDER" $ARGS $SHARD_ARGS' in workflow
     assert re.search(r"provider:\n(?:\s+.*\n)*?\s+default: wheels", workflow)
     assert "--plan plan.json" in workflow
+
+
+def test_this_repository_calls_the_same_reusable_workflow(tmp_path: Path) -> None:
+    """matrix.yml passes only inputs the reusable workflow declares (checked by reading it
+    the way the rehearsal does, without running anything)."""
+    import yaml
+
+    caller = yaml.safe_load((REPO / ".github" / "workflows" / "matrix.yml").read_text())
+    (job,) = caller["jobs"].values()
+    assert job["uses"] == "./.github/workflows/cudamatrix.yml"
+    declared = yaml.safe_load(REUSABLE.read_text())[True]["workflow_call"]["inputs"]
+    assert set(job["with"]) <= set(declared)
+
+
+def test_the_cache_key_follows_what_a_shard_holds() -> None:
+    """An upgrade of cudamatrix, or another toolkit or library in the shard, is a new key;
+    the same shard of the same release is the same key."""
+    from cudamatrix.commands.actions_matrix import cache_identity
+    from cudamatrix.config.plan import Cell
+
+    cells = [Cell("saxpy", "nvrtc", "13.0", "sm_90", "nvrtc")]
+    same = cache_identity(cells, "0.1.0")
+    assert cache_identity(list(cells), "0.1.0") == same
+    upgraded = cache_identity(cells, "0.2.0")
+    assert upgraded != same and upgraded.startswith("0.2.0-")
+    older_toolkit = Cell("saxpy", "nvrtc", "12.8", "sm_90", "nvrtc")
+    assert cache_identity([*cells, older_toolkit], "0.1.0") != same
+
+    def gemm(version: str) -> list[Cell]:
+        return [Cell("g", "cutlass", "13.0", "sm_90", "cutlass", library="cutlass",
+                     library_version=version)]
+
+    assert cache_identity(gemm("4.2.0"), "0.1.0") != cache_identity(gemm("4.3.0"), "0.1.0")
