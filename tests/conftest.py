@@ -68,6 +68,18 @@ kernel = "add"
 """
 
 
+# A one-kernel case that NVRTC compiles: `k` scales x by what %s gives ("2.0f"; a name
+# that does not exist makes the cell a compile failure).
+SCALE_KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
+
+
+def scale_case(title: str = "t", variant: str = "v", extra: str = "") -> str:
+    """case.toml of one variant compiling k.cu (SCALE_KERNEL) with NVRTC; `extra`: more
+    lines of the variant's table."""
+    return (f'title = "{title}"\n[[variant]]\nname = "{variant}"\nsource = "k.cu"\n'
+            f'frontend = "nvrtc"\n{extra}\n')
+
+
 def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) -> None:
     """A case folder: case.toml (dedented) and its files, text or bytes."""
     folder = root / name

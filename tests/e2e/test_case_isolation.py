@@ -17,21 +17,21 @@ from typing import Any
 
 import pytest
 
-from conftest import ADD_KERNEL, TWO_COMPILERS_CASE, Run, cudamatrix, write_case
+from conftest import (
+    ADD_KERNEL,
+    SCALE_KERNEL,
+    TWO_COMPILERS_CASE,
+    Run,
+    cudamatrix,
+    scale_case,
+    write_case,
+)
 from cudamatrix.common.up_to_date import refusals
 from cudamatrix.config.plan import cell_slug
 from cudamatrix.orchestrator.compile_cache import MANIFEST, CompileCache
 from cudamatrix.stages.cell.result import StageResult
 from cudamatrix.stages.process.limits import KEPT_OUTPUT_BYTES, run_tool
 
-KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
-CASE = """
-    title = "{title}"
-    [[variant]]
-    name = "{variant}"
-    source = "k.cu"
-    frontend = "nvrtc"
-"""
 CELL = ("--toolkit", "12.4", "--arch", "sm_80")
 
 
@@ -72,8 +72,8 @@ def _compile_cache(out: Path) -> str:
 
 def test_artifacts_are_copies_and_a_damaged_entry_is_dropped(tmp_path: Path,
                                                             cache_copy: Path) -> None:
-    write_case(tmp_path / "c", "scale", CASE.format(title="scale", variant="v"),
-               {"k.cu": KERNEL % f"{time.time_ns()}.0f"})
+    write_case(tmp_path / "c", "scale", scale_case(title="scale", variant="v"),
+               {"k.cu": SCALE_KERNEL % f"{time.time_ns()}.0f"})
     cold = _run(tmp_path / "c", tmp_path / "cold", cache_copy)
     assert cold.code == 0, cold.output[-2000:]
     warm = _run(tmp_path / "c", tmp_path / "warm", cache_copy)
@@ -103,8 +103,8 @@ def test_artifacts_are_copies_and_a_damaged_entry_is_dropped(tmp_path: Path,
 def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
                                                         cache_copy: Path) -> None:
     # NVRTC refuses a file that is not a regular one; nvcc's host preprocessor reads on.
-    write_case(tmp_path / "c", "zero", CASE.format(title="reads /dev/zero", variant="v")
-               .replace("nvrtc", "nvcc"), {"k.cu": '#include "/dev/zero"\n' + KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "zero", scale_case(title="reads /dev/zero").replace("nvrtc", "nvcc"),
+               {"k.cu": '#include "/dev/zero"\n' + SCALE_KERNEL % "2.0f"})
     started = time.monotonic()
     nvcc = ("--toolkit", "13.0", "--cell-memory", "1")
     first = _run(tmp_path / "c", tmp_path / "first", cache_copy, *nvcc)
@@ -120,8 +120,8 @@ def test_memory_limit_is_an_error_never_a_cached_verdict(tmp_path: Path,
 
 
 def test_a_second_run_on_the_same_out_is_refused(tmp_path: Path, cache_copy: Path) -> None:
-    write_case(tmp_path / "c", "one", CASE.format(title="one", variant="v"),
-               {"k.cu": KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "one", scale_case(title="one", variant="v"),
+               {"k.cu": SCALE_KERNEL % "2.0f"})
     out = tmp_path / "out"
     out.mkdir()
     with (out / ".cudamatrix.lock").open("a+") as held:
@@ -178,10 +178,10 @@ def test_memory_limit_ends_the_tool_and_says_so() -> None:
 
 def test_ids_that_join_alike_keep_their_own_files(tmp_path: Path, cache_copy: Path) -> None:
     assert cell_slug("p__a/b/12.4/sm_80") != cell_slug("p/a__b/12.4/sm_80")
-    write_case(tmp_path / "c", "p__a", CASE.format(title="passes", variant="b"),
-               {"k.cu": KERNEL % "2.0f"})
-    write_case(tmp_path / "c", "p", CASE.format(title="fails", variant="a__b"),
-               {"k.cu": KERNEL % "undefined_name"})
+    write_case(tmp_path / "c", "p__a", scale_case(title="passes", variant="b"),
+               {"k.cu": SCALE_KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "p", scale_case(title="fails", variant="a__b"),
+               {"k.cu": SCALE_KERNEL % "undefined_name"})
     run = _run(tmp_path / "c", tmp_path / "out", cache_copy)
     outcomes = {cell_id: cell["outcome"] for cell_id, cell in run.cells().items()}
     assert outcomes == {"p__a/b/12.4/sm_80": "pass", "p/a__b/12.4/sm_80": "fail"}
@@ -194,8 +194,8 @@ def test_ids_that_join_alike_keep_their_own_files(tmp_path: Path, cache_copy: Pa
 # -- 13. the provider auto chose is said and recorded ----------------------------------
 
 def test_auto_says_which_provider_it_chose_and_why(tmp_path: Path, cache_copy: Path) -> None:
-    write_case(tmp_path / "c", "one", CASE.format(title="one", variant="v"),
-               {"k.cu": KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "one", scale_case(title="one", variant="v"),
+               {"k.cu": SCALE_KERNEL % "2.0f"})
     run = cudamatrix("run", "--corpus", str(tmp_path / "c"), "--case", "one", *CELL,
                      "--cache", str(cache_copy), "--provider", "auto", out=tmp_path / "out")
     assert run.code == 0, run.output[-2000:]

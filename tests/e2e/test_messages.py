@@ -10,24 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, Run, cudamatrix, one_line_error, write_case
+from conftest import REPO, SCALE_KERNEL, Run, cudamatrix, one_line_error, scale_case, write_case
 
-KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
-CASE = """
-    title = "[/bold] a title with markup"
-    [[variant]]
-    name = "v"
-    source = "k.cu"
-    frontend = "nvrtc"
-    {extra}
-"""
 CELL = ("--toolkit", "12.4", "--arch", "sm_80")
 
 
 def _corpus(tmp_path: Path) -> Path:
-    write_case(tmp_path / "c", "one", CASE.format(extra=""), {"k.cu": KERNEL})
-    write_case(tmp_path / "c", "two", CASE.format(extra=""), {"k.cu": KERNEL.replace("2.0f",
-                                                                                     "3.0f")})
+    write_case(tmp_path / "c", "one", scale_case(), {"k.cu": SCALE_KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "two", scale_case(), {"k.cu": SCALE_KERNEL % "3.0f"})
     return tmp_path / "c"
 
 
@@ -74,8 +64,8 @@ def test_a_toolkit_folder_the_cache_cannot_hold_is_named(tmp_path: Path) -> None
 
 def test_markup_in_messages_is_printed_as_written(tmp_path: Path) -> None:
     corpus = tmp_path / "c"
-    write_case(corpus, "one", CASE.format(extra=""),
-               {"k.cu": "#error [/bold] closes nothing [red]\n" + KERNEL})
+    write_case(corpus, "one", scale_case(title="[/bold] a title with markup"),
+               {"k.cu": "#error [/bold] closes nothing [red]\n" + SCALE_KERNEL % "2.0f"})
     run = cudamatrix("run", "--corpus", str(corpus), "--case", "one", *CELL,
                      out=tmp_path / "out", env={"CI": ""})
     assert run.code == 1 and "Traceback" not in run.output, run.output[-3000:]

@@ -11,24 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SCALE_KERNEL, one_line_error, scale_case, write_case
 from conftest import cudamatrix_in_process as read
-from conftest import one_line_error, write_case
 from cudamatrix.config.defaults import DEFAULT_MATRIX
-
-KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
-CASE = """
-    title = "[/bold] a title with markup"
-    [[variant]]
-    name = "v"
-    source = "k.cu"
-    frontend = "nvrtc"
-    {extra}
-"""
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "true", "-3"])
 def test_a_bad_case_timeout_is_named(tmp_path: Path, value: str) -> None:
-    write_case(tmp_path / "c", "t", CASE.format(extra=f"timeout = {value}"), {"k.cu": KERNEL})
+    write_case(tmp_path / "c", "t", scale_case(extra=f"timeout = {value}"),
+               {"k.cu": SCALE_KERNEL % "2.0f"})
     run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, str(tmp_path / "c" / "t" / "case.toml"), "timeout must be a positive")
 
@@ -55,7 +46,7 @@ def test_report_and_merge_name_a_damaged_results_file(tmp_path: Path, content: s
 
 def test_a_case_folder_name_that_is_not_an_id_is_named(tmp_path: Path) -> None:
     corpus = tmp_path / "c"
-    write_case(corpus, "fine", CASE.format(extra=""), {"k.cu": KERNEL})
+    write_case(corpus, "fine", scale_case(), {"k.cu": SCALE_KERNEL % "2.0f"})
     bad = os.fsencode(corpus) + b"/caf\xe9"
     os.makedirs(bad)
     with open(bad + b"/case.toml", "wb") as handle:
@@ -104,7 +95,7 @@ _BLANK = dict(top="", variant="", run="", arg="", options="")
 def test_a_misspelt_case_key_is_named_with_the_nearest(tmp_path: Path, where: str, line: str,
                                                        says: str) -> None:
     toml = RUN.format(**{**_BLANK, where: line})
-    write_case(tmp_path / "c", "typo", toml, {"k.cu": KERNEL})
+    write_case(tmp_path / "c", "typo", toml, {"k.cu": SCALE_KERNEL % "2.0f"})
     run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, str(tmp_path / "c" / "typo" / "case.toml"), says)
 
@@ -136,6 +127,6 @@ def test_a_frontends_own_options_are_its_schema(tmp_path: Path) -> None:
         frontend = "cupy"
         kernel = "k"
         options = { jitfy = true }
-    """, {"k.cu": KERNEL})
+    """, {"k.cu": SCALE_KERNEL % "2.0f"})
     run = read("validate", "--corpus", str(tmp_path / "c"))
     one_line_error(run, "variant 'v'.options: unknown key 'jitfy' (did you mean 'jitify'?)")

@@ -10,17 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SCALE_KERNEL, scale_case, write_case
 from conftest import cudamatrix_in_process as read
-from conftest import write_case
-
-KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= %s; }\n'
-CASE = """
-    title = "{title}"
-    [[variant]]
-    name = "{variant}"
-    source = "k.cu"
-    frontend = "nvrtc"
-"""
 
 
 @pytest.mark.parametrize("source, flags, says", [
@@ -34,11 +25,11 @@ CASE = """
 def test_a_case_cannot_read_outside_its_corpus(tmp_path: Path, source: str, flags: str,
                                                says: str) -> None:
     secret = tmp_path / "secret.cu"
-    secret.write_text(KERNEL % "2.0f")
+    secret.write_text(SCALE_KERNEL % "2.0f")
     corpus = tmp_path / "corpus"
-    toml = CASE.format(title="reaches out", variant="v").replace(
+    toml = scale_case(title="reaches out", variant="v").replace(
         'source = "k.cu"', f'source = "{source.format(secret=secret)}"\n    flags = {flags}')
-    write_case(corpus, "sneaky", toml, {"k.cu": KERNEL % "2.0f"})
+    write_case(corpus, "sneaky", toml, {"k.cu": SCALE_KERNEL % "2.0f"})
     if source == "link.cu":
         (corpus / "sneaky" / "link.cu").symlink_to(secret)
     elif flags == "[]" and source == "k.cu":  # #include "inc/secret.cu" would read it
@@ -76,7 +67,8 @@ def test_unknown_placeholder_is_refused(tmp_path: Path) -> None:
 def test_a_check_or_budget_that_cannot_tell_is_refused_when_read(tmp_path: Path, table: str,
                                                                   words: str) -> None:
     variant = '[[variant]]\nname = "v"\nsource = "k.cu"\nfrontend = "nvrtc"\n'
-    write_case(tmp_path / "c", "bad", f'title = "t"\n{variant}{table}', {"k.cu": KERNEL % "2.0f"})
+    write_case(tmp_path / "c", "bad", f'title = "t"\n{variant}{table}',
+               {"k.cu": SCALE_KERNEL % "2.0f"})
     result = read("validate", "--corpus", str(tmp_path / "c"))
     assert result.code == 2, result.output
     assert words in result.output and "bad/case.toml" in result.output, result.output
