@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cudamatrix.config.declarations import EXPECT
+from cudamatrix.record.outcomes import OUTCOMES
 from cudamatrix.record.results import CellResult
-from cudamatrix.record.verdict import OUTCOMES
 from cudamatrix.stages.cell.result import REACHED, STAGE_NAMES
 
 CELL: dict[str, Any] = {"case": "c", "variant": "v", "toolkit": "13.0", "arch": "sm_80",

@@ -40,6 +40,7 @@ from ..errors import UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.choice import choose_provider
 from ..providers.toolkits import CellSite
+from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import (
     ARTIFACTS_DIR,
     CELLS_DIR,
@@ -50,7 +51,7 @@ from ..record.results import (
     save_cell,
 )
 from ..record.slowdowns import judge_slowdowns
-from ..record.verdict import UNEXPECTED_OUTCOMES, judge
+from ..record.verdict import judge
 from ..stages.cell.files import CUBIN, PTX
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult

@@ -21,12 +21,14 @@ from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
 from ..stages.cell.result import REACHED, STAGE_NAMES, Reached, Stage, StageResult
-from .verdict import OUTCOMES, Outcome
+from .outcomes import OUTCOMES, Outcome
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
 # Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
 ARTIFACTS_DIR = "artifacts"
+# The outcomes that are what a case expects: a cell is flaky only where an attempt had one.
+AS_EXPECTED: frozenset[str] = frozenset({"pass", "xfail"})
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,13 @@ class CellResult:
 
     @property
     def flaky(self) -> bool:
-        """Whether the cell's attempts disagree: an outcome or a stage of an earlier one is
-        not this one's. Such a cell is marked, and never a new failure against a baseline."""
-        return any((a.get("outcome"), a.get("stage")) != (self.outcome, self.stage)
-                   for a in self.attempts)
+        """Whether the cell's attempts disagree and one of them was what its case expects
+        (passed, or failed as expected). Such a cell is marked, and never a new failure
+        against a baseline; so attempts that only failed, however differently (a wrong
+        answer, then a crash), are a failure: a regression is never softened into a flake."""
+        said = [(a.get("outcome"), a.get("stage")) for a in self.attempts]
+        return any(pair != (self.outcome, self.stage) for pair in said) and any(
+            outcome in AS_EXPECTED for outcome, _ in [*said, (self.outcome, self.stage)])
 
     def attempt_said(self) -> dict[str, Any]:
         """This result as an earlier attempt of a cell is kept: what decided it, not its logs

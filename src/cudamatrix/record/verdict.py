@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from ..config.case_tables import STAGES, Expectation
 from ..config.corpus import Variant
@@ -22,12 +22,7 @@ from ..stages.cell.result import Reached, Stage, StageResult
 from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
 from .diagnose import UNCLASSIFIED, diagnose_stage
-
-Outcome = Literal["pass", "xfail", "xpass", "fail", "error", "skip"]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
-# The outcomes that are not what a case expects: a failure it does not expect, an error, a
-# pass where it expects a failure.
-UNEXPECTED_OUTCOMES: frozenset[Outcome] = frozenset({"fail", "error", "xpass"})
+from .outcomes import Outcome
 
 
 @dataclass(frozen=True)

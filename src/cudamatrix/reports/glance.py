@@ -14,8 +14,8 @@ from pathlib import Path
 from ..config.plan import BUNDLED, Cell
 from ..config.run_flags import words_for
 from ..providers.toolkits import toolkit_providers
+from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import CellResult, RunInfo
-from ..record.verdict import UNEXPECTED_OUTCOMES
 
 UNEXPECTED = UNEXPECTED_OUTCOMES
 

@@ -24,8 +24,8 @@ from ..common.versions import Arch
 from ..config.options import default_cache
 from ..record.baseline import BaselineDiff
 from ..record.history import PastRun, cell_history, flips
+from ..record.outcomes import OUTCOMES
 from ..record.results import CellResult, RunInfo, summary
-from ..record.verdict import OUTCOMES
 from ..stages.cell.result import said_stage_seconds
 from .answers import (
     GLYPHS,

@@ -26,8 +26,8 @@ from ...config.matrix import Matrix
 from ...config.plan import Cell
 from ...errors import UserError
 from ...orchestrator.gpu import DeviceInfo, probe
+from ...record.outcomes import Outcome
 from ...record.results import CellResult, RunInfo
-from ...record.verdict import Outcome
 from ...stages.binaries.elf import UnreadableFile
 from ...stages.binaries.facts import Cuobjdumps, Module, read_modules
 from ...stages.binaries.inputs import members, resolve
