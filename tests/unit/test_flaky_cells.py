@@ -6,6 +6,7 @@ history.json names the cells that flipped between runs of the same commit."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -50,10 +51,15 @@ def test_a_flaky_cell_is_never_a_new_failure() -> None:
     baseline = Baseline({passed.cell.id: {"id": passed.cell.id, "outcome": "pass"}})
     broke = dataclasses.replace(passed, outcome="fail", stage="run")
     assert [c.cell for c in compare("b", baseline, [broke]).new_failures] == [passed.cell.id]
-    flaky = dataclasses.replace(broke, attempts=(
+    flaky = dataclasses.replace(passed, attempts=(
         {"outcome": "error", "stage": "load", "message": "lost"},))
     diff = compare("b", baseline, [flaky])
     assert diff.new_failures == [] and [c.cell for c in diff.flaky] == [passed.cell.id]
+    # Attempts that all failed, each differently, are a failure: never a flake (issue 68).
+    failed_twice = dataclasses.replace(broke, attempts=(
+        {"outcome": "error", "stage": "load", "message": "lost"},))
+    diff = compare("b", baseline, [failed_twice])
+    assert diff.flaky == [] and [c.cell for c in diff.new_failures] == [passed.cell.id]
 
 
 def test_the_markdown_marks_each_flaky_cell() -> None:
@@ -89,3 +95,30 @@ def test_retries_are_bounded(value: str, ok: bool, capsys: pytest.CaptureFixture
         with pytest.raises(SystemExit):
             parser.parse_args(["run", "--retries", value])
         assert "--retries" in capsys.readouterr().err
+
+
+def test_a_regression_failing_differently_on_every_attempt_is_a_new_failure(
+        tmp_path: Path) -> None:
+    """Issue 68, item 1: a cell that failed at run, then crashed at load, never met its
+    case's expectation: it is a failure (a new one against a baseline where it passed, exit
+    status 1), not a flake; one that failed and then passed is the flake."""
+    from conftest import cudamatrix_in_process
+
+    document = json.loads((REPO / "reports" / "results.json").read_text())
+    passed = next(c for c in document["cells"] if c["outcome"] == "pass")
+    passed.update(outcome="error", stage="load", message="CUDA_ERROR_ILLEGAL_ADDRESS",
+                  attempts=[{"outcome": "fail", "stage": "run", "message": "wrong sum",
+                             "seconds": 1.0}])
+    regressed = tmp_path / "results.json"
+    regressed.write_text(json.dumps(document))
+    cell = CellResult.from_dict(passed)
+    assert not cell.flaky and not cell.to_dict()["flaky"]
+    assert dataclasses.replace(cell, outcome="pass", stage="run").flaky
+
+    run = cudamatrix_in_process("report", str(regressed), "--out", str(tmp_path / "r"),
+                                "--baseline", str(REPO / "reports" / "results.json"))
+    assert run.code == 1, run.output[-2000:]
+    written = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert not next(c for c in written["cells"] if c["id"] == passed["id"])["flaky"]
+    text = (tmp_path / "r" / "COMPATIBILITY.md").read_text()
+    assert "## 🔁 Flaky" not in text and passed["id"] in text.split("New failures", 1)[1]

@@ -92,7 +92,7 @@ class RunOptions:
     # the machine), or, with --context-per-cell, in a context of the cell's own process.
     gpu_server: bool = True
     # How many times more a cell that is not what its case expects is run (--retries): a
-    # cell whose attempts disagree is flaky, every attempt recorded.
+    # cell that fails and then is as expected is flaky, every attempt recorded.
     retries: int = 0
     # A source (git:file:///repo@commit) built in place of every build case's own project:
     # `cudamatrix bisect --over project` builds the user's project one commit at a time.

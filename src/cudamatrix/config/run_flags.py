@@ -242,8 +242,8 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
             "plan's, or the plan's reversed (a determinism check: no verdict may change)",
             "run", "order", read=str, choices=ORDERS),
     RunFlag(("--retries",), "run a cell that is not what its case expects up to N times "
-            "more; a cell whose attempts disagree is flaky, every attempt recorded (default: "
-            "%(default)s)", "run", "retries",
+            "more; a cell that fails and then is as expected is flaky, every attempt recorded "
+            "(default: %(default)s)", "run", "retries",
             read=whole_number(0, 5, " (a flaky cell shows in two or three)"), metavar="N"),
     RunFlag(("--compile-apart",), "build each cell by itself, one nvcc per arch (by default "
             "the cells that differ only in arch share one nvcc, a -gencode each)", "run",

@@ -28,7 +28,7 @@ CELLS_DIR = "cells"
 # Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
 ARTIFACTS_DIR = "artifacts"
 # The outcomes that are what a case expects: a cell is flaky only where an attempt had one.
-AS_EXPECTED: frozenset[str] = frozenset({"pass", "xfail"})
+AS_EXPECTED: frozenset[Outcome] = frozenset({"pass", "xfail"})
 
 
 @dataclass(frozen=True)
