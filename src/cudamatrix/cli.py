@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
                       default=0, help="say only the cells that failed or erred, warnings, "
                                       "errors and the summary")
     said.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
-                      help="also each failing cell's message as it finishes")
+                      help="plain lines even at a terminal (as in a CI log): every "
+                           "cell, each failing one with its message, the cells running")
     subparsers = parser.add_subparsers(dest="command")
     for command in commands():
         # Made apart first: a plugin command whose arguments raise is left out, said on

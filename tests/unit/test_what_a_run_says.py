@@ -34,7 +34,8 @@ def test_the_progress_line_says_the_verdict_the_summary_counts(
     progress.cell_done(_result("xpass"))
     progress.cell_done(_result("pass", ["sm_80", "sm_90"]))
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "[1/2] c/v/13.0/sm_80: fail (96.5s)"
+    assert lines[0].startswith("[1/2] c/v/13.0/sm_80: fail (96.5s): expected fail at "
+                               "compile, but it worked")
     assert lines[1] == ("[2/2] c/v/13.0/sm_80: pass (96.5s, its share of one compile of 2 "
                         "archs (193.0s))")
 

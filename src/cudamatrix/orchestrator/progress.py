@@ -1,16 +1,31 @@
 """What a run says while it works: the plain-line version (CI logs, pipes); the CLI's
-terminal bar builds on it."""
+terminal bar builds on it.
+
+A CI log is read after the fact, by someone who cannot re-run with -v: each failing
+cell's line carries its decisive message, whole, on that one line (so a grep for the
+cell finds its reason), and every `heartbeat_s` a line names the cells running and when
+the run should end (the bar once sat at 7/114 for 40 s with nothing said)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..stages.cell.result import TOGETHER_SECONDS
 
 if TYPE_CHECKING:
     from ..record.results import CellResult
+
+# How often the plain lines name the cells running (seconds); a CI log stays readable.
+HEARTBEAT_S = 30.0
+# How many running cells a line names; the rest are counted.
+NAMED_RUNNING = 3
+# How far this machine's speed may be taken to differ from the timings' (a run of cache
+# hits is far faster than the cold times recorded; a first cell's luck is not the run's).
+SPEED_BOUNDS = (0.05, 20.0)
 
 
 def said_seconds(result: CellResult) -> str:
@@ -26,15 +41,32 @@ def said_seconds(result: CellResult) -> str:
     return f"{result.seconds:.1f}s"
 
 
+def one_line(text: str) -> str:
+    """A message as one log line, whole: its lines folded into one, so the reason stays
+    on its cell's line in a log read by grep (no cut: the end of a message is often
+    what decides, "... uses too much shared data")."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def said_duration(seconds: float) -> str:
+    """Seconds as a clock says them: 3:01, 1:02:03."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class Progress:
     """What a run reports while it works; the CLI picks a terminal or a plain-line version.
     `settle` turns a cell's verdict into the one the summary counts (an xpass without a
     baseline is a fail): the line and the summary say the same."""
 
     settle: Callable[[CellResult], CellResult] = staticmethod(lambda result: result)
-    # -q (-1): only the cells that failed or erred, and warnings; -v (1): each such cell's
-    # message too. Warnings go to stderr, as errors do.
+    # -q (-1): only the cells that failed or erred, and warnings; 0: every cell, the
+    # failing ones with their message, and the running cells now and then.
     verbosity: int = 0
+    heartbeat_s: float = HEARTBEAT_S
+    clock: Callable[[], float] = staticmethod(time.monotonic)
 
     def note(self, text: str) -> None:
         if text.startswith("warning:"):
@@ -44,17 +76,99 @@ class Progress:
 
     def start(self, total: int) -> None:
         self.total, self.done = total, 0
+        self._lock = threading.Lock()  # cells finish on the pool's threads
+        self._expected: dict[str, float] = {}
+        self._running: dict[str, float] = {}  # cell id: when it started
+        self._workers = 1
+        self._timed = [0.0, 0.0]  # finished cells' expected and real seconds
+        self._said_running = self.clock()
+        self._stop = threading.Event()
+
+    def expect(self, seconds: Mapping[str, float], workers: int) -> None:
+        """What the ETA is made of: the seconds each cell still to run took last time
+        (cell-timings.json), by cell id, and how many cells run at once. Starts the
+        heartbeat that names the running cells (the plain lines only)."""
+        with self._lock:
+            self._expected = dict(seconds)
+            self._workers = max(1, workers)
+        if self.heartbeat_s > 0 and self.verbosity >= 0:
+            threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True).start()
+
+    def cells_started(self, cell_ids: Iterable[str]) -> None:
+        """Cells a worker took up now (a group built together starts at once)."""
+        now = self.clock()
+        with self._lock:
+            for cell_id in cell_ids:
+                self._running[cell_id] = now
 
     def cell_done(self, result: CellResult) -> None:
-        self.done += 1
         shown = self.settle(result)
-        failed = shown.outcome in ("fail", "error")
-        if self.verbosity < 0 and not failed:
+        with self._lock:
+            self.done += 1
+            self._finished(result)
+            failed = shown.outcome in ("fail", "error")
+            if self.verbosity < 0 and not failed:
+                return
+            said = one_line(shown.message or shown.reason) if failed else ""
+            print(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
+                  f"({said_seconds(shown)})" + (f": {said}" if said else ""), flush=True)
+        self.tick()
+
+    def _finished(self, result: CellResult) -> None:
+        """A cell off the running list; its time against its expectation teaches the
+        ETA this machine's speed."""
+        began = self._running.pop(result.cell.id, None)
+        expected = self._expected.pop(result.cell.id, None)
+        if began is not None and expected is not None:
+            self._timed[0] += expected
+            self._timed[1] += result.seconds
+
+    def eta(self) -> float | None:
+        """Seconds until the run should end: the remaining cells' recorded seconds over the
+        workers, scaled by how fast this run's finished cells went against their record,
+        a running cell's time already spent taken off its own; None before `expect`."""
+        with self._lock:
+            return self._eta()
+
+    def _eta(self) -> float | None:
+        if not self._expected:
+            return None if not self._timed[0] else 0.0
+        low, high = SPEED_BOUNDS
+        speed = min(high, max(low, self._timed[1] / self._timed[0])) if self._timed[0] else 1.0
+        now = self.clock()
+        running = [max(0.0, self._expected[c] * speed - (now - began))
+                   for c, began in self._running.items() if c in self._expected]
+        queued = sum(s for c, s in self._expected.items() if c not in self._running)
+        spread = (queued * speed + sum(running)) / self._workers
+        return max(spread, max(running, default=0.0))
+
+    def running_line(self) -> str | None:
+        """The cells running now, longest-running first, and the ETA: None when none runs."""
+        with self._lock:
+            if not self._running:
+                return None
+            names = sorted(self._running, key=self._running.__getitem__)
+            eta = self._eta()
+            more = len(names) - NAMED_RUNNING
+            listed = ", ".join(names[:NAMED_RUNNING]) + (f" and {more} more" if more > 0 else "")
+            return (f"[{self.done}/{self.total}] running {listed}"
+                    + (f"; eta {said_duration(eta)}" if eta is not None else ""))
+
+    def tick(self) -> None:
+        """Names the running cells where `heartbeat_s` has passed since that was last said
+        (called by the heartbeat and after each cell's line)."""
+        if self.verbosity < 0 or self.heartbeat_s <= 0 \
+                or self.clock() - self._said_running < self.heartbeat_s:
             return
-        print(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
-              f"({said_seconds(shown)})", flush=True)
-        if self.verbosity > 0 and failed and (shown.message or shown.reason):
-            print(f"    {(shown.message or shown.reason)[:2000]}", flush=True)
+        line = self.running_line()
+        if line is not None:
+            self._said_running = self.clock()
+            self.note(line)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            self.tick()
 
     def finish(self) -> None:
-        pass
+        if hasattr(self, "_stop"):
+            self._stop.set()

@@ -485,6 +485,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
     ordered = timings.schedule_groups(groups) if options.order == "cost" \
         else list(reversed(groups)) if options.order == "reversed" else list(groups)
+    progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs)
     unwritten = _run_pool(ordered, runner, executor, options,
                           progress, on_result, results)
     timings.record(r for r in results if r.cell.id not in done)
@@ -509,6 +510,14 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         repro_folder=str(Path.cwd()),
         paths={name: str(folder) for name, folder in options.paths.items()})
     return info, results
+
+
+def _started(progress: Progress, runner: CellRunner, group: Sequence[Cell]
+             ) -> list[CellResult]:
+    """The group's cells run, said to the progress as a worker takes them up (so a log
+    names the cells running, not only those done)."""
+    progress.cells_started(c.id for c in group)
+    return runner.run_cells(group)
 
 
 def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Executor,
@@ -552,7 +561,7 @@ def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Exec
     futures = []
     try:
         for group in todo:  # in the order given: the schedule
-            future = pool.submit(runner.run_cells, group)
+            future = pool.submit(_started, progress, runner, group)
             cells_of[future] = group
             future.add_done_callback(finished)
             futures.append(future)
