@@ -147,3 +147,26 @@ def test_code_by_its_bytes_and_path_folders_by_their_names(tmp_path: Path) -> No
     (tools / "clang++-19").unlink()
     (package / "mod.py").write_text("X = 2\n")
     assert _why(out) == f"{package / 'mod.py'} changed"
+
+
+def test_a_run_whose_environment_failed_is_never_up_to_date(tmp_path: Path) -> None:
+    """Issue 68, item 5: a shard's run (--fail-on never) whose toolkit could not be
+    prepared (a file where the cache keeps its toolkits) kept its record, so the next run
+    said "up to date" and kept the error cells after the cause was fixed. It runs again,
+    saying why, and the failed environment is still named."""
+    from conftest import SCALE_KERNEL, scale_case, write_case
+    from conftest import cudamatrix_in_process as run
+
+    write_case(tmp_path / "c", "one", scale_case(), {"k.cu": SCALE_KERNEL % "2.0f"})
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache.mkdir()
+    (cache / "toolkits").write_text("a file where a folder should be")
+    command = ("run", "--corpus", str(tmp_path / "c"), "--case", "one", "--toolkit", "12.4",
+               "--arch", "sm_80", "--cache", str(cache), "--out", str(out),
+               "--fail-on", "never")
+    first = run(*command)
+    assert first.code == 0 and "toolkit 12.4 could not be prepared" in first.output, \
+        first.output[-2000:]
+    again = run(*command)
+    assert "up to date" not in again.output, again.output[-2000:]
+    assert "could not be prepared" in again.output.split("\n", 1)[0], again.output[-2000:]

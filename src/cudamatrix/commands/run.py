@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import signal
+from collections.abc import Mapping
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,15 +98,15 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     for name, reason in info.environment_errors.items():
         errors.print(f"error: {name} could not be prepared; its cells are marked error: "
                       f"{reason}", markup=False, soft_wrap=True)
-    if info.environment_errors and fail_on_of(args) != "never":
-        return 2  # a shard's (--fail-on never) are error cells the merge judges
-    unrecorded = _unrecorded(options, ledger)
+    unrecorded = _unrecorded(options, ledger, info.environment_errors)
     if not unrecorded:
         _watch_run_inputs(args, options, ledger)
         record_run(options.out, command, ledger.inputs(), code, said, info.finished,
                    len(results))
     else:
         record_refusals(options.out, unrecorded)
+    if info.environment_errors and fail_on_of(args) != "never":
+        return 2  # a shard's (--fail-on never) are error cells the merge judges
     return code
 
 
@@ -121,9 +122,14 @@ def _run_command(args: argparse.Namespace, options: RunOptions, device: DeviceIn
                          source_revision())
 
 
-def _unrecorded(options: RunOptions, ledger: InputLedger) -> list[str]:
-    """Why a re-run of this run must ask its compilers, driver or kernels again."""
-    reasons = list(ledger.refusals)
+def _unrecorded(options: RunOptions, ledger: InputLedger,
+                environment_errors: Mapping[str, str]) -> list[str]:
+    """Why a re-run of this run must ask its compilers, driver or kernels again. An
+    environment that could not be prepared (an index down, a pin, a full disk) is never up
+    to date, whatever --fail-on says: its error cells say nothing about the inputs, and the
+    next run must try it again once the cause is fixed."""
+    reasons = [f"{name} could not be prepared" for name in sorted(environment_errors)]
+    reasons += ledger.refusals
     if options.prebuilt:
         reasons.append("--prebuilt: the builds are another run's")
     if not options.compile_cache:
