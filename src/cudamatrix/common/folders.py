@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UserError
@@ -51,3 +52,36 @@ def written_by_the_tool(folder: str) -> bool:
     tree at the project's root holds --out: every run changed what the next one read)."""
     return os.path.isfile(os.path.join(folder, RUN_LOCK)) or os.path.isfile(
         os.path.join(folder, CACHE_TAG))
+
+
+# How deep a folder the tool walks (a case folder, a source tree, a compile's include
+# folders): a real project is a few dozen folders deep; 1,100 nested folders were a
+# RecursionError in os.walk, and a deeper tree is a hostile one, not a project.
+MAX_FOLDER_DEPTH = 128
+
+
+def walk(folder: Path | str, what: str = "folder") -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk's (root, dirs, names), top down (prune `dirs` in place to skip one), links
+    never followed, made with a stack rather than recursion: a folder nested deeper than
+    MAX_FOLDER_DEPTH is one line naming it (`what` says whose it is: "case folder"), never
+    a RecursionError."""
+    top = os.fspath(folder)
+    stack: list[tuple[str, int]] = [(top, 0)]
+    while stack:
+        root, depth = stack.pop()
+        if depth > MAX_FOLDER_DEPTH:
+            below = os.path.relpath(root, top)
+            raise UserError(f"{top!a}: the {what} is nested more than {MAX_FOLDER_DEPTH} "
+                            f"folders deep ({below[:60]!a}...); no project is, so it is "
+                            "refused")
+        dirs: list[str] = []
+        names: list[str] = []
+        try:
+            with os.scandir(root) as entries:
+                for entry in entries:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    (dirs if is_dir else names).append(entry.name)
+        except OSError:
+            continue  # as os.walk: a folder that cannot be listed holds nothing to read
+        yield root, dirs, names
+        stack.extend((os.path.join(root, name), depth + 1) for name in reversed(dirs))

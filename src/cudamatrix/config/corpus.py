@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.folders import walk
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import HOST_COMPILER, WHEN_KEYS
@@ -183,15 +184,24 @@ class _Reader(RunTableReader):
         """No link in the case folder leads out of the corpus: ``#include "inc/x.h"``
         through such a link would put any file of the machine into the compiler's
         messages, and so into the reports."""
-        for root, dirs, names in os.walk(directory):
+        for root, dirs, names in walk(directory, "case folder"):
             for name in [*dirs, *names]:
                 path = Path(root) / name
                 if path.is_symlink():
-                    target = path.resolve()
+                    target = self.link_target(directory, path)
                     if not target.is_relative_to(self.root):
                         raise self.fail(str(path.relative_to(directory)),
                                         f"a link that leads outside the corpus folder "
                                         f"{self.root} (to {target})")
+
+    def link_target(self, directory: Path, link: Path) -> Path:
+        """Where `link` leads; a link that names itself, or a chain of links back to it,
+        leads nowhere (pathlib's RuntimeError, ELOOP), and no compile could read it."""
+        try:
+            return link.resolve()
+        except (RuntimeError, OSError):
+            raise self.fail(str(link.relative_to(directory)),
+                            f"a link that loops back to itself ({os.readlink(link)!a})") from None
 
     def variant(self, index: int, raw: Any, directory: Path) -> Variant:
         where = f"variant[{index}]"

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..common import package_index
 from ..common.files import read_marker, remove_leftovers, write_atomic
+from ..common.folders import walk
 from ..common.locks import folder_lock
 from ..errors import EnvironmentUnavailable, UserError
 
@@ -98,7 +99,7 @@ def tree_digest(folder: Path) -> str:
     """sha256 over every file's relative path and content (``.git`` left out): a folder
     whose content did not change has the same digest wherever it lies."""
     digest = hashlib.sha256()
-    for root, dirs, names in os.walk(folder):
+    for root, dirs, names in walk(folder, "source folder"):
         dirs[:] = sorted(d for d in dirs if d != ".git")
         for name in sorted(names):
             path = Path(root) / name

@@ -41,10 +41,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..common.folders import written_by_the_tool
+from ..common.folders import walk, written_by_the_tool
 from ..stages.cell.files import ARTIFACTS, COMPILE_RECORD
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
+from ..stages.compile.built import figures_doubt
 from ..stages.compile.flags import include_folders
 from ..stages.compile.includes import IncludedFiles, included_files
 
@@ -106,7 +107,7 @@ def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
     never followed (a link is the case's own statement, its target may be anything)."""
     files: dict[str, str] = {}
     for folder in dict.fromkeys(folders):
-        for root, dirs, names in os.walk(folder):
+        for root, dirs, names in walk(folder, "compile's input folder"):
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS
                              and not written_by_the_tool(os.path.join(root, d)))
             for name in sorted(names):
