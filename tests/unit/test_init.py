@@ -76,3 +76,19 @@ def test_a_workflow_reference_is_written_as_given(tmp_path: Path) -> None:
     init_project(tmp_path, "github", "me/repo/.github/workflows/cudamatrix.yml@main")
     assert "uses: me/repo/.github/workflows/cudamatrix.yml@main" in \
         (tmp_path / CI_FILES["github"]).read_text()
+
+
+def test_init_help_names_the_folder_init_writes(tmp_path: Path) -> None:
+    """Issue 70, point 5: `init --help` said "cases/" where init writes cudamatrix-cases/;
+    both now come from one constant."""
+    import argparse
+
+    from cudamatrix.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    said = commands.choices["init"].format_help()
+    written = {p.parent.parent.name for p in init_project(tmp_path)
+               if p.name == "case.toml"}
+    assert written == {"cudamatrix-cases"}
+    assert all(f"{folder}/" in " ".join(said.split()) for folder in written), said

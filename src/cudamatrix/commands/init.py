@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..config.defaults import CONFIG
+from ..config.defaults import CONFIG, STARTER_CASES
 from .command import Command, Invocation
 
 
@@ -16,14 +16,14 @@ def _init(args: argparse.Namespace, invocation: Invocation) -> int:
     written = init_project(args.folder, args.ci, args.workflow)
     invocation.console.print("wrote " + ", ".join(str(p) for p in written))
     invocation.console.print(f"next: edit {CONFIG} (tiers: toolkits and archs you support), "
-                             "put your kernels in cudamatrix-cases/ (one folder per case, see "
+                             f"put your kernels in {STARTER_CASES}/ (one folder per case, see "
                              "the two examples), then `cudamatrix run`")
     return 0
 
 
 def _arguments(init: argparse.ArgumentParser) -> None:
     init.add_argument("folder", type=Path, nargs="?", default=Path("."),
-                      help="the project's folder, where cudamatrix.toml and cases/ go")
+                      help=f"the project's folder, where {CONFIG} and {STARTER_CASES}/ go")
     init.add_argument("--ci", choices=("github",),
                       help="also write a workflow that runs the matrix in that CI (GitHub "
                            "Actions: a caller of cudamatrix's reusable workflow)")

@@ -14,5 +14,7 @@ KNOWN_BUGS = DATA / "known-bugs"
 CONTAINERS = DATA / "containers"
 # A project's configuration file, found in the current folder or above.
 CONFIG = "cudamatrix.toml"
+# The folder of cases `cudamatrix init` writes (its help and its next steps name it too).
+STARTER_CASES = "cudamatrix-cases"
 # How many runs history.json keeps.
 DEFAULT_HISTORY_RUNS = 20

@@ -31,7 +31,7 @@ from .declarations import (
     json_schema,
     schema_line,
 )
-from .defaults import CONFIG, DEFAULT_MATRIX
+from .defaults import CONFIG, DEFAULT_MATRIX, STARTER_CASES
 from .sources import SourceSpec
 
 KEYS = PROJECT.names()
@@ -199,7 +199,7 @@ STARTER = """\
 # prints what a run would cover). Edit freely; `cudamatrix run` reads this file.
 
 # Folders of cases: one folder per case, each with a case.toml and its sources.
-cases = ["cudamatrix-cases"]
+cases = ["@@CASES@@"]
 
 # The tool's own corpus of known CUDA bugs, run beside your cases (or: --known-bugs).
 known_bugs = false
@@ -353,13 +353,13 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
     `folder`, and with `ci` a workflow that runs them in that CI; never overwrite. Where the
     configuration is there already, `ci` adds only the workflow."""
     starter = {
-        folder / CONFIG: STARTER,
-        folder / "cudamatrix-cases" / "saxpy" / "case.toml": SAXPY_CASE,
-        folder / "cudamatrix-cases" / "saxpy" / "saxpy.cu": SAXPY,
-        folder / "cudamatrix-cases" / "saxpy-build" / "case.toml": BUILD_CASE,
-        folder / "cudamatrix-cases" / "saxpy-build" / "CMakeLists.txt": CMAKE_LISTS,
-        folder / "cudamatrix-cases" / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
-        folder / "cudamatrix-cases" / "saxpy-build" / "check.py": CHECK_PY,
+        folder / CONFIG: STARTER.replace("@@CASES@@", STARTER_CASES),
+        folder / STARTER_CASES / "saxpy" / "case.toml": SAXPY_CASE,
+        folder / STARTER_CASES / "saxpy" / "saxpy.cu": SAXPY,
+        folder / STARTER_CASES / "saxpy-build" / "case.toml": BUILD_CASE,
+        folder / STARTER_CASES / "saxpy-build" / "CMakeLists.txt": CMAKE_LISTS,
+        folder / STARTER_CASES / "saxpy-build" / "saxpy_check.cu": SAXPY_CHECK,
+        folder / STARTER_CASES / "saxpy-build" / "check.py": CHECK_PY,
     }
     schemas = folder.joinpath(*SCHEMA_FOLDER)
     starter.update({schemas / f"{which}.json": json.dumps(json_schema(which), indent=2) + "\n"
