@@ -8,7 +8,8 @@ case.toml and cudamatrix.toml references from the declarations `validate` checks
     python docs/generate.py --screenshots   # and docs/images/: the report page in Chromium
 
 The reference pages are committed (README links them; a unit test says when they are
-stale); the schemas and the changelog are copies made for the site alone.
+stale); the schemas and the changelog are copies made for the site alone. MkDocs runs this
+file as a hook (mkdocs.yml `hooks:`), so a build makes every generated page itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import cudamatrix
 from cudamatrix.cli import build_parser
@@ -186,21 +188,38 @@ def screenshots() -> None:
             browser.close()
 
 
+def _write(path: Path, text: str) -> None:
+    """`text` into `path` where it differs: `mkdocs serve` watches the docs folder, and a
+    page written again unchanged on every build would rebuild it forever."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+
+
+def generate(docs: Path = DOCS) -> None:
+    """Every generated page into `docs`: the reference pages, the examples, the schemas and
+    the changelog."""
+    _write(docs / "reference" / "case-toml.md", _table_page(CASE, "case.toml", CASE_INTRO))
+    _write(docs / "reference" / "cudamatrix-toml.md",
+           _table_page(PROJECT, "cudamatrix.toml", PROJECT_INTRO))
+    _write(docs / "reference" / "cli.md", _cli_page())
+    _write(docs / "examples.md", _examples_page())
+    for which in ("case", "project"):
+        _write(docs / "schema" / f"{which}.json", json.dumps(json_schema(which), indent=2) + "\n")
+    _write(docs / "changelog.md", (ROOT / "CHANGELOG.md").read_text())
+
+
+def on_pre_build(config: Any) -> None:
+    """MkDocs' hook (mkdocs.yml `hooks:`): the build makes its generated pages itself, so
+    `mkdocs build --strict` passes on a fresh clone (the schemas and the changelog are not
+    committed: it failed with 4 warnings until this script had run)."""
+    generate(Path(config["docs_dir"]))
+
+
 def main() -> None:
     if "--screenshots" in sys.argv[1:]:
         screenshots()
-    reference = DOCS / "reference"
-    reference.mkdir(exist_ok=True)
-    (reference / "case-toml.md").write_text(_table_page(CASE, "case.toml", CASE_INTRO))
-    (reference / "cudamatrix-toml.md").write_text(_table_page(PROJECT, "cudamatrix.toml",
-                                                              PROJECT_INTRO))
-    (reference / "cli.md").write_text(_cli_page())
-    (DOCS / "examples.md").write_text(_examples_page())
-    schemas = DOCS / "schema"
-    schemas.mkdir(exist_ok=True)
-    for which in ("case", "project"):
-        (schemas / f"{which}.json").write_text(json.dumps(json_schema(which), indent=2) + "\n")
-    shutil.copyfile(ROOT / "CHANGELOG.md", DOCS / "changelog.md")
+    generate()
 
 
 if __name__ == "__main__":
