@@ -195,15 +195,8 @@ def check_details(details: Mapping[str, Any]) -> None:
         for key in ("name", "lowered", "signature"):
             text(kernel, key)
     timed = table(details, "timing", optional=True)
-    if timed is not None:  # the report formats these figures (stages/device/timing.py)
-        for key in ("median_us", "min_us", "noise"):
-            value = number(timed, key, None, where="timing.")
-            # Bounded as history.json's reader bounds them: a time the tool wrote into a
-            # history must never be one its next merge refuses (a wedged history).
-            low_ok = value >= 0 if key == "noise" else value > 0
-            if not (low_ok and value < MAX_MICROSECONDS):
-                raise _fail(f"timing.{key}", f"a figure from 0 to {MAX_MICROSECONDS:g}"
-                            + (" (not 0)" if key != "noise" else ""), timed.get(key))
+    if timed is not None:
+        check_timing(timed)
     for key in ("via", "ptx_version", "accident", "cache", "built_alone"):
         value = details.get(key)
         if value is not None and not isinstance(value, str | bool):
@@ -212,6 +205,41 @@ def check_details(details: Mapping[str, Any]) -> None:
     texts(details, "built_with")
     if not isinstance(details.get("not_started", False), bool):
         raise _fail("not_started", "true or false", details.get("not_started"))
+
+
+# A timing's figures besides its times, as stages/device/timing.py and load_run.py write
+# them; each optional (no bandwidth without bytes moved, no clocks without NVML).
+_TIMING_FIGURES = ("bandwidth_gbs", "peak_gbs", "bandwidth_fraction")
+_TIMING_COUNTS = ("samples", "bytes", "sm_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons")
+
+
+def check_timing(timed: Mapping[str, Any]) -> None:
+    """A timed kernel's record (stages/device/timing.py) by type: the reports, charts,
+    history and bisect format every one of these figures, so a string or a negative one
+    from a shard or a download is refused here, by name, never met there as a traceback."""
+    for key in ("median_us", "min_us", "noise"):
+        value = number(timed, key, None, where="timing.")
+        # Bounded as history.json's reader bounds them: a time the tool wrote into a
+        # history must never be one its next merge refuses (a wedged history).
+        low_ok = value >= 0 if key == "noise" else value > 0
+        if not (low_ok and value < MAX_MICROSECONDS):
+            raise _fail(f"timing.{key}", f"a figure from 0 to {MAX_MICROSECONDS:g}"
+                        + (" (not 0)" if key != "noise" else ""), timed.get(key))
+    for key in _TIMING_FIGURES:
+        if key in timed and number(timed, key, where="timing.") < 0:
+            raise _fail(f"timing.{key}", "a figure from 0", timed[key])
+    for key in _TIMING_COUNTS:
+        value = timed.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+            raise _fail(f"timing.{key}", "a whole number from 0", value)
+    samples = timed.get("samples_us", [])
+    if not isinstance(samples, list):
+        raise _fail("timing.samples_us", "a list of numbers", samples)
+    for sample in samples:
+        number({"samples_us": sample}, "samples_us", where="timing.")
+    for key, kind, wanted in (("l2", str, "a string"), ("converged", bool, "true or false")):
+        if key in timed and not isinstance(timed[key], kind):
+            raise _fail(f"timing.{key}", wanted, timed[key])
 
 
 def diagnosis(data: Mapping[str, Any]) -> dict[str, Any] | None:

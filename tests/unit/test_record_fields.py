@@ -1,0 +1,76 @@
+"""A results.json from elsewhere (a shard, a download, a baseline) is data read by type where
+it is read (issue 68): a timing figure or a bisect answer of another type is one line
+naming the file and the field, exit status 2; a merge goes on with its other shards, and a
+merge that holds no cell at all is no report. Each command runs in this process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import cudamatrix_in_process as cli
+from conftest import one_line_error
+
+RUN = {"started": "2026-11-01T00:00:00+00:00", "finished": "2026-11-01T00:01:00+00:00",
+       "tier": "pr", "provider": "wheels", "host": "h", "tool_version": "0"}
+TIMING = {"median_us": 12.5, "min_us": 12.0, "noise": 0.01, "samples": 50, "converged": True,
+          "l2": "cold", "samples_us": [12.5, 12.4], "bytes": 1 << 20,
+          "bandwidth_gbs": 83.9, "peak_gbs": 3350.0, "bandwidth_fraction": 0.025}
+
+
+def _cell(case: str, timing: dict[str, Any]) -> dict[str, Any]:
+    return {"case": case, "variant": "v", "toolkit": "13.0", "arch": "sm_90",
+            "frontend": "nvrtc", "outcome": "pass", "stage": "run", "stages": [
+                {"stage": "compile", "status": "ok"},
+                {"stage": "run", "status": "ok", "details": {"timing": timing}}]}
+
+
+def _results(path: Path, cells: list[dict[str, Any]], **run: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": "cudamatrix-results", "schema_version": 1,
+                                "run": {**RUN, **run}, "cells": cells}))
+    return path
+
+
+BAD_TIMINGS = [("bandwidth_gbs", "83.9"), ("bandwidth_fraction", "0.5"),
+               ("bandwidth_gbs", -1), ("peak_gbs", True), ("bytes", "1MiB"),
+               ("samples_us", ["12.5"]), ("bandwidth_fraction", [0.5])]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_TIMINGS)
+def test_a_timing_field_of_another_type_is_named_by_report(
+        tmp_path: Path, field: str, value: object) -> None:
+    """`bandwidth_gbs` as a string was a ValueError traceback out of the Markdown's
+    format (`:,.0f`), after the record had been read as good."""
+    path = _results(tmp_path / "results.json", [_cell("saxpy", {**TIMING, field: value})])
+    one_line_error(cli("report", str(path), "--out", str(tmp_path / "r")), str(path),
+                   f"timing.{field}")
+
+
+def test_the_timing_fields_the_tool_writes_are_read(tmp_path: Path) -> None:
+    path = _results(tmp_path / "results.json", [_cell("saxpy", TIMING)])
+    done = cli("report", str(path), "--out", str(tmp_path / "r"))
+    assert done.code == 0, done.output[-2000:]
+    assert "84 GB/s" in (tmp_path / "r" / "COMPATIBILITY.md").read_text()
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_TIMINGS[:2])
+def test_a_merge_keeps_its_other_shards_past_a_bad_timing_field(
+        tmp_path: Path, field: str, value: object) -> None:
+    """One shard's string bandwidth lost the merge's COMPATIBILITY.md, junit.xml and page
+    for the whole run: now that shard's results.json is refused by name and the other
+    shard's cells are merged and reported."""
+    _results(tmp_path / "a" / "results.json", [_cell("good", TIMING)])
+    _results(tmp_path / "b" / "results.json", [_cell("bad", {**TIMING, field: value})])
+    done = cli("merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"))
+    assert "Traceback" not in done.output, done.output[-3000:]
+    warned = [line for line in done.output.splitlines() if line.startswith("warning:")]
+    assert any(str(tmp_path / "b" / "results.json") in w and f"timing.{field}" in w
+               for w in warned), done.output[-3000:]
+    merged = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert [c["case"] for c in merged["cells"]] == ["good"]
+    for name in ("COMPATIBILITY.md", "junit.xml", "report.html"):
+        assert (tmp_path / "m" / name).is_file(), name
