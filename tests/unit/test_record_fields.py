@@ -74,3 +74,20 @@ def test_a_merge_keeps_its_other_shards_past_a_bad_timing_field(
     assert [c["case"] for c in merged["cells"]] == ["good"]
     for name in ("COMPATIBILITY.md", "junit.xml", "report.html"):
         assert (tmp_path / "m" / name).is_file(), name
+
+
+def test_a_merge_of_only_broken_shards_is_no_report(tmp_path: Path) -> None:
+    """Shards that all died before writing anything merged into a report of 0 cells with
+    exit status 0: a green merge of nothing."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text("{not json")
+    line = one_line_error(cli("merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out",
+                              str(tmp_path / "m")), "no cell")
+    assert str(tmp_path / "a") in line
+    assert not (tmp_path / "m" / "COMPATIBILITY.md").exists()
+
+
+def test_a_merge_of_empty_shards_is_no_report(tmp_path: Path) -> None:
+    _results(tmp_path / "a" / "results.json", [])
+    one_line_error(cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m")), "no cell")

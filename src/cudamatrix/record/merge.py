@@ -137,8 +137,20 @@ def merge_results(shards: Sequence[Path], expected: Sequence[ExpectedShard] = ()
                 lost += 1
         if lost:
             errors[f"shard {job.name}"] = f"{lost} planned cells lost: {why}"
+    if not merged:
+        raise UserError(_no_cell(loaded))
     info = _merged_info(infos, labels, errors, len(loaded))
     return info, merged
+
+
+def _no_cell(loaded: Sequence[LoadedShard]) -> str:
+    """Why a merge that found no cell at all (every shard broken or empty, no --plan to
+    name the lost ones) is refused: a report of 0 cells would be a green merge of nothing."""
+    broken = [s for s in loaded if s.problem]
+    why = (f"{broken[0].path}: {broken[0].problem}" if broken
+           else f"{loaded[0].path} holds none" if loaded else "no shard")
+    more = f" and {len(loaded) - 1} more shards" if len(loaded) > 1 else ""
+    return f"merge: no cell in any shard ({why[:300]}{more}): a merge with no cell is no report"
 
 
 def _merged_info(infos: Sequence[RunInfo], labels: set[str], errors: dict[str, str],
