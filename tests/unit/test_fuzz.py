@@ -34,8 +34,8 @@ from cudamatrix.config.project import find_project
 from cudamatrix.errors import UserError
 from cudamatrix.record.baseline import compare, load_baseline
 from cudamatrix.record.merge import merge_results
-from cudamatrix.record.rejudge import rejudge
 from cudamatrix.record.results import CELLS_DIR, load_cell, load_results
+from cudamatrix.record.verdict import rejudge
 from cudamatrix.reports import write_reports
 from cudamatrix.stages.binaries.elf import UnreadableFile, elf_machine, elf_sections, fatbins
 from cudamatrix.stages.binaries.facts import cubin_kernel_names, read_cubin, read_ptx

@@ -13,8 +13,8 @@ import pytest
 
 from cudamatrix.config.corpus import load_corpus
 from cudamatrix.config.defaults import KNOWN_BUGS
-from cudamatrix.record.rejudge import rejudge
 from cudamatrix.record.results import load_results
+from cudamatrix.record.verdict import rejudge
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT_RUNS = [REPO / "reports" / "final-h100" / "faults-server" / "results.json",

@@ -16,7 +16,7 @@ from cudamatrix.errors import UserError
 from cudamatrix.record.baseline import Baseline, compare
 from cudamatrix.record.history import PastRun
 from cudamatrix.record.results import CellResult, RunInfo
-from cudamatrix.record.slowdowns import judge_slowdowns
+from cudamatrix.record.verdict import judge_run
 from cudamatrix.reports.github import annotation_lines
 from cudamatrix.reports.markdown import baseline_section, timing_lines
 from cudamatrix.stages.cell.specs import TimingSpec
@@ -195,7 +195,7 @@ def _realworld_with(tmp_path: Path, ratio: float, expect: str = "") -> list[Cell
     document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
                            / "results.json").read_text())
     results = [CellResult.from_dict(c) for c in document["cells"]]
-    return judge_slowdowns(results, {"nchw-timed": load_case(folder)})
+    return judge_run(results, {"nchw-timed": load_case(folder)})
 
 
 def test_max_slowdown_fails_a_toolkit_slower_than_the_named_ones_by_more_than_its_ratio(

@@ -114,8 +114,8 @@ def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> No
     report says the rule once, with the driver a user needs."""
     from cudamatrix.config.corpus import load_corpus
     from cudamatrix.config.defaults import KNOWN_BUGS
-    from cudamatrix.record.rejudge import rejudge
     from cudamatrix.record.results import load_results
+    from cudamatrix.record.verdict import rejudge
     from cudamatrix.reports.markdown import markdown_report
 
     # The 2026-11-22 report's toolkit 13.5 cells, as published then (reports/ has been made
@@ -134,3 +134,29 @@ def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> No
     text = markdown_report(info, judged)
     assert text.count("Driver: 7 cells of toolkit 13.5 could not load") == 1
     assert "a driver for CUDA 13.5 or newer loads it" in text
+
+
+def test_a_verdict_judged_again_is_the_same_and_run_rules_are_one_function() -> None:
+    """Issue 67: a cell's verdict is decided in record/verdict.py alone. Judged again from
+    its recorded stages (`report --rejudge`) a recorded run's cell says what it said, and
+    the run-level rules (`judge_run`: max_slowdown, an xpass without a baseline) change
+    nothing the second time: run, merge and report, which all end in it, agree."""
+    from dataclasses import replace
+
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.defaults import KNOWN_BUGS
+    from cudamatrix.record.results import load_results
+    from cudamatrix.record.verdict import judge_run, rejudge
+
+    _, results = load_results(Path(__file__).parents[1] / "data"
+                              / "published-2026-11-22-toolkit-13.5.json")
+    cases = {c.id: c for c in load_corpus([KNOWN_BUGS])}
+    once = judge_run(rejudge(results, cases), cases)
+    twice = judge_run(rejudge(once, cases), cases)
+    assert [(r.cell.id, r.outcome, r.stage, r.reason) for r in once] \
+        == [(r.cell.id, r.outcome, r.stage, r.reason) for r in twice]
+    # An xpass with no baseline showing the cell xfail is a fail, whichever command ends it.
+    xpass = replace(once[0], outcome="xpass", expected="fail at compile")
+    settled = judge_run([xpass], None)[0]
+    assert (settled.outcome, settled.reason.startswith("expected fail at compile, but it "
+                                                       "worked")) == ("fail", True)

@@ -12,8 +12,8 @@ import pytest
 
 from cudamatrix.orchestrator.progress import Progress
 from cudamatrix.providers import choice
-from cudamatrix.record.baseline import settle_xpass
 from cudamatrix.record.results import CellResult
+from cudamatrix.record.verdict import settled
 
 
 def _result(outcome: str, built_with: list[str] | None = None) -> CellResult:
@@ -29,7 +29,7 @@ def _result(outcome: str, built_with: list[str] | None = None) -> CellResult:
 def test_the_progress_line_says_the_verdict_the_summary_counts(
         capsys: pytest.CaptureFixture[str]) -> None:
     progress = Progress()
-    progress.settle = lambda result: settle_xpass([result], None)[0]  # as `run` sets it
+    progress.settle = lambda result: settled(result, None)  # as `run` sets it
     progress.start(2)
     progress.cell_done(_result("xpass"))
     progress.cell_done(_result("pass", ["sm_80", "sm_90"]))

@@ -354,7 +354,7 @@ class Bisection:
             out = self.base.out / "bisect" / f"{index:03d}"
             # A bisect records no run to answer from later: what each probe read is kept
             # for nobody.
-            info, results = execute(replace(options, cell_ids=(found.id,), out=out),
+            info, results, _ = execute(replace(options, cell_ids=(found.id,), out=out),
                                     self.progress, ledger=InputLedger())
             probe.info = info
             probe.result = results[0] if results else None

@@ -62,10 +62,7 @@ def _merge(args: argparse.Namespace, invocation: Invocation) -> int:
     # max_slowdown against a toolkit another shard ran: only the merge has both (the
     # cases are read only where some cell was timed).
     cases = cases_here(args) if any(r.timing for r in results) else {}
-    if cases:
-        from ..record.slowdowns import judge_slowdowns
-        results = judge_slowdowns(results, cases)
-    return publish_reports(args, console, args.out, info, results)
+    return publish_reports(args, console, args.out, info, results, cases=cases)
 
 
 def _arguments(merge: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ audit end with."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,24 +14,28 @@ from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..config.corpus import Case
     from ..record.baseline import Baseline, BaselineDiff
     from ..record.results import CellResult, RunInfo
 
 
 def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
-                    results: list[CellResult], baseline: Baseline | None = None) -> int:
-    """Write every report (with the baseline diff when asked), publish to GitHub when there;
-    the exit status as --fail-on says: new failures with a baseline, any failure without,
-    or 0 once the record is written (a CI shard, whose verdict is the merge's)."""
+                    results: list[CellResult], baseline: Baseline | None = None,
+                    cases: Mapping[str, Case] | None = None) -> int:
+    """The run-level verdicts (record.verdict.judge_run: `max_slowdown` where the `cases`
+    are given, an xpass against the baseline), then every report (with the baseline diff
+    when asked), published to GitHub when there; the exit status as --fail-on says: new
+    failures with a baseline, any failure without, or 0 once the record is written (a CI
+    shard, whose verdict is the merge's)."""
     from ..record.baseline import (
         RunSelection,
         compare,
         load_baseline,
         runner_labels,
-        settle_xpass,
     )
     from ..record.history import PastRun, gather
     from ..record.results import exit_status, summary
+    from ..record.verdict import judge_run
     from ..reports import write_reports
     from ..reports.github import publish
 
@@ -39,7 +44,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     if args.baseline:
         before = baseline if baseline is not None else load_baseline(args.baseline)
     labels = runner_labels(info.runner_label)
-    results = settle_xpass(results, before, labels)
+    results = judge_run(results, cases, before, labels)
     if args.baseline and before is not None:
         def given(name: str) -> frozenset[str]:  # report and merge have no selection
             return frozenset(getattr(args, name, None) or ())

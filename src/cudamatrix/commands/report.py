@@ -26,13 +26,14 @@ def _rejudged_against(args: argparse.Namespace) -> dict[str, Case]:
 
 
 def _report(args: argparse.Namespace, invocation: Invocation) -> int:
-    from ..record.rejudge import rejudge
     from ..record.results import load_results
+    from ..record.verdict import rejudge
 
     info, results = load_results(args.results)
-    if args.rejudge:
-        results = rejudge(results, _rejudged_against(args))
-    return publish_reports(args, invocation.console, args.out, info, results)
+    cases = _rejudged_against(args) if args.rejudge else None
+    if cases is not None:
+        results = rejudge(results, cases)
+    return publish_reports(args, invocation.console, args.out, info, results, cases=cases)
 
 
 def _arguments(report: argparse.ArgumentParser) -> None:

@@ -67,14 +67,15 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
             console.print(f"running: the last run into {options.out} cannot stand for this "
                           f"one ({refused[0]}{more})", markup=False)
     from ..orchestrator.runner import execute
-    from ..record.baseline import load_baseline, settle_xpass
+    from ..record.baseline import load_baseline
+    from ..record.verdict import settled
 
     verbosity = getattr(args, "verbosity", 0)
     progress = RichProgress(console) if interactive and verbosity == 0 else PlainProgress()
     progress.verbosity = verbosity
     # A malformed baseline or history is found now, not after the whole run.
     baseline = load_baseline(args.baseline) if args.baseline else None
-    progress.settle = lambda result: settle_xpass([result], baseline)[0]
+    progress.settle = lambda result: settled(result, baseline)
     if args.history:
         from datetime import datetime
 
@@ -83,14 +84,14 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         check_history(args.history, datetime.now(UTC).isoformat(timespec="seconds"))
     ledger = InputLedger()  # what this run reads, handed to everything that reads
     try:
-        info, results = execute(options, progress, device=device, ledger=ledger)
+        info, results, cases = execute(options, progress, device=device, ledger=ledger)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")
         return 130
     console.begin_capture()
     try:
-        code = publish_reports(args, console, options.out, info, results, baseline)
+        code = publish_reports(args, console, options.out, info, results, baseline, cases)
     finally:
         said = console.end_capture()
         console.file.write(said)

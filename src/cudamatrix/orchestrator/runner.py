@@ -15,12 +15,12 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -31,7 +31,7 @@ from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
-from ..config.corpus import Variant
+from ..config.corpus import Case, Variant
 from ..config.options import CACHE_ENV, RunOptions, default_cell_memory
 from ..config.plan import BUNDLED, Cell
 from ..config.planning import Plan, make_plan
@@ -50,8 +50,7 @@ from ..record.results import (
     load_results,
     save_cell,
 )
-from ..record.slowdowns import judge_slowdowns
-from ..record.verdict import judge
+from ..record.verdict import judge_cell
 from ..stages.cell.files import CUBIN, PTX
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -312,20 +311,11 @@ class CellRunner:
 
     def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
                ) -> CellResult:
-        cell, variant = prepared.cell, prepared.variant
-        case = self.plan.cases[cell.case]
-        device = self.device.to_dict() if self.device.present else None
-        prediction = self.predict_ptx_jit(stages)
-        verdict, expectation, diagnosis = judge(cell, variant, stages, device,
-                                                prepared.versions, prediction)
-        return CellResult(
-            prediction=prediction,
-            cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
-            message=verdict.message, reason=verdict.reason, expected=expectation.describe(),
-            note=expectation.note,
-            diagnosis=diagnosis, stages=tuple(stages),
-            seconds=seconds,
-            title=case.title, upstream=case.upstream, versions=prepared.versions, device=device)
+        cell = prepared.cell
+        return judge_cell(cell, self.plan.cases[cell.case], prepared.variant, stages,
+                          seconds=seconds, versions=prepared.versions,
+                          device=self.device.to_dict() if self.device.present else None,
+                          prediction=self.predict_ptx_jit(stages))
 
 
 @dataclass
@@ -372,10 +362,18 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
+class Ran(NamedTuple):
+    """A run's record, every cell's result as each cell was judged, and the cases they were
+    made from (the run-level verdicts, `record.verdict.judge_run`, need them)."""
+
+    info: RunInfo
+    results: list[CellResult]
+    cases: Mapping[str, Case]
+
+
 def execute(options: RunOptions, progress: Progress,
             on_result: Callable[[CellResult], None] | None = None,
-            device: DeviceInfo | None = None, *, ledger: InputLedger
-            ) -> tuple[RunInfo, list[CellResult]]:
+            device: DeviceInfo | None = None, *, ledger: InputLedger) -> Ran:
     """Run the planned cells; returns the run record and every cell's result. `device`:
     the GPU as the caller already probed it (run_device), else probed here. `ledger`: the
     run's own, which every environment and cell watches what it read in, and which says
@@ -394,8 +392,9 @@ def execute(options: RunOptions, progress: Progress,
     tag_cache(options.cache)
     lock = lock_output(out)
     try:
-        return _execute(options, plan, progress, on_result, started_at, started,
-                        device or run_device(options.gpu), ledger)
+        info, results = _execute(options, plan, progress, on_result, started_at, started,
+                                 device or run_device(options.gpu), ledger)
+        return Ran(info, results, plan.cases)
     finally:
         lock.close()
 
@@ -493,8 +492,6 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     if unwritten:
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
-    # A timed kernel against the same cell on another toolkit: known once every cell ran.
-    results = judge_slowdowns(results, plan.cases)
     toolkits, libraries = _environment_facts(options, envs)
     info = RunInfo(
         started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,

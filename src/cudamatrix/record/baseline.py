@@ -102,24 +102,6 @@ def load_baseline(path: Path) -> Baseline:
                     runner_labels(info.runner_label))
 
 
-def settle_xpass(results: Sequence[CellResult], baseline: Baseline | None,
-                 run_labels: frozenset[str] = frozenset()) -> list[CellResult]:
-    """An expected failure that worked is "possibly fixed upstream" only against a baseline
-    where that cell failed as expected. On its first run it is far likelier a wrong
-    expectation, and a maintainer must hear of it: a `fail` saying so, not an exit 0."""
-    settled = []
-    for result in results:
-        found = baseline.match(result.cell.id, run_labels) if baseline else None
-        before = (found or {}).get("outcome")
-        if result.outcome == "xpass" and before != "xfail":
-            result = replace(result, outcome="fail", reason=(
-                f"expected {result.expected}, but it worked, and no baseline shows it "
-                "failing: check the expectation (an xpass is reported only against a "
-                "--baseline where the cell was xfail)"))
-        settled.append(result)
-    return settled
-
-
 @dataclass(frozen=True)
 class RunSelection:
     """What a run narrowed its tier to (--case, --variant, --toolkit, --arch, --cell,

@@ -1,4 +1,8 @@
-"""A cell's outcome, computed from what its stages really did against the case's expectation.
+"""A cell's verdict, decided here alone: from what its stages really did against the case's
+expectation (`judge`, `judge_cell`), and then by the rules that need the whole run
+(`judge_run`: a kernel's time against another toolkit's, an xpass against a baseline). The
+run, `merge` and `report --rejudge` all end in `judge_run`; a record's verdict fields are
+written from a `Verdict` by `_verdict_fields` alone.
 
 pass   everything that could run did as expected, and success was expected
 xfail  it failed (or hung) where and how the case expects (the bug reproduces)
@@ -12,17 +16,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config.case_tables import STAGES, Expectation
-from ..config.corpus import Variant
+from ..config.corpus import Case, Variant
 from ..config.plan import Cell
+from ..errors import UserError
 from ..stages.cell.result import Reached, Stage, StageResult
 from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
+from .baseline import Baseline
 from .diagnose import UNCLASSIFIED, diagnose_stage
 from .outcomes import Outcome
+from .results import CellResult
+from .slowdowns import slowdown_message
 
 
 @dataclass(frozen=True)
@@ -203,3 +211,122 @@ def _cccl_of(versions: Mapping[str, str]) -> str:
         return ""
     said = ", ".join(f"{n.removesuffix(' (headers)')} {v}" for n, v in sorted(found.items()))
     return f" This cell compiled with {said}."
+
+
+def _verdict_fields(verdict: Verdict, expectation: Expectation,
+                    diagnosis: dict[str, Any] | None) -> dict[str, Any]:
+    """What a record says of its verdict, from the verdict: the one mapping of a `Verdict`
+    onto a `CellResult`, whether the cell was judged as it ran or again later."""
+    return {"outcome": verdict.outcome, "stage": verdict.stage, "reached": verdict.reached,
+            "message": verdict.message, "reason": verdict.reason,
+            "expected": expectation.describe(), "note": expectation.note,
+            "diagnosis": diagnosis}
+
+
+def judge_cell(cell: Cell, case: Case, variant: Variant, stages: Sequence[StageResult], *,
+               seconds: float, versions: Mapping[str, str], device: Mapping[str, Any] | None,
+               prediction: Mapping[str, Any] | None) -> CellResult:
+    """A cell's record from what its stages did, judged against its case."""
+    verdict, expectation, diagnosis = judge(cell, variant, stages, device, versions,
+                                            prediction)
+    return CellResult(cell=cell, stages=tuple(stages), seconds=seconds, title=case.title,
+                      upstream=case.upstream, versions=dict(versions),
+                      device=dict(device) if device is not None else None,
+                      prediction=dict(prediction) if prediction is not None else None,
+                      **_verdict_fields(verdict, expectation, diagnosis))
+
+
+def _judged_again(result: CellResult, case: Case, variant: Variant,
+                  stages: Sequence[StageResult] | None = None) -> CellResult:
+    """`result` judged again from its recorded stages (or `stages` in their place): every
+    fact it recorded kept, its verdict worked out anew against the case as it is now."""
+    stages = tuple(stages) if stages is not None else result.stages
+    verdict, expectation, diagnosis = judge(result.cell, variant, stages, result.device,
+                                            result.versions, result.prediction)
+    return replace(result, stages=stages, title=case.title, upstream=case.upstream,
+                   **_verdict_fields(verdict, expectation, diagnosis))
+
+
+def variant_of(cases: Mapping[str, Case], cell: Cell) -> tuple[Case, Variant] | None:
+    """The case and variant a cell was made from, where the corpus still has them."""
+    case = cases.get(cell.case)
+    variant = next((v for v in case.variants if v.name == cell.variant), None) \
+        if case else None
+    return (case, variant) if case is not None and variant is not None else None
+
+
+def rejudge(results: Sequence[CellResult], cases: Mapping[str, Case]) -> list[CellResult]:
+    """`report --rejudge`: every recorded cell judged again against the cases as they are
+    now, without running anything (a GPU run's machine may be gone when an expectation is
+    found wrong); the run-level rules follow in `judge_run`. A cell whose case or variant
+    the corpus lacks cannot be judged: one line naming it."""
+    judged = []
+    for result in results:
+        found = variant_of(cases, result.cell)
+        if found is None:
+            raise UserError(f"--rejudge: cell {result.cell.id} has no case "
+                            f"{result.cell.case!r} variant {result.cell.variant!r} in the "
+                            "corpus (name it with --corpus or --known-bugs)")
+        judged.append(_judged_again(result, *found))
+    return judged
+
+
+def _slowdown_judged(result: CellResult, by_id: Mapping[str, CellResult],
+                     cases: Mapping[str, Case]) -> CellResult:
+    """`[variant.time] max_slowdown`: a timed cell over its budget against the same cell on
+    the budget's toolkit has its run stage failed with both figures and is judged again
+    (so a case can expect a known slowdown); a cell with no timed reference in the run says
+    so on its run stage. Others as they were."""
+    found = variant_of(cases, result.cell)
+    if found is None:
+        return result
+    case, variant = found
+    budget = variant.time.max_slowdown if variant.time else None
+    run = next((s for s in result.stages if s.stage == "run"), None)
+    if not budget or run is None or run.status != "ok" or not result.timing \
+            or result.cell.toolkit == budget.toolkit:
+        return result
+    reference = by_id.get(replace(result.cell, toolkit=budget.toolkit).id)
+    if reference is None or not reference.timing:
+        said = (f"max_slowdown: no timed {budget.toolkit} cell of the same case, "
+                "variant and arch in this run to compare with")
+        return replace(result, stages=tuple(
+            replace(s, details={**s.details, "slowdown": said}) if s is run else s
+            for s in result.stages))
+    message = slowdown_message(result, reference, budget)
+    if not message:
+        return result
+    failed = replace(run, status="failed", message=message,
+                     log=f"{run.log}\n{message}".strip())
+    return _judged_again(result, case, variant,
+                         tuple(failed if s is run else s for s in result.stages))
+
+
+def settled(result: CellResult, baseline: Baseline | None,
+            run_labels: frozenset[str] = frozenset()) -> CellResult:
+    """An expected failure that worked is "possibly fixed upstream" only against a baseline
+    where that cell failed as expected. On its first run it is far likelier a wrong
+    expectation, and a maintainer must hear of it: a `fail` saying so, not an exit 0. (The
+    progress line shows a cell settled so as it finishes.)"""
+    if result.outcome != "xpass":
+        return result
+    found = baseline.match(result.cell.id, run_labels) if baseline else None
+    if (found or {}).get("outcome") == "xfail":
+        return result
+    return replace(result, outcome="fail", reason=(
+        f"expected {result.expected}, but it worked, and no baseline shows it "
+        "failing: check the expectation (an xpass is reported only against a "
+        "--baseline where the cell was xfail)"))
+
+
+def judge_run(results: Sequence[CellResult], cases: Mapping[str, Case] | None,
+              baseline: Baseline | None = None,
+              run_labels: frozenset[str] = frozenset()) -> list[CellResult]:
+    """The verdicts that need more than one cell, once every cell is in: what run, merge
+    and `report` all end with. A timed kernel against its `max_slowdown` toolkit where the
+    cases are known (a merge has both toolkits' shards), then an xpass against the
+    baseline (`settled`). Judging a judged run again changes nothing."""
+    if cases:
+        by_id = {r.cell.id: r for r in results}
+        results = [_slowdown_judged(r, by_id, cases) for r in results]
+    return [settled(r, baseline, run_labels) for r in results]
