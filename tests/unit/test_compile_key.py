@@ -239,3 +239,26 @@ def test_what_a_variant_tells_its_worker_is_one_declaration() -> None:
     made_for_the_cell = {"frontend", "flags", "host_compiler", "timeout", "source", "case_dir"}
     shared = {f.name for f in fields(Variant)} & {f.name for f in fields(Job)}
     assert shared - made_for_the_cell == declared
+
+
+def test_an_edit_of_case_toml_that_reaches_no_compiler_keeps_the_key(tmp_path: Path) -> None:
+    """Issue 69: an edit of a case's description, expectation or [variant.resources]
+    recompiled every cell of the case (the whole case folder was hashed, case.toml too),
+    though none reaches the compiler: what case.toml gives a compile is in the job's
+    fields. A source that includes case.toml still has it in its key."""
+    from cudamatrix.config.corpus import CASE_FILE
+
+    case = tmp_path / "k"
+    case.mkdir()
+    (case / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    toml = case / CASE_FILE
+    toml.write_text('title = "t"\ndescription = "before"\n')
+    job = _nvrtc_job(case)
+    key = compile_key(job, "wheels")
+    toml.write_text('title = "t"\ndescription = "after"\n[[variant]]\nname = "v"\n'
+                    '[variant.resources]\nmax_registers = 32\n')
+    assert compile_key(job, "wheels") == key
+    (case / "k.cu").write_text('#include "case.toml"\n')
+    key = compile_key(job, "wheels")
+    toml.write_text('title = "t"\ndescription = "again"\n')
+    assert compile_key(job, "wheels") != key, "an included case.toml left the key as it was"

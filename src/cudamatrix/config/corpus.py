@@ -52,6 +52,8 @@ LOAD_MODES = VARIANT.key("load").allowed
 # The keys of each table of case.toml, as declarations.py declares them (the schema and
 # the reference are made from the same declarations).
 CASE_KEYS = CASE.names()
+# The file that makes a folder a case.
+CASE_FILE = "case.toml"
 VARIANT_KEYS = VARIANT.names()
 # [variant.time]: how a kernel that ran is timed (stages/device/timing.py).
 TIME_KEYS = TIME.names()
@@ -504,7 +506,7 @@ def load_case(directory: Path, root: Path | None = None,
               trees: Mapping[str, Path] | None = None) -> Case:
     """The case in `directory`; its files must lie inside `root` (its corpus folder) or a
     tree of the project's [paths] (`trees`), named {NAME}."""
-    path = directory / "case.toml"
+    path = directory / CASE_FILE
     raw = load_toml(path)
     reader = _Reader(path, root if root is not None else directory.parent, trees)
     check_keys("case", raw, CASE_KEYS, reader.fail)

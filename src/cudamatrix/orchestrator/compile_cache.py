@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.folders import walk, written_by_the_tool
+from ..config.corpus import CASE_FILE
 from ..stages.cell.files import ARTIFACTS, COMPILE_RECORD
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -63,6 +64,11 @@ COMPILER_ENVIRONMENT = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
                         "GCC_EXEC_PREFIX", "COMPILER_PATH")
 # Folders no compile reads that change on their own (Python's bytecode caches).
 _SKIPPED_FOLDERS = frozenset({"__pycache__", ".git"})
+# A case's case.toml reaches a compile only through the job's fields (its flags, kernel,
+# options...), which the key holds one by one: hashed whole, an edit of a description, an
+# expectation or a budget recompiled every cell of the case (issue 69). A source that
+# #includes it still has it in the key, as any file its include lines reach.
+_NOT_COMPILE_INPUTS = frozenset({CASE_FILE})
 
 
 # The largest file a compile key reads: a header or a source is kilobytes, a generated
@@ -110,7 +116,7 @@ def folder_inputs(folders: Iterable[Path]) -> dict[str, str]:
         for root, dirs, names in walk(folder, "compile's input folder"):
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS
                              and not written_by_the_tool(os.path.join(root, d)))
-            for name in sorted(names):
+            for name in sorted(set(names) - _NOT_COMPILE_INPUTS):
                 path = os.path.join(root, name)
                 info = os.lstat(path)
                 if stat.S_ISLNK(info.st_mode):
