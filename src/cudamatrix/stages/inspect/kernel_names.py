@@ -263,3 +263,30 @@ def cpp_names(symbols: Sequence[str]) -> list[str]:
 def is_mangled(name: str) -> bool:
     """A name as the module holds it: the driver takes it as it is."""
     return name.startswith("_Z")
+
+
+# What hides a kernel's name from a reading of the text: comments, strings, and the
+# attributes written between `__global__` and the name, with their own parentheses.
+_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                       re.DOTALL)
+_ATTRIBUTES = re.compile(r"\b(?:__launch_bounds__|__cluster_dims__|__maxnreg__)\s*\([^()]*\)"
+                         r"|\b__attribute__\s*\(\([^()]*\)\)|\[\[[^\]]*\]\]")
+_KERNEL = re.compile(r"\b__global__\b[^;{}()]*?\b([A-Za-z_]\w*)\s*\(")
+_MACRO_KERNEL = re.compile(r"^[ \t]*#.*\b__global__\b", re.MULTILINE)
+
+
+def kernels_defined(source: str) -> list[str] | None:
+    """The names of the kernels (``__global__`` functions) a CUDA source declares, in
+    order, each once: what `validate` names when a case's kernel is none of them. None
+    where a macro makes kernels: their names are not in the text, so no reading of it
+    can say a name is missing."""
+    code = _NOT_CODE.sub(" ", source.replace("\\\n", " "))
+    if _MACRO_KERNEL.search(code):
+        return None
+    return list(dict.fromkeys(_KERNEL.findall(_ATTRIBUTES.sub(" ", code))))
+
+
+def written_base(written: str) -> str:
+    """The bare name a case's kernel is written with (``void ns::f<3>(int*)``, ``ns::f``
+    and ``f<3>`` are all ``f``): what a source's definition is found by."""
+    return _squeezed(_base(_strip_templates(_split_signature(written)[0])))
