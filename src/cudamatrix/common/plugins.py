@@ -75,8 +75,9 @@ def _installed() -> EntryPoints:
 
 def declared(group: str) -> list[EntryPoint]:
     """The group's entry points: the built-ins first, in their listed order, then each
-    plugin's by name. A plugin may not take a built-in's name (it would replace it
-    silently on one machine and not on another)."""
+    plugin's by name. A plugin may not take a built-in's name, nor another plugin's (it
+    would replace it silently on one machine and not on another); one entry found twice
+    (the same value: a package on two folders of sys.path) is one."""
     built_in = BUILT_IN[group]
     every = list(_installed().select(group=group))
     ours = [EntryPoint(name, value, group) for name, value in built_in.items()]
@@ -86,7 +87,15 @@ def declared(group: str) -> list[EntryPoint]:
             raise UserError(f"entry point {group} {name} = {ep.value}: {name!r} is a "
                             f"built-in name (cudamatrix's own {built_in[name]}); give the "
                             "plugin another name")
-    found = {ep.name: ep for ep in every if ep.name not in built_in}
+    found: dict[str, EntryPoint] = {}
+    for ep in every:
+        if ep.name in built_in:
+            continue
+        known = found.setdefault(ep.name, ep)
+        if known.value != ep.value:
+            raise UserError(f"entry point {group} {ep.name}: two installed plugins declare "
+                            f"it ({known.value} and {ep.value}); which one runs would depend "
+                            "on the order they are found, so uninstall or rename one")
     plugins = sorted(found.values(), key=lambda ep: ep.name)
     return [*ours, *plugins]
 
