@@ -91,3 +91,72 @@ def test_a_merge_of_only_broken_shards_is_no_report(tmp_path: Path) -> None:
 def test_a_merge_of_empty_shards_is_no_report(tmp_path: Path) -> None:
     _results(tmp_path / "a" / "results.json", [])
     one_line_error(cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m")), "no cell")
+
+
+SIDE = {"value": "12.4", "cell": "c/v/12.4/sm_90", "happened": "passes", "outcome": "pass",
+        "message": "", "repro": "cudamatrix run --cell c/v/12.4/sm_90"}
+BISECT = {"over": "toolkit", "values": ["12.4", "12.8", "13.0"], "probed": ["12.4", "13.0"],
+          "skipped": {}, "changes": [
+              {"at": "13.0", "before": SIDE,
+               "after": {**SIDE, "value": "13.0", "cell": "c/v/13.0/sm_90",
+                         "happened": "fails at run", "outcome": "fail", "message": "wrong",
+                         "time": {"median_us": 12.5, "noise": 0.01, "ratio": 1.2,
+                                  "bandwidth_gbs": 80.0}},
+               "skipped_between": ["12.8"]}],
+          "slower": {"ratio": 1.05, "value": "12.4", "median_us": 10.4}}
+
+
+def _without(answer: dict[str, Any], path: str) -> dict[str, Any]:
+    """`answer` (deep-copied) with the field at the dotted `path` removed."""
+    copy: dict[str, Any] = json.loads(json.dumps(answer))
+    *parents, last = path.split(".")
+    node: Any = copy
+    for part in parents:
+        node = node[int(part)] if part.isdigit() else node[part]
+    del node[last]
+    return copy
+
+
+def _with(answer: dict[str, Any], path: str, value: object) -> dict[str, Any]:
+    copy = _without(answer, path)  # checks the path is there
+    *parents, last = path.split(".")
+    node: Any = copy
+    for part in parents:
+        node = node[int(part)] if part.isdigit() else node[part]
+    node[last] = value
+    return copy
+
+
+@pytest.mark.parametrize(("bisect", "field"), [
+    (_without(BISECT, "changes"), "bisect.changes"),
+    (_without(BISECT, "over"), "bisect.over"),
+    (_with(BISECT, "values", []), "bisect.values"),
+    (_with(BISECT, "changes", {"at": "13.0"}), "bisect.changes"),
+    (_without(BISECT, "changes.0.before"), "bisect.changes[0].before"),
+    (_without(BISECT, "changes.0.after.happened"), "bisect.changes[0].after.happened"),
+    (_with(BISECT, "changes.0.after.message", 3), "bisect.changes[0].after.message"),
+    (_with(BISECT, "changes.0.after.time.ratio", "1.2"), "bisect.changes[0].after.time.ratio"),
+    (_with(BISECT, "changes.0.skipped_between", "12.8"), "bisect.changes[0].skipped_between"),
+    (_with(BISECT, "slower.median_us", "10"), "bisect.slower.median_us"),
+    (_with(BISECT, "skipped", {"12.8": 1}), "bisect.skipped"),
+    (_with(BISECT, "probed", None), "bisect.probed"),
+    ("toolkit", "bisect"),
+])
+def test_a_bisect_answer_of_another_shape_is_named_by_report(
+        tmp_path: Path, bisect: object, field: str) -> None:
+    """`run.bisect` without `changes` was a KeyError traceback out of report (nox -s fuzz
+    found it); each field of the answer is read by type where the record is read."""
+    path = _results(tmp_path / "results.json", [_cell("saxpy", TIMING)], bisect=bisect)
+    line = one_line_error(cli("report", str(path), "--out", str(tmp_path / "r")), str(path),
+                          field)
+    assert f"{field}." not in line.replace(f"{field}: ", ""), line  # the field itself
+
+
+def test_a_bisect_answer_as_bisect_writes_it_is_reported(tmp_path: Path) -> None:
+    path = _results(tmp_path / "results.json", [_cell("saxpy", TIMING)], bisect=BISECT)
+    done = cli("report", str(path), "--out", str(tmp_path / "r"))
+    assert done.code == 0, done.output[-2000:]
+    text = (tmp_path / "r" / "COMPATIBILITY.md").read_text()
+    assert "## Bisect" in text and "toolkit 13.0: passes -> fails at run, 1.200x" in text
+    written = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert written["run"]["bisect"] == BISECT

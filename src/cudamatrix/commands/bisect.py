@@ -33,7 +33,8 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
                            args.variant[0] if args.variant else None, progress,
                            from_index=args.versions == "index", slower=args.slower)
     publish_reports(args, console, options.out, info, results)
-    answer = info.bisect or {}
+    answer = info.bisect
+    assert answer is not None  # bisect() always records its answer
     console.print(f"bisect over {answer['over']}: {len(results)} cells run of "
                   f"{len(answer['values'])} values ({info.wall_seconds:.0f} s)")
     for line in bisect_lines(answer):

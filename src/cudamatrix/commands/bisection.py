@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -47,7 +46,14 @@ from ..config.sources import SourceSpec, fetch, index_versions
 from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..orchestrator.progress import Progress
 from ..orchestrator.runner import execute
-from ..record.results import CellResult, RunInfo
+from ..record.results import (
+    BisectAnswer,
+    BisectChange,
+    BisectSide,
+    BisectTime,
+    CellResult,
+    RunInfo,
+)
 from ..reports.answers import without_paths
 from ..reports.glance import happened
 
@@ -378,7 +384,7 @@ class Bisection:
         self.progress.note(f"bisect {self.axis.name} {value}: {said}")
         return key
 
-    def run(self) -> list[dict[str, Any]]:
+    def run(self) -> list[BisectChange]:
         self.progress.note(f"bisect over {self.axis.name}: {len(self.axis.values)} values, "
                            f"{self.axis.values[0]} .. {self.axis.values[-1]}")
         changes = search(len(self.axis.values), self.probe)
@@ -394,24 +400,24 @@ class Bisection:
                                                 if p.skipped) + ")")
         return [self.change(lo, hi) for lo, hi in changes]
 
-    def change(self, lo: int, hi: int) -> dict[str, Any]:
+    def change(self, lo: int, hi: int) -> BisectChange:
         before, after = self.probes[lo], self.probes[hi]
         untested = [self.axis.values[i] for i in range(lo + 1, hi)]
 
-        def side(probe: Probe) -> dict[str, Any]:
+        def side(probe: Probe) -> BisectSide:
             result = probe.result
             assert result is not None and probe.cell is not None
-            said: dict[str, Any] = {
+            said: BisectSide = {
                 "value": probe.value, "cell": result.cell.id, "happened": happened(result),
                 "outcome": result.outcome, "message": result.message,
                 "repro": self.axis.repro(probe.cell, probe.index)}
             timing = result.timing
             if self.slower is not None and timing is not None:
-                said["time"] = {"median_us": timing["median_us"],
-                                "noise": timing.get("noise"),
-                                "ratio": round(self.ratio(probe), 4),
-                                **({"bandwidth_gbs": timing["bandwidth_gbs"]}
-                                   if timing.get("bandwidth_gbs") else {})}
+                time = BisectTime(median_us=float(timing["median_us"]),
+                                  noise=timing.get("noise"), ratio=round(self.ratio(probe), 4))
+                if timing.get("bandwidth_gbs"):
+                    time["bandwidth_gbs"] = float(timing["bandwidth_gbs"])
+                said["time"] = time
             return said
 
         return {"at": after.value, "before": side(before), "after": side(after),
@@ -445,7 +451,7 @@ def bisect(base: RunOptions, over: str, start: str | None, end: str | None,
     probes = [bisection.probes[i] for i in sorted(bisection.probes)]
     results = [p.result for p in probes if p.result is not None]
     last = next(p.info for p in reversed(probes) if p.info is not None)
-    answer = {"over": axis.name, "values": axis.values, "changes": changes,
+    answer: BisectAnswer = {"over": axis.name, "values": axis.values, "changes": changes,
               "probed": [p.value for p in probes],
               "skipped": {p.value: p.skipped for p in probes if p.skipped}}
     reference = bisection.reference

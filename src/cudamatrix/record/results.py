@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from ..common import recorded
 from ..common.files import write_atomic
@@ -207,6 +207,149 @@ class CellResult:
         )
 
 
+class BisectTime(TypedDict):
+    """With --slower, how fast one end of a change ran: its median, noise, its ratio to
+    the reference value's, and its bandwidth where the case moves known bytes."""
+
+    median_us: float
+    noise: NotRequired[float | None]
+    ratio: float
+    bandwidth_gbs: NotRequired[float]
+
+
+class BisectSide(TypedDict):
+    """One end of a change bisect found: the value, the cell run there, what happened, the
+    line that reruns it."""
+
+    value: str
+    cell: str
+    happened: str
+    outcome: str
+    message: str
+    repro: str
+    time: NotRequired[BisectTime]
+
+
+class BisectChange(TypedDict):
+    """Where what happened changed along the axis: its two neighbouring cells and the
+    values between them that could not be run."""
+
+    at: str
+    before: BisectSide
+    after: BisectSide
+    skipped_between: list[str]
+
+
+class BisectSlower(TypedDict):
+    """--slower's reference: the ratio asked for and the first value's median time."""
+
+    ratio: float
+    value: str
+    median_us: float
+
+
+class BisectAnswer(TypedDict):
+    """`cudamatrix bisect`'s answer as results.json keeps it (RunInfo.bisect)."""
+
+    over: str
+    values: list[str]
+    changes: list[BisectChange]
+    probed: list[str]
+    skipped: dict[str, str]
+    slower: NotRequired[BisectSlower]
+
+
+_T = TypeVar("_T")
+
+
+def _named(where: str, read: Callable[[], _T]) -> _T:
+    """`read()`, a refusal of it named from `where` down (`bisect.changes[0].`)."""
+    try:
+        return read()
+    except ValueError as exc:
+        raise ValueError(f"{where}{exc}") from None
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected an object, got {value!r:.60}")
+    return value
+
+
+def _text(data: dict[str, Any], key: str, where: str) -> str:
+    return _named(where, lambda: recorded.text(data, key))
+
+
+def _number(data: dict[str, Any], key: str, where: str) -> float:
+    return recorded.number(data, key, None, where=where)
+
+
+def _texts(data: dict[str, Any], key: str, where: str, least: int = 0) -> list[str]:
+    """A required list of strings, of at least `least` (the report names the first)."""
+    value = data.get(key)
+    if not isinstance(value, list) or len(value) < least \
+            or not all(isinstance(v, str) for v in value):
+        wanted = "at least one string" if least else "strings"
+        raise ValueError(f"{where}{key}: expected a list of {wanted}, got {value!r:.60}")
+    return value
+
+
+def _bisect_time(value: object, where: str) -> BisectTime:
+    data = _object(value, where)
+    time = BisectTime(median_us=_number(data, "median_us", f"{where}."),
+                      ratio=_number(data, "ratio", f"{where}."))
+    if data.get("noise") is not None:
+        time["noise"] = _number(data, "noise", f"{where}.")
+    elif "noise" in data:
+        time["noise"] = None
+    if "bandwidth_gbs" in data:
+        time["bandwidth_gbs"] = _number(data, "bandwidth_gbs", f"{where}.")
+    return time
+
+
+def _bisect_side(value: object, where: str) -> BisectSide:
+    data, named = _object(value, where), f"{where}."
+    side = BisectSide(value=_text(data, "value", named), cell=_text(data, "cell", named),
+                      happened=_text(data, "happened", named),
+                      outcome=_text(data, "outcome", named),
+                      message=_text(data, "message", named), repro=_text(data, "repro", named))
+    if data.get("time") is not None:
+        side["time"] = _bisect_time(data["time"], f"{named}time")
+    return side
+
+
+def _bisect_change(value: object, where: str) -> BisectChange:
+    data, named = _object(value, where), f"{where}."
+    return BisectChange(at=_text(data, "at", named),
+                        before=_bisect_side(data.get("before"), f"{named}before"),
+                        after=_bisect_side(data.get("after"), f"{named}after"),
+                        skipped_between=_texts(data, "skipped_between", named))
+
+
+def bisect_answer(value: object) -> BisectAnswer | None:
+    """A recorded `run.bisect`, every field the reports and `bisect` print read by type:
+    one of another type or missing is a ValueError naming it (`bisect.changes`), never a
+    KeyError or a format error in the middle of the Markdown."""
+    if value is None:
+        return None
+    data = _object(value, "bisect")
+    changes = data.get("changes")
+    if not isinstance(changes, list):
+        raise ValueError(f"bisect.changes: expected a list of objects, got {changes!r:.60}")
+    answer = BisectAnswer(
+        over=_text(data, "over", "bisect."), values=_texts(data, "values", "bisect.", 1),
+        changes=[_bisect_change(c, f"bisect.changes[{i}]") for i, c in enumerate(changes)],
+        probed=_texts(data, "probed", "bisect."),
+        skipped=_named("bisect.", lambda: recorded.text_table(data, "skipped")))
+    if data.get("slower") is not None:
+        slower = _object(data["slower"], "bisect.slower")
+        answer["slower"] = BisectSlower(ratio=_number(slower, "ratio", "bisect.slower."),
+                                        value=_text(slower, "value", "bisect.slower."),
+                                        median_us=_number(slower, "median_us",
+                                                          "bisect.slower."))
+    return answer
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """Where and with what a run happened: printed in every report's header."""
@@ -233,7 +376,7 @@ class RunInfo:
     # run started): what history names as the first run where a cell flipped.
     revision: str = ""
     # `cudamatrix bisect`'s answer, where the run was one: the axis, its values, the changes.
-    bisect: dict[str, Any] | None = None
+    bisect: BisectAnswer | None = None
     # What a cell's repro command carries besides the cell (options.repro_arguments: its
     # corpus, tier, matrix, cache, GPU or not, ...), shell-quoted, and the folder it is
     # run from: the report prints it, and it reruns the cell as this run ran it.
@@ -269,7 +412,7 @@ class RunInfo:
             provider_choice=recorded.text(data, "provider_choice", ""),
             environment_errors=recorded.text_table(data, "environment_errors"),
             revision=recorded.text(data, "revision", ""),
-            bisect=recorded.table(data, "bisect", optional=True),
+            bisect=bisect_answer(data.get("bisect")),
             repro_args=recorded.shell_words(data, "repro_args"),
             repro_folder=recorded.text(data, "repro_folder", ""),
             paths=recorded.text_table(data, "paths"))

@@ -15,7 +15,7 @@ from typing import Any
 from ..common.versions import Arch
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
-from ..record.results import CellResult, RunInfo, summary
+from ..record.results import BisectAnswer, BisectSide, CellResult, RunInfo, summary
 from ..record.time_changes import TimeChange
 from .answers import (
     FLAKY_MARK,
@@ -134,7 +134,7 @@ def md_link(address: str) -> str:
     return md_text(address)
 
 
-def _bisect_side(side: dict[str, Any]) -> str:
+def _bisect_side(side: BisectSide) -> str:
     """What happened at one end of a change; with --slower, how fast too."""
     time = side.get("time")
     if not time:
@@ -143,7 +143,7 @@ def _bisect_side(side: dict[str, Any]) -> str:
         f" ({time['bandwidth_gbs']:,.0f} GB/s)" if time.get("bandwidth_gbs") else "")
 
 
-def bisect_lines(answer: dict[str, Any]) -> list[str]:
+def bisect_lines(answer: BisectAnswer) -> list[str]:
     """`cudamatrix bisect`'s answer: each change with its two neighbouring cells."""
     lines = []
     slower = answer.get("slower")
