@@ -118,3 +118,44 @@ def test_a_lock_wait_ends_with_the_run(tmp_path: Path, monkeypatch: pytest.Monke
     finally:
         holder.kill()
         holder.wait()
+
+
+# Another tool holding a cudamatrix lock file with flock, writing nothing into it.
+FLOCK_ONLY = textwrap.dedent("""
+    import fcntl, sys, time
+    with open(sys.argv[1], "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        print("held", flush=True)
+        time.sleep(60)
+""")
+
+
+@pytest.mark.skipif(not Path("/proc/locks").is_file(), reason="Linux says holders in /proc/locks")
+def test_the_holder_named_is_the_real_one_not_the_files(tmp_path: Path) -> None:
+    """Issue 68, item 15: the lock file said `pid 1` (a stale or forged record) while
+    another tool held the lock with flock; the holder named is the one Linux says holds
+    it (/proc/locks, by the file's inode), the file's pid never."""
+    import platform
+
+    from cudamatrix.common.locks import _holder, _open_lock
+
+    target = tmp_path / "toolkits" / "wheels-13.0"
+    target.parent.mkdir(parents=True)
+    lock = target.with_name(target.name + ".lock")
+    lock.write_text(f"pid 1 on {platform.node()}")
+    holder = subprocess.Popen([sys.executable, "-c", FLOCK_ONLY, str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        said: list[str] = []
+        with pytest.raises(EnvironmentUnavailable, match=rf"pid {holder.pid} on "), \
+                folder_lock(target, timeout_s=0.3, say=said.append):
+            pass
+        assert f"pid {holder.pid} on " in said[0] and "pid 1 " not in said[0]
+        with pytest.raises(LockHeld, match=rf"pid {holder.pid} on "):
+            exclusive_lock(lock)
+    finally:
+        holder.kill()
+        holder.wait()
+    with _open_lock(lock) as handle:  # nobody holds it now: the file's pid 1 is no holder
+        assert "pid 1 on" not in _holder(handle)

@@ -2,7 +2,9 @@
 wheels, Debian's unpacked nvcc, a downloaded sdist, a clone), which shards of one machine
 or two test workers share, so the second to arrive waits for the first's folder rather
 than unpacking its own over it; and one on a run's --out folder, which a second run may
-not share at all. Both say who holds them: a lock file holds its holder's pid and host."""
+not share at all. Both say who holds them: the pid the kernel lists as holding the file
+(/proc/locks); a lock file's own record of its holder's pid and host only for a holder on
+another host."""
 
 from __future__ import annotations
 
@@ -48,20 +50,54 @@ def set_run_deadline(seconds: float | None) -> None:
 _POLL_S = 0.2
 
 
+# Where Linux lists every lock held: "1: FLOCK  ADVISORY  WRITE <pid> <maj>:<min>:<inode>
+# 0 EOF" (a waiter's line has "->"). Read within a bound: it is one line a lock.
+PROC_LOCKS = Path("/proc/locks")
+_PROC_LOCKS_BYTES = 8 << 20
+
+
+def _real_holder(handle: IO[str]) -> int | None:
+    """The pid holding a lock on `handle`'s file, as the kernel says (by its device and
+    inode in /proc/locks), never this process; None where none is listed, the holder is
+    in another pid namespace (pid 0 or -1), or /proc/locks cannot be read."""
+    info = os.fstat(handle.fileno())
+    key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with PROC_LOCKS.open("rb") as listing:
+            text = listing.read(_PROC_LOCKS_BYTES).decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 6 or "->" in words or words[5] != key:
+            continue
+        if words[4].isdigit() and int(words[4]) > 0 and int(words[4]) != os.getpid():
+            return int(words[4])
+    return None
+
+
 def _holder(handle: IO[str]) -> str:
-    """Who holds the lock, as its file says, checked where it can be: a pid on this host
-    that no process has (a forged or stale record) is said as such, not named as holder."""
+    """Who holds the lock: the pid the kernel says holds it (another tool's flock writes
+    nothing into the file, and a file's pid may be stale or forged: `pid 1`); where the
+    kernel names none, the file's record only for another host (a shared cache, whose
+    holder this machine cannot see), else nobody by name."""
+    real = _real_holder(handle)
+    if real is not None:
+        return f"pid {real} on {platform.node()}"
     handle.seek(0)
     said = handle.read(200).strip()
     words = said.split()
     if len(words) == 4 and words[0] == "pid" and words[1].isdigit() and words[2] == "on":
-        if words[3] == platform.node():
-            try:
-                os.kill(int(words[1]), 0)
-            except ProcessLookupError:
-                return f"another process (its lock file names pid {words[1]}, not running)"
-            except PermissionError:
-                pass
+        if words[3] != platform.node():
+            return f"pid {words[1]} on {words[3]} (as its lock file says)"
+        try:
+            os.kill(int(words[1]), 0)
+        except ProcessLookupError:
+            return f"another process (its lock file names pid {words[1]}, not running)"
+        except PermissionError:
+            pass
+        if PROC_LOCKS.is_file():
+            return f"another process (its lock file names pid {words[1]}, not the holder)"
         return f"pid {words[1]} on {words[3]}"
     return "another process"
 
