@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,28 +73,37 @@ def build_environment(job: Job) -> dict[str, str]:
     """The process environment of every build and test command of the cell."""
     setting = job.build_setting  # none for a prebuilt cell's test on a GPU machine
     env = dict(os.environ)
-    arch = arch_values(job.arch)
     cuda_home = setting.cuda_home if setting else ""
     path = [f"{cuda_home}/bin" if cuda_home else "", *(setting.tools_bin if setting else ()),
             env.get("PATH", "")]
     libraries = [d for d in (job.env.library_dirs if job.env else ()) if d]
-    if cuda_home:
-        env.update(CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, CUDAToolkit_ROOT=cuda_home,
-                   CUDACXX=f"{cuda_home}/bin/nvcc")
-    env.update(PATH=os.pathsep.join(p for p in path if p), CUDAARCHS=arch["cuda_arch"],
-               TORCH_CUDA_ARCH_LIST=arch["torch_arch"],
-               CUDAMATRIX_ARCH=arch["arch"], CUDAMATRIX_GENCODE=arch["gencode"],
+    env.update(PATH=os.pathsep.join(p for p in path if p),
                LIBRARY_PATH=os.pathsep.join([*libraries, env.get("LIBRARY_PATH", "")]).strip(":"),
                LD_LIBRARY_PATH=os.pathsep.join(
                    [*libraries, env.get("LD_LIBRARY_PATH", "")]).strip(":"))
     if setting and setting.tools_path:
         env["PYTHONPATH"] = os.pathsep.join([*setting.tools_path, env.get("PYTHONPATH", "")])
     host = job.host_compiler or (job.env.host_compiler if job.env else None)
-    if host:
-        c_compiler = host.replace("clang++", "clang").replace("g++", "gcc")
-        env.update(CC=c_compiler, CXX=host, CUDAHOSTCXX=host, NVCC_CCBIN=host)
+    env.update(cell_variables(job.arch, cuda_home, host))
     env.update({name: fill(value, job) for name, value in (job.build.env if job.build else ())})
     return env
+
+
+def cell_variables(arch: str, cuda_home: str, host: str | None) -> dict[str, str]:
+    """What a build is told of its cell besides the folders on its search paths: the
+    toolkit, the arch and the host compiler as build systems read them. One function, so
+    `cudamatrix repro` sets for a rebuild what the run set (from the cell, never a
+    record's environment)."""
+    values = arch_values(arch)
+    variables = {"CUDAARCHS": values["cuda_arch"], "TORCH_CUDA_ARCH_LIST": values["torch_arch"],
+                 "CUDAMATRIX_ARCH": values["arch"], "CUDAMATRIX_GENCODE": values["gencode"]}
+    if cuda_home:
+        variables.update(CUDA_HOME=cuda_home, CUDA_PATH=cuda_home, CUDAToolkit_ROOT=cuda_home,
+                         CUDACXX=f"{cuda_home}/bin/nvcc")
+    if host:
+        c_compiler = host.replace("clang++", "clang").replace("g++", "gcc")
+        variables.update(CC=c_compiler, CXX=host, CUDAHOSTCXX=host, NVCC_CCBIN=host)
+    return variables
 
 
 def set_for_build(env: dict[str, str]) -> dict[str, str]:
@@ -104,7 +114,12 @@ def set_for_build(env: dict[str, str]) -> dict[str, str]:
 
 def fill(text: str, job: Job) -> str:
     """`text` with the cell's {placeholders} filled in."""
-    for name, value in placeholder_values(job).items():
+    return fill_with(text, placeholder_values(job))
+
+
+def fill_with(text: str, values: Mapping[str, str]) -> str:
+    """`text` with each {name} of `values` filled in."""
+    for name, value in values.items():
         text = text.replace("{" + name + "}", value)
     return text
 
@@ -116,12 +131,17 @@ def command_words(command: str, job: Job) -> list[str]:
 
 
 def placeholder_values(job: Job) -> dict[str, str]:
-    cuda_home = job.build_setting.cuda_home if job.build_setting else ""
-    values = {**arch_values(job.arch), "python": sys.executable, "cuda_home": cuda_home,
-              "case": job.source,  # the case's folder: a test script beside case.toml
-              "nvcc": f"{cuda_home}/bin/nvcc" if cuda_home else "nvcc",
-              "cxx": job.host_compiler or (job.env.host_compiler if job.env else None) or "g++"}
-    return values
+    return placeholders(job.arch, job.build_setting.cuda_home if job.build_setting else "",
+                        job.source,
+                        job.host_compiler or (job.env.host_compiler if job.env else None))
+
+
+def placeholders(arch: str, cuda_home: str, case: str, host: str | None) -> dict[str, str]:
+    """Each placeholder's value for a cell: its arch, toolkit, case folder (a test script
+    beside case.toml) and host compiler; `cudamatrix repro` fills a rebuild's so."""
+    return {**arch_values(arch), "python": sys.executable, "cuda_home": cuda_home,
+            "case": case, "nvcc": f"{cuda_home}/bin/nvcc" if cuda_home else "nvcc",
+            "cxx": host or "g++"}
 
 
 # Lines a build system prints around the real error: its own frame, not the finding.
