@@ -183,7 +183,8 @@ timeout = 300
     cell_id = "byhand/nvcc/13.0/sm_80"
     log = next(s for s in run.cells()[cell_id]["stages"] if s["stage"] == "compile")["log"]
     assert "-arch=sm_80" in log and "{arch}" not in log and "{nvcc}" not in log, log
-    script = cudamatrix("repro", cell_id, "--out", str(out))
+    # The script is the case's build as it is here (issue 68): repro reads the corpus.
+    script = cudamatrix("repro", cell_id, "--out", str(out), "--corpus", str(tmp_path / "cases"))
     assert script.code == 0, script.output
     assert "export CUDAARCHS=80" in script.output and "export CUDA_HOME=" in script.output
     rebuilt = subprocess.run(["sh", "-c", script.output], capture_output=True, text=True,

@@ -9,13 +9,16 @@ import itertools
 import os
 import re
 import shlex
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from .arguments import add_flag
 from .command import Command, Invocation
 
 if TYPE_CHECKING:
+    from ..config.corpus import Case, Variant
     from ..record.results import CellResult
     from ..stages.cell.result import StageResult
 
@@ -39,37 +42,16 @@ def _recorded_cell(out: Path, cell_id: str) -> CellResult:
     return found
 
 
-# The options whose value is a file a compile writes: its folder must exist.
-_OUTPUT_OPTIONS = ("-o", "-MF", "--output-file", "-odir", "--output-directory")
-
-
-def _output_folders(command: str) -> list[str]:
-    """The folders a logged command writes into (-o FILE, -MF FILE): a repro makes them,
-    so the line runs as printed after the run removed them (a together-compiled group's
-    folder)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return []
-    found = []
-    for option, value in itertools.pairwise(words):
-        if option in _OUTPUT_OPTIONS and value:
-            folder = value if option in ("-odir", "--output-directory") \
-                else os.path.dirname(value)
-            if folder:
-                found.append(folder)
-    return list(dict.fromkeys(found))
-
-
 # The programs a cell's compile runs, as its log names them by path.
 _COMPILERS = re.compile(r"(nvcc|ptxas|clang(\+\+)?(-\d+)?|python[\d.]*)$")
 # Compiler options that make a compiler run a program of their naming (gcc's -wrapper and
 # -B, a plugin, a specs file, a linker by path, another host compiler): a record from
 # elsewhere may hold them, a repro never prints them. Checked on every word and on each
-# piece of a comma list (nvcc's -Xcompiler a,b and --opt=a,b split as nvcc splits them).
+# piece of a comma list (nvcc's -Xcompiler a,b and --opt=a,b split as nvcc splits them);
+# nvcc's --run runs what it built.
 _RUNS_A_PROGRAM = re.compile(
     r"^(-wrapper|-B|--?specs|-fplugin|-iplugindir|-fuse-ld|--plugin|-plugin|"
-    r"--compiler-bindir|-ccbin|--?dependency-output-prefix)")
+    r"--compiler-bindir|-ccbin|--?dependency-output-prefix|--?run(-args)?(=|$))")
 _HOST_COMPILER = re.compile(r"^(g\+\+|gcc|clang\+\+|clang)(-\d+)?$")
 
 
@@ -151,64 +133,124 @@ def _said(text: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
-# A variable's name as a build's environment may hold it (the case's `env`, the tool's).
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+def _refused(result: CellResult, field: str, value: str, why: str) -> UserError:
+    """A record refused in one line that names the field and the value it read there."""
+    return UserError(f"cell {_said(result.cell.id)[:120]!r}: its record's {field} holds "
+                     f"{_said(value)[:80]!r}, {why}: not printed as a script (a record from "
+                     "elsewhere is data, never code)")
 
 
-def build_script(result: CellResult, stage: StageResult | None) -> str:
-    """A build cell's build as a shell script: a fresh copy of the project, the environment
-    the tool gave the build (its toolkit as $CUDA_HOME, its arch, its tools on PATH), then
-    each command as the words the tool ran (every placeholder filled, no shell between)."""
-    details = stage.details if stage is not None else {}
-    project, commands = details.get("project_path"), details.get("command_words")
-    environment = details.get("environment") or {}
-    if not isinstance(project, str) or not isinstance(commands, list) or not all(
-            isinstance(c, list) and all(isinstance(w, str) for w in c) for c in commands) \
-            or not isinstance(environment, dict):
-        raise UserError(f"cell {_said(result.cell.id)!r}: its record keeps no build to repeat "
-                        "(a record made before `repro` rebuilt builds, or from elsewhere); "
-                        "the report's `cudamatrix run ... --cell` line runs it again")
-    exported = []
-    for name, value in sorted(environment.items()):
-        if not _NAME.fullmatch(str(name)) or not isinstance(value, str):
-            raise UserError(f"cell {_said(result.cell.id)!r}: its record's build environment "
-                            f"holds {_said(str(name)[:40])!r}, no variable's name")
-        exported.append(f"export {name}={shlex.quote(value)}")
-    return "\n".join([
-        "#!/bin/sh",
-        _said(f"# {result.cell.id}: its build, as the run ran it ({result.outcome} at "
-              f"{result.stage}), in a fresh copy of {project}"),
-        "# It runs the case's own build commands: read them first where the record is not "
-        "your own.",
-        "set -e",
-        'work="$(mktemp -d)"',
-        f'cp -R {shlex.quote(project)} "$work/project"',
-        'cd "$work/project"',
-        'echo "building in $work/project" >&2',
-        *exported,
-        *(shlex.join(words) for words in commands), ""])
+# --- a compile's commands -------------------------------------------------------------------
+
+# Where a compile's words are read from in a record.
+_LOG_FIELD = "stages[compile].log"
+# What nvcc's own /bin/sh acts on inside the double quotes nvcc puts each word in when it
+# runs cicc, ptxas and the host compiler (`$(cmd)`, `${x}`, backticks, `\`), and the quotes
+# that would end them: printed single-quoted for this shell, they still ran in nvcc's.
+_NVCC_SHELL = frozenset("$`\"'\\")
+# Options whose value is a file a compiler writes (nvcc, clang, gcc, ptxas, ld) and those
+# whose value is a folder it writes into; the record's path is never written as it is.
+_WRITES_FILE = ("-o", "--output-file", "-MF", "--dependency-output", "-MJ", "-aux-info",
+                "-dumpbase", "--serialize-diagnostics", "-Map", "--Map", "--out-implib",
+                "--dependency-file")
+_WRITES_FOLDER = ("-odir", "--output-directory", "--keep-dir", "-keep-dir", "-dumpdir")
+# The output options a compiler also reads with the value joined to them (`-ofile`).
+_JOINED = ("-o", "-MF", "-MJ")
+# Options that hand their value on to another program (nvcc's host compiler, linker,
+# ptxas, nvlink; clang's cc1 and ptxas; gcc's linker, assembler, preprocessor): what they
+# carry is checked piece by piece, and an output option among it is refused, since the
+# script cannot tell which program's file it would be.
+_PASSES_ON = re.compile(r"-X[A-Za-z][\w-]*|--(compiler|linker|ptxas|nvlink|fatbin|archive)"
+                        r"-options")
+_PASSES_ON_JOINED = re.compile(r"(-X[A-Za-z][\w-]*=|--(compiler|linker|ptxas|nvlink|fatbin|"
+                               r"archive)-options=|-W[alp],)")
+# Words that make a compiler read more words from a file (nvcc's options file, a
+# response file): words nothing here checked.
+_READS_WORDS = re.compile(r"^(@|--?optf$|--?optf=|--options-file($|=))")
 
 
-def compile_script(result: CellResult, out: Path) -> str:
-    """A cell's compile as a shell script: each command its compile stage ran, as its log
-    shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
-    run in the cell's folder of the run's artifacts, where the compile ran."""
-    from ..config.plan import cell_slug
-    from ..record.results import ARTIFACTS_DIR
+def _output_option(piece: str) -> bool:
+    """Whether a word, as another program reads it, names a file or folder it writes."""
+    options = (*_WRITES_FILE, *_WRITES_FOLDER)
+    return piece in options or any(piece.startswith(f"{o}=") for o in options) or any(
+        piece.startswith(o) and "/" in piece for o in _JOINED)
 
-    compile_stage = next((s for s in result.stages if s.stage == "compile"), None)
-    from ..stages.frontends import frontend
 
-    try:
-        builds_project = frontend(result.cell.frontend).builds_project
-    except (KeyError, UserError):
-        raise UserError(f"cell {_said(result.cell.id)!r}: its record names frontend "
-                        f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
-                        "have: not printed as a script") from None
-    if builds_project:
-        return build_script(result, compile_stage)
-    lines = [line[2:] for line in (compile_stage.log if compile_stage else "").splitlines()
-             if line.startswith("$ ")]
+def _own_output(result: CellResult, option: str, value: str) -> str:
+    """An output's value as the script writes it: a folder is the script's own, a file
+    its base name there (`-o /home/you/.bashrc` writes `.bashrc` in the script's folder);
+    a value that leaves no name (`/`, `..`) is refused."""
+    if option in _WRITES_FOLDER:
+        return "."
+    if value == "-":  # the compiler's stdout
+        return value
+    name = os.path.basename(value.rstrip("/"))
+    if name in ("", ".", ".."):
+        raise _refused(result, _LOG_FIELD, f"{option} {value}", "an output that names no "
+                       "file of its own")
+    return name
+
+
+def _joined_output(word: str) -> tuple[str, str, str] | None:
+    """A word that is an output option with its value joined (`--output-file=F`, `-oF`):
+    the option, what joins them, the value; else None."""
+    for option in (*_WRITES_FILE, *_WRITES_FOLDER):
+        if word.startswith(f"{option}="):
+            return option, "=", word[len(option) + 1:]
+    for option in _JOINED:
+        if word.startswith(option) and len(word) > len(option) and word not in _WRITES_FOLDER:
+            return option, "", word[len(option):]
+    return None
+
+
+def _checked_word(result: CellResult, word: str, nvcc: bool, passed_on: bool) -> None:
+    """Refuse a word nvcc's shell would act on, one that reads words from a file, and an
+    output option handed on to another program."""
+    if nvcc:
+        special = next((c for c in word if c in _NVCC_SHELL or not c.isprintable()), None)
+        if special is not None:
+            raise _refused(result, _LOG_FIELD, word, f"with {special!r}, which nvcc's own "
+                           "/bin/sh would expand or run")
+    pieces = _pieces(word)
+    if any(_READS_WORDS.match(piece) for piece in pieces):
+        raise _refused(result, _LOG_FIELD, word, "which reads more options from a file")
+    handed = _PASSES_ON_JOINED.match(word)
+    inner = [word] if passed_on else _pieces(word[handed.end():]) if handed else []
+    if any(_output_option(p) for p in (*inner, *(_pieces(word)[1:] if passed_on else ()))):
+        raise _refused(result, _LOG_FIELD, word, "an output handed on to another program, "
+                       "which would write where the record says")
+
+
+def _kept_inside(result: CellResult, words: list[str]) -> list[str]:
+    """A command's words with every file it writes in the script's own folder (each output
+    option's value its base name, each output folder `.`), after each word is checked:
+    what a record names is never overwritten, whatever it names."""
+    program = next(i for i, w in enumerate(words) if not w.startswith("LD_LIBRARY_PATH="))
+    nvcc = os.path.basename(words[program]) == "nvcc"
+    kept = words[:program + 1]
+    taking: str | None = None  # the output option whose value this word is
+    passed_on = False  # the word is an option's value for another program (-Xcompiler W)
+    for word in words[program + 1:]:
+        _checked_word(result, word, nvcc, passed_on)
+        if taking is not None:
+            kept.append(_own_output(result, taking, word))
+            taking = None
+        elif not passed_on and word in (*_WRITES_FILE, *_WRITES_FOLDER):
+            taking = word
+            kept.append(word)
+        elif not passed_on and (joined := _joined_output(word)) is not None:
+            option, joint, value = joined
+            kept.append(f"{option}{joint}{_own_output(result, option, value)}")
+        else:
+            kept.append(word)
+        passed_on = not passed_on and taking is None and _PASSES_ON.fullmatch(word) is not None
+    return kept
+
+
+def _compile_commands(result: CellResult, log: str) -> list[str]:
+    """The compile's logged commands as the script runs them, each one compiler's plain
+    line, its words checked and its outputs in the script's own folder; or a refusal."""
+    lines = [line[2:] for line in log.splitlines() if line.startswith("$ ")]
     if not lines:
         raise UserError(f"cell {_said(result.cell.id)!r}: its compile stage logged no command "
                         "(a CuPy cell compiles through the driver)")
@@ -220,22 +262,167 @@ def compile_script(result: CellResult, out: Path) -> str:
                             f"{_said(line[:80])!r} is not one compiler's plain command line "
                             "(a toolkit's, running no other program): not printed as a script "
                             "(a record from elsewhere may hold anything)")
-        commands.append(shlex.join(words))
-    folder = (out / ARTIFACTS_DIR / cell_slug(result.cell.id)).resolve()
+        commands.append(shlex.join(_kept_inside(result, words)))
+    return commands
+
+
+# --- a build cell's build -------------------------------------------------------------------
+
+# A variable's name as a build's environment may hold it (the case's `env`).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The search paths a build is given, of which a record's folders are kept only where a
+# toolkit or the system has them (this machine's cache, /usr, /opt): the rest are the
+# shell's own that runs the script.
+_SEARCH_PATHS = ("PATH", "LIBRARY_PATH", "LD_LIBRARY_PATH", "PYTHONPATH")
+
+
+def _build_here(result: CellResult, cases: Mapping[str, Case]) -> Variant:
+    """The build cell's variant as its case is here: a record from elsewhere brings no
+    build of its own to run."""
+    from ..stages.frontends import frontend
+
+    case = cases.get(result.cell.case)
+    variant = next((v for v in case.variants if v.name == result.cell.variant), None) \
+        if case is not None else None
+    if case is None or variant is None or variant.build is None \
+            or not frontend(variant.frontend).builds_project:
+        raise UserError(f"cell {_said(result.cell.id)[:120]!r}: a build cell's repro runs its "
+                        f"case as it is here, and build {_said(result.cell.case)[:60]!r} "
+                        f"variant {_said(result.cell.variant)[:60]!r} is not here "
+                        "(cudamatrix.toml's cases, --corpus DIR, --known-bugs): a record's own "
+                        "build commands and environment are never run")
+    return variant
+
+
+def _recorded_folder(result: CellResult, field: str, value: object, roots: list[str]) -> str:
+    """A folder a record names (its toolkit, its project): used only where it is this
+    machine's cache's or the system's."""
+    if not isinstance(value, str) or not os.path.isabs(value) or not os.path.isdir(value) \
+            or not _inside_any(value, roots):
+        raise _refused(result, field, str(value), "no folder of a toolkit this machine's "
+                       "cudamatrix made or of the system's (/usr, /opt)")
+    return value
+
+
+def _recorded_host(result: CellResult, value: object, roots: list[str]) -> str | None:
+    """The host compiler the run gave the build ($CXX): by its name (found on PATH) or by
+    its path on the system, as a repro's -ccbin is."""
+    if value is None:
+        return None
+    if isinstance(value, str) and _HOST_COMPILER.match(os.path.basename(value)) and (
+            _inside_any(value, roots) if os.path.isabs(value) else "/" not in value):
+        return value
+    raise _refused(result, "environment.CXX", str(value), "no host compiler by its name or "
+                   "by its path on the system")
+
+
+def _search_paths(environment: Mapping[str, object], roots: list[str]) -> list[str]:
+    """An export per search path: the record's folders a toolkit or the system has, ahead
+    of the shell's own."""
+    exported = []
+    for name in _SEARCH_PATHS:
+        value = environment.get(name)
+        folders = [f for f in (value.split(os.pathsep) if isinstance(value, str) else [])
+                   if os.path.isabs(f) and _inside_any(f, roots)]
+        if folders:
+            joined = shlex.quote(os.pathsep.join(dict.fromkeys(folders)))
+            exported.append(f'export {name}={joined}"${{{name}:+:${name}}}"')
+    return exported
+
+
+def build_script(result: CellResult, stage: StageResult | None,
+                 cases: Mapping[str, Case]) -> str:
+    """A build cell's build as a shell script, from its case as it is here: a fresh copy
+    of the project, what the tool tells a build of its cell (its arch, its toolkit as
+    $CUDA_HOME, its host compiler, the case's own `env`), then each of the case's commands
+    as words (every placeholder filled, no shell between). Of the record only the toolkit's
+    and tools' folders are read, each checked to be this machine's cache's or the system's;
+    its commands and the rest of its environment (BASH_ENV, LD_PRELOAD, ...) never run."""
+    from ..common.versions import Arch
+    from ..config.options import default_cache
+    from ..stages.frontends.build_run import cell_variables, fill_with, placeholders
+
+    variant = _build_here(result, cases)
+    assert variant.build is not None  # _build_here found a build
+    details = stage.details if stage is not None else {}
+    environment = details.get("environment")
+    environment = environment if isinstance(environment, dict) else {}
+    roots = _programs_allowed()
+    cuda_home = "" if environment.get("CUDA_HOME") is None else _recorded_folder(
+        result, "environment.CUDA_HOME", environment.get("CUDA_HOME"), roots)
+    host = _recorded_host(result, environment.get("CXX"), roots)
+    project = str(variant.source) if variant.build.project is None else _recorded_folder(
+        result, "project_path", details.get("project_path"),
+        [os.path.realpath(default_cache())])
+    try:
+        arch = Arch.parse(result.cell.arch).name
+    except ValueError:
+        raise _refused(result, "arch", result.cell.arch, "no GPU architecture") from None
+    values = placeholders(arch, cuda_home, str(variant.source), host)
+    variables = {**cell_variables(arch, cuda_home, host),
+                 **{name: fill_with(value, values) for name, value in variant.build.env}}
+    exported = []
+    for name, value in sorted(variables.items()):
+        if not _NAME.fullmatch(name):
+            raise UserError(f"case {variant.source}: its build's env names {_said(name)[:40]!r}, "
+                            "no variable's name")
+        exported.append(f"export {name}={shlex.quote(value)}")
+    commands = [shlex.join(fill_with(w, values) for w in shlex.split(c))
+                for c in variant.build.commands]
+    return "\n".join([
+        "#!/bin/sh",
+        _said(f"# {result.cell.id}: its build, from case {result.cell.case} as it is here "
+              f"({variant.source}), in a fresh copy of {project}"),
+        "# It runs this case's own build commands (a case is code); the record's commands "
+        "and environment are not read.",
+        "set -e",
+        'work="$(mktemp -d)"',
+        f'cp -R {shlex.quote(project)} "$work/project"',
+        'cd "$work/project"',
+        'echo "building in $work/project" >&2',
+        *exported, *_search_paths(environment, roots),
+        *commands, ""])
+
+
+def _no_cases() -> Mapping[str, Case]:
+    return {}
+
+
+def compile_script(result: CellResult, out: Path,
+                   cases: Callable[[], Mapping[str, Case]] = _no_cases) -> str:
+    """A cell's compile as a shell script: each command its compile stage ran, as its log
+    shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
+    run in a fresh folder of its own, where every file it writes goes. A build cell's
+    build comes from its case here (`cases`, read only for one)."""
+    compile_stage = next((s for s in result.stages if s.stage == "compile"), None)
+    from ..stages.frontends import frontend
+
+    try:
+        builds_project = frontend(result.cell.frontend).builds_project
+    except (KeyError, UserError):
+        raise UserError(f"cell {_said(result.cell.id)!r}: its record names frontend "
+                        f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
+                        "have: not printed as a script") from None
+    if builds_project:
+        return build_script(result, compile_stage, cases())
+    commands = _compile_commands(result, compile_stage.log if compile_stage else "")
     return "\n".join([
         "#!/bin/sh",
         _said(f"# {result.cell.id}: its compile, as the run into {out} ran it "
-              f"({result.outcome} at {result.stage})"),
+              f"({result.outcome} at {result.stage}); what it writes goes into a folder of "
+              "its own"),
         "set -e",
-        f"mkdir -p {shlex.quote(str(folder))}",
-        f"cd {shlex.quote(str(folder))}",
-        *(f"mkdir -p {shlex.quote(made)}" for made in dict.fromkeys(
-            f for line in commands for f in _output_folders(line))),
+        'work="$(mktemp -d)"',
+        'cd "$work"',
+        'echo "compiling in $work" >&2',
         *commands, ""])
 
 
 def _repro(args: argparse.Namespace, invocation: Invocation) -> int:
-    print(compile_script(_recorded_cell(args.out, args.cell), args.out), end="")
+    from .selection import cases_here
+
+    print(compile_script(_recorded_cell(args.out, args.cell), args.out,
+                         lambda: cases_here(args)), end="")
     return 0
 
 
@@ -243,8 +430,11 @@ def _arguments(repro: argparse.ArgumentParser) -> None:
     repro.add_argument("cell", metavar="ID", help="the cell's id, as the report names it")
     repro.add_argument("--out", type=Path, default=Path("reports/latest"),
                        help="the run's --out folder (its results.json)")
+    add_flag(repro, "--corpus", "cases a build cell's repro is read from (with "
+             "cudamatrix.toml's and --known-bugs): a build runs as its case is here")
+    add_flag(repro, "--known-bugs", "the known-bug corpus's cases too")
 
 
 COMMAND = Command("repro", "a shell script that runs a cell's compile (a build cell's whole "
-                  "build) again, outside the tool",
+                  "build, from its case here) again, outside the tool",
                   _arguments, _repro)
