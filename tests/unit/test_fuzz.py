@@ -493,3 +493,71 @@ def test_plugin_frontends() -> None:
         assert all(registry.registered()[n] is f for n, f in built_in.items())
 
     run_target("plugin frontend", target)
+
+
+# --- issue 68: a results.json's timing and bisect fields ----------------------------------
+
+def _bandwidth_timing() -> dict[str, Any]:
+    """A timed cell's timing as a case that moves known bytes records it (the saxpy seed
+    has none of the bandwidth fields: a string there reached the Markdown's format)."""
+    stage = next(s for s in TIMED_SEED["cells"][0]["stages"] if s["stage"] == "run")
+    return {**stage["details"]["timing"], "bytes": 3 << 24, "bandwidth_gbs": 1708.2,
+            "peak_gbs": 3352.3, "bandwidth_fraction": 0.5096}
+
+
+def _bisect_answer() -> dict[str, Any]:
+    """A bisect answer as commands/bisection.py writes it, --slower's fields included."""
+    def side(value: str, happened: str) -> dict[str, Any]:
+        return {"value": value, "cell": f"saxpy/v/{value}/sm_90", "happened": happened,
+                "outcome": "pass", "message": "", "repro": f"cudamatrix run --toolkit {value}",
+                "time": {"median_us": 294.7, "noise": 0.001, "ratio": 1.0,
+                         "bandwidth_gbs": 1708.2}}
+    return {"over": "toolkit", "values": ["12.4", "12.8", "13.0"], "probed": ["12.4", "13.0"],
+            "skipped": {"12.6": "no wheel"},
+            "changes": [{"at": "13.0", "before": side("12.4", "passes"),
+                         "after": side("13.0", "slower"), "skipped_between": ["12.8"]}],
+            "slower": {"ratio": 1.05, "value": "12.4", "median_us": 294.7}}
+
+
+def _with_fields(timing: Any, bisect: Any) -> dict[str, Any]:
+    """TIMED_SEED with `timing` as its first cell's and `bisect` as its run's answer."""
+    document: dict[str, Any] = json.loads(json.dumps(TIMED_SEED))
+    for stage in document["cells"][0]["stages"]:
+        if stage["stage"] == "run":
+            stage["details"]["timing"] = timing
+    document["run"]["bisect"] = bisect
+    return document
+
+
+def test_timing_and_bisect_fields_through_report_merge_and_bisect() -> None:
+    """Issue 68: a timing's bandwidth figures and a bisect answer, mutated field by field
+    (the whole-document targets seldom reach them): the results.json is refused in one line
+    (UserError), or read and then reported, merged and printed as bisect prints it with no
+    error at all (a render that fails is no refusal of the input)."""
+    from cudamatrix.reports.markdown import bisect_lines
+
+    timing, answer = _bandwidth_timing(), _bisect_answer()
+
+    @given(st.one_of(mutated([timing]).map(lambda t: _with_fields(t, answer)),
+                     mutated([answer]).map(lambda a: _with_fields(timing, a))))
+    def target(document: dict[str, Any]) -> None:
+        _count("timing and bisect fields")
+        scratch = _scratch()
+        try:
+            path = scratch / "shard" / "results.json"
+            path.parent.mkdir()
+            path.write_bytes(json_text(document))
+            try:
+                info, results = load_results(path)
+            except UserError as exc:
+                assert str(exc) and "\n" not in str(exc)
+                return
+            write_reports(scratch / "out", info, results)
+            merged_info, merged = merge_results([path.parent])
+            write_reports(scratch / "merged", merged_info, merged)
+            if info.bisect is not None:
+                bisect_lines(info.bisect)
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("timing and bisect fields", target)
