@@ -429,10 +429,15 @@ def test_repro_records() -> None:
             return
         body = script.splitlines()
         assert body[0] == "#!/bin/sh" and body[1].startswith("# ") and body[2] == "set -e"
-        for line in body[3:]:
+        assert body[3:6] == ['work="$(mktemp -d)"', 'cd "$work"',
+                             'echo "compiling in $work" >&2'], body
+        for line in body[6:]:
             first = shlex.split(line)[0]
-            assert first in ("mkdir", "cd") or first.startswith("LD_LIBRARY_PATH=/usr") \
+            assert first.startswith("LD_LIBRARY_PATH=/usr") \
                 or first in ("/usr/bin/nvcc", sys.executable), line
+            words = shlex.split(line)  # each output in the script's own folder
+            outputs = [w for i, w in enumerate(words[1:]) if words[i] == "-o"]
+            assert all("/" not in w for w in outputs), line
 
     run_target("repro record", target)
 
