@@ -209,3 +209,25 @@ def test_library_releases_are_chosen_in_the_plan(tmp_path: Path,
     with pytest.raises(UserError, match="--library cutlass==three"):
         make_plan(run_options(build_parser().parse_args(
             ["run", "--known-bugs", "--library", "cutlass==three"])))
+
+
+def test_run_help_groups_its_options_as_their_declarations_say() -> None:
+    """Issue 70, point 5: `run --help` was 127 lines of options in one list. Each declared
+    flag is now under its section's heading (which cells, toolkits, ...), made from the
+    declaration, and the baseline and history flags under their own."""
+    from cudamatrix.config.run_flags import SECTIONS
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run = commands.choices["run"]
+    where = {option: group.title for group in run._action_groups
+             for action in group._group_actions for option in action.option_strings}
+    for flag in RUN_FLAGS:
+        assert where[flag.name] == SECTIONS[flag.heading], flag.name
+    assert len(set(SECTIONS.values())) == len(SECTIONS)
+    assert where["--baseline"] == where["--fail-on"] != where["--history"]
+    said = run.format_help()
+    titles = [title for title in SECTIONS.values() if f"\n{title}:\n" in said]
+    assert titles == list(SECTIONS.values()), said
+    # A command that only selects cells shows the one heading it has.
+    assert "\nwhich cells:\n" in commands.choices["list"].format_help()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
-from ..config.run_flags import RUN_FLAGS, Group, RunFlag, whole_number
+from ..config.run_flags import RUN_FLAGS, SECTIONS, Group, RunFlag, whole_number
 from ..config.run_flags import positive_number as _positive_number
 
 
@@ -46,7 +46,8 @@ positive_number = refusing(_positive_number)
 _runs = refusing(whole_number(1, 10_000, " (this run and earlier ones)"))
 
 
-def _add(parser: argparse.ArgumentParser, flag: RunFlag, help: str | None = None) -> None:
+def _add(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: RunFlag,
+         help: str | None = None) -> None:
     if flag.switch:
         parser.add_argument(*flag.flags, dest=flag.dest, action="store_true",
                             help=help or flag.help)
@@ -66,10 +67,16 @@ def _add(parser: argparse.ArgumentParser, flag: RunFlag, help: str | None = None
 
 
 def add_flags(parser: argparse.ArgumentParser, *groups: Group) -> None:
-    """The declared flags of these groups, in their declared order."""
-    for flag in RUN_FLAGS:
-        if flag.group in groups:
-            _add(parser, flag)
+    """The declared flags of these groups, in their declared order, each under its
+    section's heading in the help (in SECTIONS' order: a 127-line list of options was
+    read by no one)."""
+    wanted = [flag for flag in RUN_FLAGS if flag.group in groups]
+    for section, title in SECTIONS.items():
+        flags = [flag for flag in wanted if flag.heading == section]
+        if flags:
+            shown = parser.add_argument_group(title)
+            for flag in flags:
+                _add(shown, flag)
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str, help: str) -> None:
@@ -89,22 +96,24 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def add_history(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history", type=Path, action="append", default=[], metavar="PATH",
-                        help="earlier runs to keep beside this one (a history.json, a "
-                             "results.json, or a folder with either; repeatable): the page "
-                             "shows each cell's recent outcomes and where it flipped")
-    parser.add_argument("--history-runs", type=_runs, default=DEFAULT_RUNS, metavar="N",
-                        help=f"how many runs history.json keeps (default {DEFAULT_RUNS})")
+    history = parser.add_argument_group("history of earlier runs")
+    history.add_argument("--history", type=Path, action="append", default=[], metavar="PATH",
+                         help="earlier runs to keep beside this one (a history.json, a "
+                              "results.json, or a folder with either; repeatable): the page "
+                              "shows each cell's recent outcomes and where it flipped")
+    history.add_argument("--history-runs", type=_runs, default=DEFAULT_RUNS, metavar="N",
+                         help=f"how many runs history.json keeps (default {DEFAULT_RUNS})")
 
 
 def add_baseline(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", type=Path,
-                        help="an earlier results.json: list new failures, fixes, flips and "
-                             "added/removed cells, and fail only on new failures")
-    parser.add_argument("--fail-on", choices=("any", "new", "never"), default=None,
-                        help="what makes the exit status 1: any failed or erred cell, only "
-                             "new failures against --baseline, or never once the record is "
-                             "written (a CI shard: the merge judges) (default: new with "
-                             "--baseline, else any)")
-    parser.add_argument("--allow-new-failures", action="store_true",
-                        help="the same as --fail-on never")
+    baseline = parser.add_argument_group("against a baseline")
+    baseline.add_argument("--baseline", type=Path,
+                          help="an earlier results.json: list new failures, fixes, flips and "
+                               "added/removed cells, and fail only on new failures")
+    baseline.add_argument("--fail-on", choices=("any", "new", "never"), default=None,
+                          help="what makes the exit status 1: any failed or erred cell, only "
+                               "new failures against --baseline, or never once the record is "
+                               "written (a CI shard: the merge judges) (default: new with "
+                               "--baseline, else any)")
+    baseline.add_argument("--allow-new-failures", action="store_true",
+                          help="the same as --fail-on never")

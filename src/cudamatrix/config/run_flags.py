@@ -29,6 +29,16 @@ from .options import (
 
 # Which commands take a flag: every command that selects cells, or only those that run them.
 Group = Literal["selection", "run"]
+# Where a command's help lists a flag, by what a user is deciding (`run --help` was one list
+# of 127 lines): each section's heading, in the order the help shows them.
+Section = Literal["cells", "toolkits", "running", "compiles", "output"]
+SECTIONS: dict[Section, str] = {
+    "cells": "which cells",
+    "toolkits": "toolkits and libraries",
+    "running": "how the cells run",
+    "compiles": "compiles and their caches",
+    "output": "where the results go",
+}
 
 
 def positive_number(text: str) -> float:
@@ -101,7 +111,9 @@ class RunFlag:
     carry the flag as the plan was given it; `repro`: a cell's repro carries it wherever the
     run's value is not the default. `default_said`: the default in words where it depends on
     the machine (its cores, an environment variable): the parser then holds nothing where
-    the flag is not given, and `RunOptions` makes the default as the run starts."""
+    the flag is not given, and `RunOptions` makes the default as the run starts.
+    `section`: the heading the help lists it under (a selection's flags: which cells; a
+    run's: how the cells run, unless it says another)."""
 
     flags: tuple[str, ...]
     help: str
@@ -118,6 +130,12 @@ class RunFlag:
     job: bool = False
     repro: bool = False
     default_said: str = ""
+    section: Section | None = None
+
+    @property
+    def heading(self) -> Section:
+        """The section the help lists the flag under."""
+        return self.section or ("cells" if self.group == "selection" else "running")
 
     @property
     def name(self) -> str:
@@ -193,27 +211,29 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
     RunFlag(("--library",), "this release of a library in place of the tier's (any release "
             "on the index, listed in the matrix or not); repeatable", "run",
             "library_versions", read=library_pin, repeated=True, collect=_pins,
-            spread=_unpin, spell=lambda pin: f"{pin[0]}=={pin[1]}", metavar="NAME==VERSION"),
-    RunFlag(("--out",), "report folder (default: %(default)s)", "run", "out", read=Path),
+            spread=_unpin, spell=lambda pin: f"{pin[0]}=={pin[1]}", metavar="NAME==VERSION",
+            section="toolkits"),
+    RunFlag(("--out",), "report folder (default: %(default)s)", "run", "out", read=Path,
+            section="output"),
     RunFlag(("--provider",), "where toolkits come from: wheels, docker, host or a plugin's; "
             "auto (the default): docker where an engine and the base image are ready, else "
             f"wheels; ${PROVIDER_ENV}", "run", "provider", read=str, metavar="PROVIDER",
-            default_said=f"`auto` (${PROVIDER_ENV})"),
+            default_said=f"`auto` (${PROVIDER_ENV})", section="toolkits"),
     RunFlag(("--containers",), "the Dockerfiles of the docker provider (default: "
-            "%(default)s)", "run", "containers", read=Path),
+            "%(default)s)", "run", "containers", read=Path, section="toolkits"),
     RunFlag(("--docker-flavour",), "toolkit images from PyPI wheels on a local Debian base "
             "(no registry needed), or from NVIDIA's pinned CUDA images", "run",
-            "docker_flavour", read=str, choices=DOCKER_FLAVOURS, repro=True),
+            "docker_flavour", read=str, choices=DOCKER_FLAVOURS, repro=True, section="toolkits"),
     RunFlag(("--cuda-compat",), "with NVIDIA's images, run on the forward-compatibility "
             "libraries (a newer toolkit on an older driver); label the runner apart", "run",
-            "cuda_compat", repro=True),
+            "cuda_compat", repro=True, section="toolkits"),
     RunFlag(("--container-timeout",), "seconds a toolkit container may live (default: "
-            "%(default)s)", "run", "container_timeout", read=positive_number),
+            "%(default)s)", "run", "container_timeout", read=positive_number, section="toolkits"),
     RunFlag(("--jobs", "-j"), "cells run in parallel (default: the number of cores)", "run",
             "jobs", read=whole_number(1, 4096), default_said="the number of cores"),
     RunFlag(("--cache",), f"where environments are kept (default: ${CACHE_ENV} or "
             "~/.cache/cudamatrix)", "run", "cache", read=Path, repro=True,
-            default_said=f"${CACHE_ENV} or ~/.cache/cudamatrix"),
+            default_said=f"${CACHE_ENV} or ~/.cache/cudamatrix", section="toolkits"),
     RunFlag(("--cell-timeout",), "seconds one cell may take (default: %(default)s)", "run",
             "cell_timeout", read=positive_number),
     RunFlag(("--jitify-warmup-timeout",), "seconds CuPy's one-time Jitify warm-up may take; "
@@ -227,17 +247,17 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
             "reported as timeouts and left for --resume", "run", "run_timeout",
             read=positive_number),
     RunFlag(("--resume",), "keep the cells an interrupted run in --out finished", "run",
-            "resume"),
+            "resume", section="output"),
     RunFlag(("--always-run",), "run every cell even where nothing the last run into --out "
             "read has changed (by default that run's results stand, answered at once)", "run",
-            None),
+            None, section="output"),
     RunFlag(("--no-gpu",), "skip the load and run stages", "run", "gpu", sets=False,
             repro=True),
     RunFlag(("--context-per-cell",), "each cell's load and run stages in a CUDA context of "
             "its own process, not in its GPU's server (one context per GPU)", "run",
             "gpu_server", sets=False),
     RunFlag(("--no-compile-cache",), "compile every cell afresh, neither reading nor filling "
-            "the cache", "run", "compile_cache", sets=False),
+            "the cache", "run", "compile_cache", sets=False, section="compiles"),
     RunFlag(("--order",), "the order cells start in: the longest expected first (cost), the "
             "plan's, or the plan's reversed (a determinism check: no verdict may change)",
             "run", "order", read=str, choices=ORDERS),
@@ -247,17 +267,17 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
             read=whole_number(0, 5, " (a flaky cell shows in two or three)"), metavar="N"),
     RunFlag(("--compile-apart",), "build each cell by itself, one nvcc per arch (by default "
             "the cells that differ only in arch share one nvcc, a -gencode each)", "run",
-            "compile_together", sets=False),
+            "compile_together", sets=False, section="compiles"),
     RunFlag(("--compile-cache-from",), "also take compiled cells from this cudamatrix cache "
             f"(repeatable; default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
             "job's restored cache, a team's shared one", "run", "compile_cache_from",
-            read=Path, repeated=True, metavar="CACHE"),
+            read=Path, repeated=True, metavar="CACHE", section="compiles"),
     RunFlag(("--prebuilt",), "take compiled artifacts from an earlier run's --out folder "
             "(built on another machine) and do the load and run stages here", "run",
-            "prebuilt", read=Path, repro=True),
+            "prebuilt", read=Path, repro=True, section="compiles"),
     RunFlag(("--compile-here",), "with --prebuilt, frontends still compiled on this machine "
             f"(repeatable; default: {', '.join(default('compile_here'))})", "run",
-            "compile_here", read=str, repeated=True, metavar="FRONTEND"),
+            "compile_here", read=str, repeated=True, metavar="FRONTEND", section="compiles"),
     RunFlag(("--runner-label",), "the driver/runner label this machine was promised "
             f"(${RUNNER_LABEL_ENV})", "run", "runner_label", read=str,
             default_said=f"${RUNNER_LABEL_ENV}"),
