@@ -365,6 +365,11 @@ class CompileCache:
             stage = StageResult.from_dict(json.loads(files.pop(RECORD)))
         except (ValueError, KeyError, TypeError):
             return None, {}, f"{RECORD} is damaged"
+        # A record whose figures are proved wrong is no verdict to serve, whatever its key
+        # (--compile-apart once answered from a six-arch build's mixed-up figures).
+        doubt = figures_doubt(stage)
+        if doubt:
+            return None, {}, doubt
         return stage, files, ""
 
     def _restored(self, key: str, stage: StageResult, files: dict[str, bytes], workdir: Path,

@@ -13,7 +13,7 @@ from ..binaries.facts import shipped_images
 from ..cell.job import Job
 from ..cell.result import StageResult, Status
 from ..inspect.kernel_names import cpp_names
-from ..process.limits import run_tool
+from ..process.limits import cut_bytes, run_tool
 from .logs import (
     cuobjdump_resource_usage,
     decisive_line,
@@ -77,24 +77,72 @@ def module_figures(job: Job, ptx: Path | None, cubin: Path) -> tuple[list[dict[s
     return records, said
 
 
+# Where a compile's figures came from: the log the cell keeps, which may be cut...
+FROM_LOG = "the compiler's log (ptxas -v)"
+# ...or the compiler's whole output, read before any cut (PtxasFigures).
+FROM_WHOLE_OUTPUT = "the compiler's whole output (ptxas -v), by the arch ptxas named"
+
+
+def no_figures_reason(log: str) -> str:
+    """Why a log the cell keeps gave no kernel's figures, as a budget's error says it."""
+    cut = cut_bytes(log)
+    if cut:
+        return (f"the compiler's output was cut ({cut} bytes) and what was kept holds no "
+                "kernel's figures (ptxas -v)")
+    return ("the compiler reported no kernel's resource usage (a module without kernels, "
+            "or one built by a compiler that does not say it)")
+
+
 def build_success(job: Job, log: str, started: float, details: dict[str, object],
               ptx: Path | None, cubin: Path | None, library: Path | None = None,
-              figures_from_module: bool = False, read_outside: tuple[str, ...] = ()) -> Build:
-    """A successful compile: its resource usage and warnings read off the tools' own log
+              figures_from_module: bool = False, read_outside: tuple[str, ...] = (),
+              reported: tuple[list[dict[str, Any]], str] | None = None) -> Build:
+    """A successful compile: its resource usage and warnings read off the tools' own log,
+    or the figures `reported` (read off the whole output before it was cut, with why there
+    are none when none; PtxasFigures)
     (`figures_from_module`: off the built module where the log holds none, for a compiler
     whose own cache may answer silently: module_figures),
     and what the build ships (SASS arch, PTX ISA, sizes), read off the artifacts as the
-    audit reads a wheel's."""
-    # Each kernel also by the name its author writes (the report shows that one).
-    usages = resource_usage(log)
-    details["resources_from"] = "the compiler's log (ptxas -v)"
+    audit reads a wheel's. With no figures, the record says why (a budget's error says it)."""
+    if reported is not None:
+        usages, missing = reported
+        details["resources_from"] = FROM_WHOLE_OUTPUT
+    else:
+        usages, missing = resource_usage(log), no_figures_reason(log)
+        details["resources_from"] = FROM_LOG
     if not usages and figures_from_module and cubin is not None and cubin.is_file():
         usages, details["resources_from"] = module_figures(job, ptx, cubin)
     if not usages:
         details.pop("resources_from")
+        details["resources_missing"] = missing
+    # Each kernel also by the name its author writes (the report shows that one).
     details["resources"] = [{**usage, "name": name} for usage, name in
                             zip(usages, cpp_names([u["kernel"] for u in usages]), strict=True)]
     details["warnings"] = warning_lines(log)
     details["ships"] = shipped_images(cubin, ptx, job.arch)
     return Build(StageResult("compile", "ok", "", log, time.monotonic() - started, details,
                              read_outside=read_outside), ptx, cubin, library)
+
+
+def figures_doubt(stage: StageResult) -> str | None:
+    """Why a recorded compile's resource figures are proved wrong, so that no cache serves
+    them (a record made before figures were read off the whole output, or damaged); None
+    when nothing proves them wrong. Proof is: figures read off a log that was cut (a cut
+    can hand one arch's lines to another), a figure ptxas made for another arch than the
+    cell's, or no figures and no reason why while the cell's cubin holds kernels."""
+    if stage.stage != "compile" or stage.status != "ok":
+        return None
+    details = stage.details
+    resources = details.get("resources") or []
+    sass = [image for image in details.get("ships") or [] if image.get("kind") == "sass"]
+    if resources and details.get("resources_from") == FROM_LOG and cut_bytes(stage.log):
+        return "its resource figures were read off a cut log"
+    arch = sass[0].get("arch") if sass else None
+    strays = sorted({str(r["arch"]) for r in resources if r.get("arch") not in (None, arch)})
+    if arch and strays:
+        return f"its resource figures for {arch} are ptxas's for {', '.join(strays)}"
+    kernels = sum(int(image.get("kernels") or 0) for image in sass)
+    if not resources and "resources_missing" not in details and kernels and stage.built_with:
+        return (f"it has no resource figures for its cubin's {kernels} kernels, though "
+                "one nvcc built it with ptxas -v")
+    return None

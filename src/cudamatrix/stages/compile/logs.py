@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import Failure
@@ -14,6 +15,8 @@ _NOISE = re.compile(
 _ERROR = re.compile(r"\b(error|fatal|abort|Assertion|exception)\b", re.IGNORECASE)
 
 _FUNCTION = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$]+)'?")
+# ptxas's own word for the arch it compiles an entry for: "... '_Z1kPf' for 'sm_90a'".
+_ENTRY_ARCH = re.compile(r"Compiling entry function '?[\w$]+'? for '(sm_\w+)'")
 _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
@@ -78,27 +81,84 @@ def decisive_line(log: str) -> str:
 
 
 def resource_usage(ptxas_log: str) -> list[dict[str, Any]]:
-    """Per-kernel registers, static shared memory and spills from ``ptxas -v`` output."""
-    kernels: dict[str, dict[str, Any]] = {}
-    current: str | None = None
+    """Per-kernel registers, static shared memory and spills from ``ptxas -v`` output (one
+    record per kernel: where several archs' lines are there, the last one's)."""
+    figures = PtxasFigures()
     for line in ptxas_log.splitlines():
+        figures.feed(line)
+    return figures.merged()
+
+
+@dataclass
+class PtxasFigures:
+    """ptxas's per-kernel figures, read line by line off a compiler's whole output
+    (limits.run_tool's `reader`), each kept under the arch it is for: the one ptxas names
+    on its entry line (``Compiling entry function 'k' for 'sm_90'``), else the arch of
+    the nvcc step (``#$ ptxas -arch=sm_90``) it was printed under, else none known.
+    Read before the output is cut, so no cut can hand one arch's figures to another (a
+    six-arch mamba build printed past 2 x 256 KiB: the cut took sm_90's trace line,
+    and sm_89 got sm_90's spills)."""
+
+    kernels: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _step_arch: str = ""
+    _arch: str = ""
+    _current: tuple[str, str] | None = None
+
+    def feed(self, line: str) -> None:
+        """One line of the output, in order."""
+        if line.startswith(NVCC_TRACE):
+            step = _step_arch(line[len(NVCC_TRACE):])
+            self._step_arch = f"sm_{step}" if step else ""
+            self._arch, self._current = self._step_arch, None
+            return
         function = _FUNCTION.search(line)
         if function:
-            current = function.group(1)
-            kernels.setdefault(current, {"kernel": current})
-            continue
-        if current is None:
-            continue
+            named = _ENTRY_ARCH.search(line)
+            if named:
+                self._arch = named.group(1)
+            self._current = (self._arch, function.group(1))
+            self.kernels.setdefault(self._current, {"kernel": function.group(1)})
+            return
+        if self._current is None:
+            return
+        record = self.kernels[self._current]
         used = _USED.search(line)
         if used:
-            kernels[current]["registers"] = int(used.group(1))
-            kernels[current]["smem_bytes"] = int(used.group(3) or 0)
+            record["registers"] = int(used.group(1))
+            record["smem_bytes"] = int(used.group(3) or 0)
         spill = _SPILL.search(line)
         if spill:
-            kernels[current]["stack_bytes"] = int(spill.group(1))
-            kernels[current]["spill_store_bytes"] = int(spill.group(2))
-            kernels[current]["spill_load_bytes"] = int(spill.group(3))
-    return [k for k in kernels.values() if "registers" in k]
+            record["stack_bytes"] = int(spill.group(1))
+            record["spill_store_bytes"] = int(spill.group(2))
+            record["spill_load_bytes"] = int(spill.group(3))
+
+    def archs(self) -> list[str]:
+        """The archs some kernel's figures are known for, in the order ptxas printed them
+        ("" for figures of no known arch)."""
+        return list(dict.fromkeys(arch for (arch, _), record in self.kernels.items()
+                                  if "registers" in record))
+
+    def for_arch(self, arch: str) -> list[dict[str, Any]]:
+        """The kernels ptxas reported for `arch` (``sm_90a``), each with that arch."""
+        return [{**record, "arch": arch} for (of, _), record in self.kernels.items()
+                if of == arch and "registers" in record]
+
+    def merged(self) -> list[dict[str, Any]]:
+        """One record per kernel whatever its arch, the last printed winning: what a log of
+        one arch, or of archs nobody can tell apart, gives."""
+        by_name: dict[str, dict[str, Any]] = {}
+        for record in self.kernels.values():
+            by_name.setdefault(record["kernel"], {}).update(record)
+        return [record for record in by_name.values() if "registers" in record]
+
+    def missing(self, arch: str) -> str:
+        """Why `arch` has no figures, said for a budget that cannot be judged."""
+        known = [a for a in self.archs() if a and a != arch]
+        if known:
+            return (f"ptxas reported kernels' figures for {', '.join(known)} in the same "
+                    f"compile, none for {arch}")
+        return ("the compiler printed no kernel's resource usage (ptxas -v) in its whole "
+                "output: a module without kernels?")
 
 
 _RES_ARCH = re.compile(r"^arch = (sm_\w+)", re.MULTILINE)

@@ -22,7 +22,7 @@ from ..cell.result import TOGETHER_SECONDS, StageResult
 from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import resolve_flags, shown
 from ..compile.kernel_probe import compiler_named
-from ..compile.logs import split_nvcc_trace
+from ..compile.logs import PtxasFigures, split_nvcc_trace
 from ..inspect.stage import entry_names
 from ..process.limits import run_tool
 from .registry import Frontend, register
@@ -144,8 +144,10 @@ def compile_nvcc(job: Job) -> Build:
         else ["-c", "-o", str(job.work / OBJECT)]
     command, logged = nvcc_command(job, keep, output,
                                    [gencode(job.arch)] if job.arch_flag else [])
+    figures = PtxasFigures()
     try:
-        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
+        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
+                        reader=figures)
     except subprocess.TimeoutExpired:
         shutil.rmtree(keep, ignore_errors=True)
         raise
@@ -161,10 +163,14 @@ def compile_nvcc(job: Job) -> Build:
             target.write_bytes(found.read_bytes())
     shutil.rmtree(keep, ignore_errors=True)
     details.update(named_by_nvcc(job, ptx, job.timeout - (time.monotonic() - started)))
+    # The cell's arch's figures; where the case's own flags chose the archs, what ptxas
+    # printed last for each kernel, as a log of archs nobody asked for gives.
+    own = figures.for_arch(job.arch) or figures.merged()
     return build_success(job, full_log, started, details, ptx if ptx.exists() else None,
                      cubin if cubin.exists() else None,
                      library if job.host_entry and library.exists() else None,
-                     read_outside=read_outside(job))
+                     read_outside=read_outside(job),
+                     reported=(own, figures.missing(job.arch)))
 
 
 def compile_together(job: Job) -> list[StageResult]:
@@ -196,8 +202,10 @@ def compile_together(job: Job) -> list[StageResult]:
     output = library_output(job, library) if job.host_entry \
         else ["-c", "-o", str(job.work / OBJECT)]
     command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs])
+    figures = PtxasFigures()  # each arch's, off the whole output: a cut log cannot split them
     try:
-        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work)
+        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
+                        reader=figures)
         together = f"one nvcc for {', '.join(archs)}"
         split = split_nvcc_trace(tool.output, archs) if not tool.accident \
             else Failure(f"{tool.accident}")
@@ -221,7 +229,8 @@ def compile_together(job: Job) -> list[StageResult]:
         else:
             images = _cubins_by_arch(keep, archs)
             for member in members:
-                built = _member_build(member, keep, library, images, log(member), started)
+                built = _member_build(member, keep, library, images, log(member), started,
+                                      figures)
                 if isinstance(built, Failure):
                     return [_apart(f"{together}: {built.reason}", tool.output, started)]
                 stages.append(built)
@@ -262,9 +271,9 @@ def _facts(member: Job) -> dict[str, object]:
 
 
 def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, str],
-                  log: str, started: float) -> StageResult | Failure:
-    """One cell's compile stage from the shared build, its files in its own folder; or
-    why its part cannot be told apart."""
+                  log: str, started: float, figures: PtxasFigures) -> StageResult | Failure:
+    """One cell's compile stage from the shared build, its files in its own folder, its
+    figures those ptxas printed for its arch; or why its part cannot be told apart."""
     ptx, cubin = kept_file(keep, member.source, ".ptx", member.arch), \
         kept_file(keep, member.source, ".cubin", member.arch)
     if ptx is None or cubin is None:
@@ -291,7 +300,9 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
         own_library.chmod(0o755)
     facts = {**_facts(member), **named_by_nvcc(member, own_ptx, member.timeout)}
     return build_success(member, log, started, facts, own_ptx, own_cubin, own_library,
-                         read_outside=read_outside(member, keep.parent / DEPENDENCIES)).result
+                         read_outside=read_outside(member, keep.parent / DEPENDENCIES),
+                         reported=(figures.for_arch(member.arch),
+                                   figures.missing(member.arch))).result
 
 
 register(Frontend("nvcc", compile=compile_nvcc, compile_together=compile_together,

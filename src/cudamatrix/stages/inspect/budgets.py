@@ -44,10 +44,14 @@ def reporter(compiled: Mapping[str, Any], arch: str) -> str:
 
 
 def judge_budget(budget: ResourceBudget, resources: Sequence[Mapping[str, Any]],
-                 said_by: str) -> BudgetVerdict | Failure:
+                 said_by: str, missing: str = "") -> BudgetVerdict | Failure:
     """Each kernel's figures (or the one `kernel` names) against the budget's limits; or
-    the case error of a budget that cannot be judged (no figures, no kernel)."""
+    why a budget cannot be judged: no figures (`missing`: why, as the compile recorded
+    it: its output cut, the compiler silent; no case is blamed for what it did not
+    cause), or no such kernel."""
     kernels = {str(r["kernel"]): r for r in resources}
+    if not kernels and missing:
+        return Failure(f"[variant.resources] has no figures to judge ({said_by}): {missing}")
     if not kernels:
         return Failure("case error: [variant.resources] has no figures to judge: the "
                        "compiler reported no kernel's resource usage (a module without "

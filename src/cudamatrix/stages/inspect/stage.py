@@ -145,7 +145,8 @@ def inspect_artifacts(checks: Sequence[ArtifactCheck], ptx: Path | None,
             found = "lacks" if present else f"contains {hits} x"
             failures.append(f"artifact check failed: {kind} {found} /{pattern}/{why}")
     if budgets is not None:
-        judged = judge_budget(budgets, compiled.get("resources", []), reporter(compiled, arch))
+        judged = judge_budget(budgets, compiled.get("resources", []), reporter(compiled, arch),
+                              str(compiled.get("resources_missing", "")))
         if isinstance(judged, Failure):
             return StageResult("inspect", "error", judged.reason,
                                "\n".join([*lines, judged.reason]),

@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 # What a cell keeps of one tool's output: this much of its beginning and of its end.
 KEPT_OUTPUT_BYTES = 256 * 1024
@@ -41,6 +41,27 @@ _OUT_OF_MEMORY = re.compile(r"out of memory|std::bad_alloc|Cannot allocate memor
                             re.IGNORECASE)
 # A compiler that came this close to its memory limit was stopped by it, not by the code.
 _NEAR_LIMIT = 0.8
+
+
+# The line that stands where a tool's output was cut (_bounded_text), and how it is found.
+_CUT_LINE = "[... {} bytes of output cut ...]"
+_CUT = re.compile(r"^\[\.\.\. (\d+) bytes of output cut \.\.\.\]$", re.MULTILINE)
+# A line longer than this is handed to a reader in pieces: a tool printing gigabytes with
+# no newline must not be held whole in memory.
+_READ_LINE_BYTES = 1 << 20
+
+
+class LineReader(Protocol):
+    """What reads a tool's whole output, line by line, before only its head and tail are
+    kept: a figure whose meaning depends on lines far before it (ptxas's resource lines
+    under the step and kernel they belong to) must be read where nothing is cut yet."""
+
+    def feed(self, line: str) -> None: ...
+
+
+def cut_bytes(text: str) -> int:
+    """How many bytes of a tool's output `text` (as a cell keeps it) lacks: 0 when whole."""
+    return sum(int(found.group(1)) for found in _CUT.finditer(text))
 
 
 @dataclass(frozen=True)
@@ -62,8 +83,15 @@ def _bounded_text(handle: BinaryIO, keep: int) -> str:
     head = handle.read(keep)
     handle.seek(size - keep)
     return (head.decode("utf-8", errors="replace")
-            + f"\n[... {size - 2 * keep} bytes of output cut ...]\n"
+            + "\n" + _CUT_LINE.format(size - 2 * keep) + "\n"
             + handle.read().decode("utf-8", errors="replace"))
+
+
+def _read_whole(handle: BinaryIO, reader: LineReader) -> None:
+    """Every line of an open file, from its start, handed to `reader` (decoded leniently)."""
+    handle.seek(0)
+    while raw := handle.readline(_READ_LINE_BYTES):
+        reader.feed(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
 
 
 def read_bounded(path: Path, keep: int = KEPT_OUTPUT_BYTES) -> str:
@@ -104,10 +132,12 @@ def _peak_rss_bytes() -> int:
 
 
 def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None = None,
-             env: dict[str, str] | None = None, cwd: Path | None = None) -> ToolRun:
+             env: dict[str, str] | None = None, cwd: Path | None = None,
+             reader: LineReader | None = None) -> ToolRun:
     """Run one compiler; past `timeout` its whole process group is killed and
     TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
-    quoting a Latin-1 source line is still a compiler's verdict."""
+    quoting a Latin-1 source line is still a compiler's verdict. `reader` is handed every
+    line of the whole output (stdout's, then stderr's) before it is cut to its head and tail."""
     folder = cwd if cwd is not None else Path(tempfile.gettempdir())
     # stdout, then stderr, as separate files: where a tool's own last word is (a script's
     # sys.exit reason on stderr) must not depend on how the two streams were buffered.
@@ -128,6 +158,9 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
         finally:
             _kill_group(process.pid)  # helpers it left running die with it
             _RUNNING.discard(process.pid)
+        if reader is not None:
+            _read_whole(out, reader)
+            _read_whole(err, reader)
         output = (_bounded_text(out, KEPT_OUTPUT_BYTES) + "\n"
                   + _bounded_text(err, KEPT_OUTPUT_BYTES)).strip()
     accident = None
