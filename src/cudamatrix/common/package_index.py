@@ -255,6 +255,42 @@ class _Anchors(html.parser.HTMLParser):
             self.files.append(entry)
 
 
+def _joined(base: str, href: str) -> str | None:
+    """`href` of a page at `base` as an absolute URL, or None where it is none a request
+    could be made to (``http://[::1``, a port that is no number): such a link is passed
+    over, as pip passes over it, never a ValueError while a toolkit is prepared."""
+    try:
+        url = urllib.parse.urljoin(base, href)
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (read for its check: a port that is no number raises)
+    except ValueError:
+        return None
+    return url
+
+
+def _joined_all(base: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page's files whose URLs join `base` (absolute), the others passed over."""
+    kept = []
+    for entry in files:
+        url = _joined(base, str(entry.get("url", "")))
+        if url is not None:
+            kept.append({**entry, "url": url})
+    return kept
+
+
+def _folder_files(folder: str) -> list[dict[str, Any]]:
+    """A find-links folder's files by name, each by its real path's URL; a link that
+    loops (to itself, or round a chain) names no file and is passed over."""
+    found: list[dict[str, Any]] = []
+    for name in sorted(os.listdir(folder)):
+        try:
+            real = Path(folder, name).resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        found.append({"filename": name, "hashes": {}, "yanked": False, "url": real.as_uri()})
+    return found
+
+
 def _name_and_version(filename: str) -> tuple[str, str] | None:
     """A wheel's or an sdist's project (normalised) and version, by its file name."""
     try:
@@ -306,8 +342,7 @@ def _page(index: str, project: str) -> tuple[list[str], list[dict[str, Any]]] | 
         anchors.feed(body.decode(errors="replace"))
         files = anchors.files
         versions = []
-    for entry in files:
-        entry["url"] = urllib.parse.urljoin(url, str(entry.get("url", "")))
+    files = _joined_all(url, files)
     if not versions:  # PEP 503 and pre-PEP 700 indexes: the releases are the files'
         versions = [v for v in (_version_of(str(f.get("filename", ""))) for f in files) if v]
     return list(dict.fromkeys(versions)), files
@@ -320,26 +355,21 @@ def _linked(place: str, project: str) -> list[dict[str, Any]]:
     folder = place
     if place.startswith("file:"):
         folder = urllib.request.url2pathname(urllib.parse.urlsplit(place).path)
-    found: list[dict[str, Any]] = []
     if "://" not in place or place.startswith("file:"):
         if os.path.isdir(folder):
-            for name in sorted(os.listdir(folder)):
-                found.append({"filename": name, "hashes": {}, "yanked": False,
-                              "url": Path(folder, name).resolve().as_uri()})
-        elif not os.path.isfile(folder):
-            return []  # pip passes over a find-links place that is not there
-        else:
-            place = Path(folder).resolve().as_uri()
-    if not found:
-        status, _, body = get(place, {"Accept": "text/html"})
-        if status != 200:
-            raise IndexUnreachable(f"{_shown(place)}: HTTP {status}")
-        anchors = _Anchors()
-        anchors.feed(body.decode(errors="replace"))
-        for entry in anchors.files:
-            entry["url"] = urllib.parse.urljoin(place, str(entry["url"]))
-            entry["filename"] = entry["filename"] or entry["url"].rsplit("/", 1)[-1]
-        found = anchors.files
+            return [entry for entry in _folder_files(folder)
+                    if _project_of(str(entry["filename"])) == wanted]
+        if not os.path.isfile(folder):
+            return []  # pip passes over a find-links place that is not there (or a loop)
+        place = Path(folder).resolve().as_uri()
+    status, _, body = get(place, {"Accept": "text/html"})
+    if status != 200:
+        raise IndexUnreachable(f"{_shown(place)}: HTTP {status}")
+    anchors = _Anchors()
+    anchors.feed(body.decode(errors="replace"))
+    found = _joined_all(place, anchors.files)
+    for entry in found:
+        entry["filename"] = entry["filename"] or entry["url"].rsplit("/", 1)[-1]
     return [entry for entry in found if _project_of(str(entry["filename"])) == wanted]
 
 
