@@ -472,6 +472,54 @@ def test_index_listings() -> None:
     run_target("index listing", target)
 
 
+def test_index_html_page() -> None:
+    """An index's or a find-links place's HTML page made of hostile links (hrefs with
+    IPv6 brackets, ports that are no number, other schemes, paths out, fragments, unclosed
+    tags): read into a listing whose every URL a request could be made to, or one
+    IndexUnreachable line, never another exception (issue 68, item 12: `http://[::1`)."""
+    import urllib.parse
+
+    from cudamatrix.common.package_index import Indexes, IndexUnreachable, listing
+
+    pieces = st.sampled_from(["http://", "https://", "file://", "ftp://", "//", "[", "]",
+                              "::1", "[::1]", ":", ":99999", ":port", "@", "host", "..", "/",
+                              "x-1.0-py3-none-any.whl", "x-1.0.tar.gz", "#sha256=00", "#",
+                              "=", "%", "%zz", "?", "\\", " ", "é", "\x00", "&amp;", "\"",
+                              "'", "<", ">"])
+    href = st.lists(pieces, max_size=8).map("".join)
+    name = st.sampled_from(["x-1.0-py3-none-any.whl", "x-2.0.tar.gz", "", "x", "y-1.0.tar.gz",
+                            "x-1.0-py3-none-any.whl.metadata"])
+    anchor = st.tuples(href, name, st.booleans(), st.booleans()).map(
+        lambda a: (f'<a href="{a[0]}"' + (" data-yanked" if a[2] else "") + ">" + a[1]
+                   + ("</a>" if a[3] else "")))
+    page = st.lists(anchor, max_size=12).map(lambda found: "\n".join(found).encode(
+        errors="surrogateescape"))
+
+    @given(page, st.booleans())
+    def target(text: bytes, find_links: bool) -> None:
+        _count("index html page")
+        scratch = _scratch()
+        try:
+            (scratch / "x").mkdir()
+            (scratch / "x" / "index.html").write_bytes(text)
+            indexes = (Indexes("", find_links=(str(scratch / "x" / "index.html"),),
+                               no_index=True) if find_links else Indexes(scratch.as_uri()))
+            try:
+                found = listing("x", indexes)
+            except IndexUnreachable as exc:
+                assert str(exc)
+                return
+            assert all(isinstance(v, str) for v in found.versions)
+            for entry in found.files:
+                parts = urllib.parse.urlsplit(str(entry["url"]))
+                assert parts.scheme, entry
+                assert parts.port is None or parts.port >= 0  # a bad port: ValueError
+        finally:
+            shutil.rmtree(scratch)
+
+    run_target("index html page", target)
+
+
 def test_plugin_frontends() -> None:
     """A plugin's Frontend with any name and any pair of compile/stages: registered, or one
     UserError line; a built-in is never replaced."""
