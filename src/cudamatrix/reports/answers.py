@@ -40,11 +40,13 @@ GLYPHS: dict[str, str] = {
     "fails at inspect": "▲", "fails at load": "◆", "fails at run": "✹", "skipped": "–",
 }
 # One symbol per thing that happened, for the Markdown grid and every Markdown line that
-# names what a cell did (GitHub renders them): the report's one vocabulary.
+# names what a cell did (GitHub renders them): the report's one vocabulary. Each a shape of
+# its own, read without colour (coloured squares and circles were one under a deuteranopia
+# simulation: tests/unit/test_markdown_symbols.py), text characters, not emoji.
 SYMBOLS: dict[str, str] = {
-    "runs": "🟢", "loads": "🔵", "builds": "⚪",
-    "fails at build": "🔺", "fails at compile": "🟥", "fails at inspect": "🟧",
-    "fails at load": "🟪", "fails at run": "🟫", "skipped": "⏭️",
+    "runs": "✔", "loads": "◐", "builds": "◌",
+    "fails at build": "■", "fails at compile": "✘", "fails at inspect": "▲",
+    "fails at load": "◆", "fails at run": "✹", "skipped": "⊘",
 }
 UNEXPECTED_MARK = "❗"
 FLAKY_MARK = "🔁"  # after a symbol: the cell's attempts (--retries) disagreed

@@ -23,6 +23,7 @@ from .answers import (
     UNEXPECTED_MARK,
     VERBS,
     Grid,
+    GridCell,
     answer_grid,
     case_answers,
     legend,
@@ -45,7 +46,9 @@ _MARKUP = re.compile(r"[\\`\[\]|]")
 
 
 NOTED_CELLS = 3  # rows named beside a note; more are counted (the page names them all)
-SUMMARY_MESSAGE = 160  # a message's characters in a folded cell's summary line
+SUMMARY_MESSAGE = 300  # at most a message's characters in a folded cell's summary line
+# Where a message's first sentence ends: a stop and a space, then more.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 NOTE_LIMIT = 160  # a note's characters beside its cells; the case file has it whole
 
 
@@ -348,34 +351,23 @@ def timing_lines(cells: Sequence[CellResult]) -> list[str]:
 
 
 def grid_section(grid: Grid) -> Section:
-    """The grid as a Markdown table: a column per toolkit holding one symbol per arch (in
-    the order the line above it names), so that even the nightly tier's thousands of cells
-    stay a table a screen wide; a row per case · variant."""
-    toolkits = grid.toolkits()
-    shared = all(archs == toolkits[0][1] for _, archs in toolkits)
-    position = {column: i for i, column in enumerate(grid.columns)}
-    table = []
-    for row in grid.rows:
-        said = []
-        for toolkit, archs in toolkits:
-            marks = []
-            for arch in archs:
-                cell = row.cells[position[(toolkit, arch)]]
-                marks.append("·" if cell is None
-                             else cell.symbol + (UNEXPECTED_MARK if cell.unexpected else "")
-                             + (FLAKY_MARK if cell.result.flaky else ""))
-            # A toolkit the row has no cell of stays empty: its dots would say nothing.
-            said.append("" if all(m == "·" for m in marks) else "".join(marks))
-        table.append([f"{md_code(row.case, table=True)} {md_text(row.variant)}"
-                      + (f" · {md_text(row.extra)}" if row.extra else ""), *said])
-    order = md_text(" ".join(toolkits[0][1]) if shared
-                    else "; ".join(f"{t}: {' '.join(a)}" for t, a in toolkits))
-    head, divider, *rows = compact_table(["case · variant", *(md_text(t) for t, _ in toolkits)],
-                                         table).split("\n")
+    """The grid as a Markdown table: a row per case · variant, a column per toolkit and
+    arch, one symbol in each table cell (three archs' symbols in one cell, "🟥❗🟥❗⚪",
+    were read as one). Its rows unspaced and a cell not in the run empty: a column per
+    arch made the table wider, and the published report must stay within 20 KB."""
+    def symbol(cell: GridCell | None) -> str:
+        return "" if cell is None else (cell.symbol + (UNEXPECTED_MARK if cell.unexpected
+                                                       else "")
+                                        + (FLAKY_MARK if cell.result.flaky else ""))
+
+    columns = [f"{md_text(toolkit)} {md_text(arch)}" for toolkit, arch in grid.columns]
+    rows = ["|" + "|".join([f"{md_code(row.case, table=True)} {md_text(row.variant)}"
+                            + (f" · {md_text(row.extra)}" if row.extra else ""),
+                            *map(symbol, row.cells)]) + "|" for row in grid.rows]
     return Section(["", "## At a glance", "",
-                    f"One symbol per cell; in each toolkit's column the archs are, in order: "
-                    f"{order} (· where that cell is not in the run; empty where the row has "
-                    "no cell of that toolkit).", "", head, divider],
+                    "One symbol per cell, a column per toolkit and arch (empty where that cell "
+                    "is not in the run).", "", "| " + " | ".join(["case · variant", *columns])
+                    + " |", "|" + "---|" * (len(columns) + 1)],
                    rows, left="rows of the grid")
 
 
@@ -422,21 +414,37 @@ def html_text(text: object, limit: int | None = None) -> str:
     return html.escape(flat, quote=False)
 
 
+def message_parts(text: str, limit: int = SUMMARY_MESSAGE) -> tuple[str, str]:
+    """A message as (what a summary line says, the rest, folded below it): whole up to its
+    first sentence's end, else whole up to `limit`, else cut at the last word that fits;
+    never in a word ("...CUDA_ERRO..." said nothing)."""
+    flat = " ".join(text.split())
+    end = _SENTENCE_END.search(flat)
+    if end is not None and end.start() <= limit:
+        return flat[:end.start()], flat[end.end():]
+    if len(flat) <= limit:
+        return flat, ""
+    cut = flat.rfind(" ", 0, limit + 1)
+    cut = cut if cut > 0 else limit
+    return flat[:cut], flat[cut:].lstrip()
+
+
 def unexpected_item(result: CellResult, info: RunInfo) -> str:
     """One cell that is not what its case expects, folded: what it did and its message in
     the summary; its diagnosis, upstream reports and repro command inside."""
     what = happened(result)
     said = result.message or result.reason
+    head, rest = message_parts(said)
     summary_line = (f"{SYMBOLS.get(what, '?')}{UNEXPECTED_MARK} <code>{html_text(result.cell.id)}"
                     f"</code> {html_text(VERBS.get(what, what))}"
-                    + (f": {html_text(said, SUMMARY_MESSAGE)}" if said and what.startswith("fails")
-                       else "")
+                    + (f": {html_text(head)}" + (" …" if rest else "")
+                       if said and what.startswith("fails") else "")
                     + (" (expected to fail: possibly fixed upstream)"
                        if result.outcome == "xpass" else ""))
     body = [f"- Expected: {md_text(result.expected or '-')}"
             + (f" ({md_text(result.note, 300)})" if result.note else "")]
-    if said and len(" ".join(said.split())) > SUMMARY_MESSAGE:  # the summary cut it
-        body.append(f"- Message: {md_text(said, 400)}")
+    if said and rest:  # the summary said its first part: the whole message, folded
+        body.append(f"- Message: {md_text(said, 4000)}")
     diagnosis = result.diagnosis or {}
     if diagnosis.get("title"):
         body.append(f"- Diagnosis: {md_text(diagnosis['title'])}"
