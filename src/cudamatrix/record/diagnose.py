@@ -14,6 +14,13 @@ from ..stages.cell.result import StageResult
 from ..stages.compile.logs import error_lines
 
 UNCLASSIFIED = "unclassified"
+# What the rules read of a cell's output, whatever it printed: the decisive message's head
+# and tail, the log's last characters, each line cut. The rules are linear in what they
+# read (tests/unit/test_diagnosis_linear.py); these bound what that is, so a diagnosis in
+# the run's own process takes milliseconds however much a stranger's cell printed.
+DIAGNOSED_MESSAGE_CHARS = 16 << 10
+DIAGNOSED_LOG_CHARS = 64 << 10
+DIAGNOSED_LINE_CHARS = 4 << 10
 
 
 @dataclass(frozen=True)
@@ -86,11 +93,21 @@ def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
                      rule.links, text)
 
 
+def _ends(text: str, keep: int) -> str:
+    """`text` whole where it is short, else its head and tail (`keep` characters in all,
+    a newline between): the error is said first, what the process printed last."""
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep // 2]}\n{text[len(text) - keep // 2:]}"
+
+
 def diagnose(message: str, lines: Sequence[str] = (),
              arch_reached: bool | None = None) -> Diagnosis:
     """The first rule that matches the decisive message, else one of the error lines.
-    `arch_reached`: whether the compile named its target arch (None: not known)."""
-    return _diagnose(message, tuple(lines), arch_reached)
+    `arch_reached`: whether the compile named its target arch (None: not known). Each is
+    read within its bound (DIAGNOSED_*), never whole."""
+    return _diagnose(_ends(message, DIAGNOSED_MESSAGE_CHARS),
+                     tuple(_ends(line, DIAGNOSED_LINE_CHARS) for line in lines), arch_reached)
 
 
 @lru_cache(maxsize=4096)
@@ -117,8 +134,8 @@ def diagnose_stage(message: str, stage: StageResult,
     for rule in rules():
         if stage.status in rule.statuses:
             return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
-                             message)
-    return _diagnose(message, _error_lines(stage.log), arch_reached)
+                             _ends(message, DIAGNOSED_MESSAGE_CHARS))
+    return diagnose(message, _error_lines(stage.log[-DIAGNOSED_LOG_CHARS:]), arch_reached)
 
 
 @lru_cache(maxsize=256)
