@@ -127,15 +127,17 @@ def build_success(job: Job, log: str, started: float, details: dict[str, object]
 def figures_doubt(stage: StageResult) -> str | None:
     """Why a recorded compile's resource figures are proved wrong, so that no cache serves
     them (a record made before figures were read off the whole output, or damaged); None
-    when nothing proves them wrong. Proof is: figures read off a log that was cut (a cut
-    can hand one arch's lines to another), a figure ptxas made for another arch than the
-    cell's, or no figures and no reason why while the cell's cubin holds kernels."""
+    when nothing proves them wrong. Proof is: a build of several archs whose figures were
+    read off a log that was cut (a cut can hand one arch's lines to another), a figure
+    ptxas made for another arch than the cell's, or no figures and no reason why while
+    the cell's cubin holds kernels."""
     if stage.stage != "compile" or stage.status != "ok":
         return None
     details = stage.details
     resources = details.get("resources") or []
     sass = [image for image in details.get("ships") or [] if image.get("kind") == "sass"]
-    if resources and details.get("resources_from") == FROM_LOG and cut_bytes(stage.log):
+    if resources and stage.built_with and details.get("resources_from") == FROM_LOG \
+            and cut_bytes(stage.log):
         return "its resource figures were read off a cut log"
     arch = sass[0].get("arch") if sass else None
     strays = sorted({str(r["arch"]) for r in resources if r.get("arch") not in (None, arch)})
