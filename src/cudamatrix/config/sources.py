@@ -39,6 +39,7 @@ from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.folders import walk
 from ..common.locks import folder_lock
 from ..errors import EnvironmentUnavailable, UserError
+from ..stages.binaries.inputs import RATIO_CEILING, RATIO_FROM_BYTES, inflate, inflation_limit
 
 SCHEMES = ("path", "file", "sdist", "git")
 _GIT_URL = re.compile(r"^(https?://|ssh://|file://|git@[\w.-]+:)[^\s]+$")
@@ -112,30 +113,66 @@ def tree_digest(folder: Path) -> str:
 
 
 # A source archive, downloaded and unpacked: a CUTLASS or PyTorch sdist is hundreds of
-# megabytes; past these it is a bomb (a 3 MB zip unpacked without limit).
+# megabytes; past these it is a bomb (a 3 MB zip unpacked without limit). What an archive
+# may unpack to is bounded by its own size as a wheel's members are (inflation_limit: 64
+# MiB, then 50 times its size), up to MAX_UNPACKED_BYTES; its members are counted as
+# their headers are read, so a million of them is refused at the 200,001st.
 MAX_SDIST_BYTES = 2 << 30
 MAX_UNPACKED_BYTES = 8 << 30
 MAX_UNPACKED_FILES = 200_000
 
 
-def _bounded(archive: Path, size: int, count: int) -> None:
-    if size > MAX_UNPACKED_BYTES or count > MAX_UNPACKED_FILES:
-        raise EnvironmentUnavailable(
-            f"{archive.name}: {count:,} files, {size:,} bytes unpacked: more than a source "
-            f"archive holds ({MAX_UNPACKED_FILES:,} files, {MAX_UNPACKED_BYTES >> 30} GiB)")
+class _Budget:
+    """What one archive may still unpack: its members counted and their sizes summed as
+    each header is read, refused at the first over either bound."""
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = archive
+        self.compressed = archive.stat().st_size
+        self.limit = inflation_limit(self.compressed, MAX_UNPACKED_BYTES)
+        self.files = 0
+        self.size = 0
+
+    def take(self, size: int) -> None:
+        self.files += 1
+        self.size += max(0, size)
+        if self.files > MAX_UNPACKED_FILES:
+            raise EnvironmentUnavailable(
+                f"{self.archive.name}: over {MAX_UNPACKED_FILES:,} files, more than a source "
+                "archive holds")
+        if self.size > self.limit:
+            raise EnvironmentUnavailable(
+                f"{self.archive.name}: unpacks past {self.limit:,} bytes, more than a source "
+                f"archive holds ({RATIO_CEILING} times its {self.compressed:,} bytes once past "
+                f"{RATIO_FROM_BYTES >> 20} MiB, {MAX_UNPACKED_BYTES >> 30} GiB at most)")
 
 
-def _extract_zip(opened: zipfile.ZipFile, target: Path) -> None:
-    """Each member, streamed (zipfile reads a member no further than its header's size,
-    which _bounded summed before anything was written)."""
+def _extract_zip(archive: Path, opened: zipfile.ZipFile, target: Path) -> None:
+    """Each member within the archive's budget, streamed as a wheel's are (`inflate`: no
+    member past the size it declares, nor past the ratio)."""
+    budget = _Budget(archive)
+    for info in opened.infolist():
+        budget.take(info.file_size)
     for info in opened.infolist():
         path = target / info.filename
         if info.is_dir():
             path.mkdir(parents=True, exist_ok=True)
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        with opened.open(info) as source, path.open("wb") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
+        problem = inflate(opened, info, path)
+        if problem:
+            raise EnvironmentUnavailable(f"{archive.name}: member {info.filename[:120]!r} "
+                                         f"{problem}")
+
+
+def _extract_tar(archive: Path, opened: tarfile.TarFile, target: Path) -> None:
+    """The headers first, one at a time, each counted and its size taken from the budget
+    (tarfile keeps every header it reads: a million of them were 481 MB), then the members,
+    through tarfile's ``data`` filter."""
+    budget = _Budget(archive)
+    for member in opened:
+        budget.take(member.size)
+    opened.extractall(target, filter="data")
 
 
 def _unpack(archive: Path, target: Path) -> Path:
@@ -153,14 +190,13 @@ def _unpack(archive: Path, target: Path) -> Path:
                             if member.startswith("/") or ".." in Path(member).parts:
                                 raise EnvironmentUnavailable(
                                     f"{archive.name}: member {member!r} leaves its folder")
-                        _bounded(archive, sum(i.file_size for i in opened.infolist()),
-                                 len(opened.infolist()))
-                        _extract_zip(opened, staging)
+                        _extract_zip(archive, opened, staging)
                 else:
                     with tarfile.open(archive) as opened:
-                        members = opened.getmembers()
-                        _bounded(archive, sum(m.size for m in members), len(members))
-                        opened.extractall(staging, filter="data")
+                        _extract_tar(archive, opened, staging)
+            except EnvironmentUnavailable:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
             except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise EnvironmentUnavailable(f"{archive.name}: cannot unpack ({exc})") from None

@@ -42,6 +42,14 @@ RATIO_FROM_BYTES = 64 << 20
 _CHUNK = 1 << 20
 
 
+def inflation_limit(compressed: int, ceiling: int) -> int:
+    """The most bytes `compressed` bytes of a stranger's archive may inflate to: any of
+    them up to RATIO_FROM_BYTES, RATIO_CEILING times their size past it, never more than
+    `ceiling`. The one rule for every archive the tool opens: a wheel's member (here), a
+    fatbinary's compressed images (facts.py) and a whole sdist (config/sources.py)."""
+    return min(ceiling, max(RATIO_FROM_BYTES, RATIO_CEILING * max(1, compressed)))
+
+
 @dataclass(frozen=True)
 class Member:
     """One ELF file to read: its name in the report and where it lies now."""
@@ -110,8 +118,7 @@ def inflate(wheel: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> str 
                 if written > info.file_size:
                     return (f"inflates past the {info.file_size} bytes the wheel declares "
                             "for it")
-                if written > RATIO_FROM_BYTES \
-                        and written > RATIO_CEILING * max(1, info.compress_size):
+                if written > inflation_limit(info.compress_size, MEMBER_CEILING_BYTES):
                     return (f"inflates over {RATIO_CEILING} times its {info.compress_size} "
                             f"compressed bytes (stopped at {written}): a zip bomb")
                 copy.write(chunk)
