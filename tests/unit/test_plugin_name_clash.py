@@ -60,7 +60,12 @@ def test_one_plugin_found_twice_is_one_plugin(site: Path, tmp_path: Path,
 
 def test_a_clashing_command_is_one_line_at_the_command_line(site: Path, read_cli) -> None:
     from conftest import one_line_error
+    from cudamatrix.commands import table
 
     install(site, "toy-one", plugins.COMMANDS, {"toy-clash": "toy_one:COMMAND"})
     install(site, "toy-two", plugins.COMMANDS, {"toy-clash": "toy_two:COMMAND"})
-    one_line_error(read_cli("validate"), "toy-clash", "toy_one", "toy_two")
+    table.commands.cache_clear()  # the command table is read once a process
+    try:
+        one_line_error(read_cli("validate"), "toy-clash", "toy_one", "toy_two")
+    finally:
+        table.commands.cache_clear()
