@@ -8,6 +8,14 @@ Each fatbinary is handed to ``cuobjdump -xelf all -xptx all`` on its own, which
 writes its images as files. Each cubin is then read as the ELF it is (its kernels are its
 ``.nv.info.<name>`` sections, the toolkit that built it is in its ``.note.nv.tkinfo``
 note); each PTX by its own ``.version``, ``.target`` and ``.entry`` lines.
+
+A stranger's fatbinary is read within bounds: what cuobjdump writes of one module may
+be at most what any archive may inflate to (inputs.inflation_limit of the fatbinary's own
+size: compressed PTX of 44 kB once expanded to 768 MiB), each file held to it by
+RLIMIT_FSIZE and the folder watched as it grows; a module takes at most MODULE_SECONDS to
+read; and the PTX patterns are linear in the text (a line's blanks never span lines: where
+they did, 1 MiB of blank lines took hours). A module over a bound is an UnreadableFile
+naming the module and the bound, and the audit's other files are judged all the same.
 """
 
 from __future__ import annotations
@@ -15,8 +23,11 @@ from __future__ import annotations
 import io
 import os
 import re
+import resource
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,11 +35,19 @@ from typing import Any
 
 from ...common.versions import Arch, sass_runs_on
 from .elf import EM_CUDA, UnreadableFile, elf_machine, elf_sections, fatbins
+from .inputs import MEMBER_CEILING_BYTES, RATIO_CEILING, inflation_limit
 
 _IMAGE = re.compile(r"^(?P<stem>.+)\.(?P<module>\d+)\.(?P<arch>sm_\d+[af]?)\.(?P<kind>cubin|ptx)$")
-_PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
-_PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\d+[af]?)", re.MULTILINE)
-_PTX_ENTRY = re.compile(rb"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s", re.MULTILINE)
+# Blanks within a line only: ``^\s*`` spans lines, so every blank line rescanned all the
+# blank lines after it (quadratic: 32 KiB of them took 48 s).
+_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+\.\d+)", re.MULTILINE)
+_PTX_TARGET = re.compile(rb"^[ \t]*\.target[ \t]+(sm_\d+[af]?)", re.MULTILINE)
+_PTX_ENTRY = re.compile(rb"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry\s", re.MULTILINE)
+# The most seconds one module may take to be read (cuobjdump and the images' facts): the
+# largest real modules take a few seconds; past this a module is an error cell.
+MODULE_SECONDS = 300.0
+_POLL_S = 0.05
+_KEPT_ERROR_BYTES = 64 << 10
 _TOOLKIT = re.compile(rb"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 
 
@@ -135,39 +154,113 @@ class Cuobjdumps:
             yield from self._older
 
 
-def _extract_any(tools: Cuobjdumps, source: Path, label: str, scratch: Path
-                 ) -> tuple[list[Image], str]:
+class OverBound(UnreadableFile):
+    """A module past the audit's bounds (its expansion, its time): no other cuobjdump is
+    tried, since each would take as much."""
+
+
+def _extract_any(tools: Cuobjdumps, source: Path, label: str, scratch: Path,
+                 deadline: float | None = None) -> tuple[list[Image], str]:
     """The images of `source` by the first cuobjdump that reads it whole, and that tool's
     label ("" for the newest); where none can, each one's words."""
     tried = []
     for number, (tool_label, tool) in enumerate(tools.tools()):
         try:
-            return _extract(source, label, tool, scratch, tool_label), \
+            return _extract(source, label, tool, scratch, tool_label, deadline), \
                 tool_label if number else ""
+        except OverBound:
+            raise
         except UnreadableFile as exc:
             tried.append(str(exc))
     raise UnreadableFile("; ".join(tried))
 
 
-def _extract(source: Path, label: str, cuobjdump: str, scratch: Path,
-             tool_label: str = "cuobjdump") -> list[Image]:
-    """The images cuobjdump extracts from `source` (a fatbinary or a whole file)."""
-    folder = Path(tempfile.mkdtemp(dir=scratch))
-    # Both absolute: cuobjdump runs in the scratch folder it extracts into.
-    done = subprocess.run([os.path.abspath(cuobjdump), "-xelf", "all", "-xptx", "all",
-                           os.path.abspath(source)],
-                          cwd=folder, capture_output=True, text=True, check=False)
-    images = []
-    for path in sorted(folder.iterdir()):
-        match = _IMAGE.match(path.name)
-        if match:
-            index, is_ptx = int(match["module"]), match["kind"] == "ptx"
-            images.append((read_ptx if is_ptx else read_cubin)(path.read_bytes(),
-                                                               match["arch"], index))
+def _sizes(folder: Path) -> list[int]:
+    return [entry.stat(follow_symlinks=False).st_size for entry in os.scandir(folder)]
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(_sizes(folder))
+
+
+def _at_most(limit: int) -> None:
+    """In cuobjdump's process: no file it writes grows past `limit` (SIGXFSZ ends it)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def _run_bounded(command: list[str], folder: Path, limit: int, deadline: float,
+                 errors: Path) -> tuple[int, str]:
+    """cuobjdump's status and what it said, run in `folder` and stopped where what it
+    wrote there passes `limit` bytes or the clock passes `deadline` (OverBound)."""
+    with errors.open("wb") as said:
+        process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=said,
+                                   preexec_fn=lambda: _at_most(limit))
+        try:
+            while True:
+                try:
+                    status = process.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if _folder_bytes(folder) > limit:
+                    raise OverBound(_expanded(limit))
+                if time.monotonic() > deadline:
+                    raise OverBound(f"not read within {MODULE_SECONDS:g} s, the audit's "
+                                    "limit per module")
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    # A file at the limit was stopped there (SIGXFSZ, or EFBIG where a tool ignores it).
+    if status == -signal.SIGXFSZ or _folder_bytes(folder) > limit \
+            or max(_sizes(folder), default=0) >= limit:
+        raise OverBound(_expanded(limit))
+    with errors.open("rb") as handle:
+        text = handle.read(_KEPT_ERROR_BYTES).decode(errors="replace")
+    return status, text
+
+
+def _expanded(limit: int) -> str:
+    return (f"its images expand past {limit:,} bytes, more than {RATIO_CEILING} times its "
+            "fatbinary (a compression bomb): not read")
+
+
+def _emptied(folder: Path) -> None:
+    for path in folder.iterdir():
         path.unlink()
     folder.rmdir()
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [f"status {done.returncode}"])[-1]
+
+
+def _extract(source: Path, label: str, cuobjdump: str, scratch: Path,
+             tool_label: str = "cuobjdump", deadline: float | None = None) -> list[Image]:
+    """The images cuobjdump extracts from `source` (a fatbinary or a whole file), within
+    what its size may expand to and by `deadline` (time.monotonic; default MODULE_SECONDS
+    from now)."""
+    folder = Path(tempfile.mkdtemp(dir=scratch))
+    limit = inflation_limit(source.stat().st_size, MEMBER_CEILING_BYTES)
+    ends = deadline if deadline is not None else time.monotonic() + MODULE_SECONDS
+    try:
+        # Both absolute: cuobjdump runs in the scratch folder it extracts into.
+        status, stderr = _run_bounded(
+            [os.path.abspath(cuobjdump), "-xelf", "all", "-xptx", "all",
+             os.path.abspath(source)], folder, limit, ends, folder.with_suffix(".said"))
+        images = []
+        for path in sorted(folder.iterdir()):
+            match = _IMAGE.match(path.name)
+            if match:
+                index, is_ptx = int(match["module"]), match["kind"] == "ptx"
+                images.append((read_ptx if is_ptx else read_cubin)(path.read_bytes(),
+                                                                   match["arch"], index))
+            path.unlink()
+            if time.monotonic() > ends:
+                raise OverBound(f"not read within {MODULE_SECONDS:g} s, the audit's limit "
+                                "per module")
+    finally:
+        _emptied(folder)
+        folder.with_suffix(".said").unlink(missing_ok=True)
+    if status != 0:
+        said = (stderr.strip().splitlines() or [f"status {status}"])[-1]
         said = said.replace(str(source), label)  # a scratch copy's path says nothing
         if not images and "does not contain device code" in said:
             return []
@@ -192,7 +285,11 @@ def read_modules(elf: Path, name: str, cuobjdump: str | Cuobjdumps,
             # device code (and cuobjdump would read all of it to say so).
             if elf_machine(handle) != EM_CUDA:
                 return []
-            images, reader = _extract_any(tools, elf, name, Path(scratch))
+            try:
+                images, reader = _extract_any(tools, elf, name, Path(scratch),
+                                              time.monotonic() + MODULE_SECONDS)
+            except OverBound as exc:
+                raise UnreadableFile(f"module 1: {exc}") from None
             return [Module(name, 1, tuple(images), read_by=reader)] if images else []
         module_file = Path(scratch) / "module.fatbin"
         for number, fatbin in enumerate(found, 1):
@@ -200,7 +297,10 @@ def read_modules(elf: Path, name: str, cuobjdump: str | Cuobjdumps,
             image = handle.read(fatbin.size)
             module_file.write_bytes(image)
             try:
-                images, reader = _extract_any(tools, module_file, name, Path(scratch))
+                images, reader = _extract_any(tools, module_file, name, Path(scratch),
+                                              time.monotonic() + MODULE_SECONDS)
+            except OverBound as exc:
+                raise UnreadableFile(f"module {number}: {exc}") from None
             except UnreadableFile as exc:
                 raise UnreadableFile(f"module {number}: {exc}; its fatbinary holds "
                                      f"{fatbin.cubins} cubins and {fatbin.ptx} PTX") from None
