@@ -16,25 +16,46 @@ from ..process.limits import run_tool
 from .registry import Frontend, register
 
 
+def _common(job: Job) -> list[str]:
+    assert job.env is not None and job.env.clang and job.env.clang_cuda_path
+    return [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
+            f"--cuda-gpu-arch={Arch.parse(job.arch).name}"]
+
+
+def _device_only(job: Job) -> list[str]:
+    """clang's words for the device half: the case's flags, then a header library's
+    folders (-I is searched before the CUDA path's own)."""
+    libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
+    return [*_common(job), "--cuda-device-only",
+            *resolve_flags(job.flags, job.case_folder, job.env), *libraries]
+
+
+def clang_commands(job: Job) -> list[list[str]]:
+    """The device code for the arch (ptxas reporting its figures, the case's
+    `maxrregcount` given to it), its PTX, then the host code: a host-only error is the
+    compile's failure, with clang's own line."""
+    base = _device_only(job)
+    ptxas = ["-Xcuda-ptxas", "-v"]
+    if job.maxrregcount is not None:
+        ptxas += ["-Xcuda-ptxas", f"--maxrregcount={job.maxrregcount}"]
+    libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
+    host = [*_common(job), "--cuda-host-only",
+            *resolve_flags(job.flags, job.case_folder, job.env), *libraries, "-c", "-o",
+            str(job.work / OBJECT)]
+    return [[*base, "-c", *ptxas, "-o", str(job.work / CUBIN), job.source],
+            [*base, "-S", "-o", str(job.work / PTX), job.source], [*host, job.source]]
+
+
 def compile_clang(job: Job) -> Build:
     """clang as the CUDA compiler, device code only, as a clang-built library's device
     half: a cubin for the cell's arch (through the toolkit's ptxas) and the PTX."""
     started = time.monotonic()
-    assert job.env is not None and job.env.clang and job.env.clang_cuda_path
-    flags = resolve_flags(job.flags, job.case_folder, job.env)
-    # A header library's folders come first: -I is searched before the CUDA path's own.
-    libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
-    common = [job.env.clang, "-x", "cuda", f"--cuda-path={job.env.clang_cuda_path}",
-              f"--cuda-gpu-arch={Arch.parse(job.arch).name}"]
-    base = [*common, "--cuda-device-only", *flags, *libraries]
-    cubin, ptx = job.work / CUBIN, job.work / PTX
+    assert job.env is not None
+    base = _device_only(job)
     logs: list[str] = []
     details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}
-    # The device code for the arch, its PTX, then the host code: a host-only error is
-    # the compile's failure, with clang's own line.
-    host = [*common, "--cuda-host-only", *flags, *libraries, "-c", "-o", str(job.work / OBJECT)]
-    for command in ([*base, "-c", "-Xcuda-ptxas", "-v", "-o", str(cubin), job.source],
-                    [*base, "-S", "-o", str(ptx), job.source], [*host, job.source]):
+    ptx = job.work / PTX
+    for command in clang_commands(job):
         tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
                         memory_bytes=job.memory_bytes, cwd=job.work)
         logs.append(f"$ {shown(command)}\n{tool.output}")
@@ -46,7 +67,8 @@ def compile_clang(job: Job) -> Build:
     details.update(compiler_named(
         job, entries, job.timeout - (time.monotonic() - started),
         lambda source, out: [*base, "-S", "-o", str(out), str(source)]))
-    return build_success(job, "\n".join(logs).strip(), started, details, ptx, cubin)
+    return build_success(job, "\n".join(logs).strip(), started, details, ptx, job.work / CUBIN)
 
 
-register(Frontend("clang", compile=compile_clang, needs=("clang",), reports_resources=True))
+register(Frontend("clang", compile=compile_clang, commands=clang_commands, needs=("clang",),
+                  reports_resources=True))

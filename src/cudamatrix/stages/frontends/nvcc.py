@@ -45,6 +45,8 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
     # against (compile_inputs.py).
     command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
                "--keep-dir", str(keep), "-MD", "-MF", str(job.work / DEPENDENCIES)]
+    if job.maxrregcount is not None:
+        command.append(f"-maxrregcount={job.maxrregcount}")
     host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
     if host:
         command[1:1] = ["-ccbin", host]
@@ -130,6 +132,22 @@ def kept_file(keep: Path, source: str, suffix: str, arch: str | None = None) -> 
     return found
 
 
+def _one_build(job: Job) -> tuple[list[str], str]:
+    """The nvcc line that builds one cell. A host-entry case is built whole, as a shared
+    library the run stage calls; any other as an object, host code and all (what CMake
+    and setuptools run); the PTX and cubin come out of the kept intermediate files either
+    way."""
+    output = library_output(job, job.work / LIBRARY) if job.host_entry \
+        else ["-c", "-o", str(job.work / OBJECT)]
+    return nvcc_command(job, job.work / "keep", output,
+                        [gencode(job.arch)] if job.arch_flag else [])
+
+
+def nvcc_commands(job: Job) -> list[list[str]]:
+    """The nvcc line `compile_nvcc` runs for `job` (Frontend.commands)."""
+    return [_one_build(job)[0]]
+
+
 def compile_nvcc(job: Job) -> Build:
     started = time.monotonic()
     assert job.env is not None and job.env.nvcc is not None
@@ -137,13 +155,7 @@ def compile_nvcc(job: Job) -> Build:
     keep.mkdir(parents=True, exist_ok=True)
     cubin = job.work / CUBIN
     library = job.work / LIBRARY
-    # A host-entry case is built whole, as a shared library the run stage calls; any other
-    # as an object, host code and all (what CMake and setuptools run); the PTX and cubin
-    # come out of the kept intermediate files either way.
-    output = library_output(job, library) if job.host_entry \
-        else ["-c", "-o", str(job.work / OBJECT)]
-    command, logged = nvcc_command(job, keep, output,
-                                   [gencode(job.arch)] if job.arch_flag else [])
+    command, logged = _one_build(job)
     figures = PtxasFigures()
     try:
         tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
@@ -305,5 +317,6 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
                                    figures.missing(member.arch))).result
 
 
-register(Frontend("nvcc", compile=compile_nvcc, compile_together=compile_together,
+register(Frontend("nvcc", compile=compile_nvcc, commands=nvcc_commands,
+                  compile_together=compile_together,
                   needs=("nvcc",), reports_resources=True))

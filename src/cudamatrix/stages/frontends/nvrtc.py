@@ -36,6 +36,39 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
     return build_success(job, full_log, started, details, ptx, cubin)
 
 
+def nvrtc_options(job: Job) -> list[str]:
+    """The options NVRTC compiles `job` with: the case's flags, the arch (with ptxas's
+    figures), the case's `maxrregcount`, and the include folders."""
+    assert job.env is not None
+    options = resolve_flags(job.flags, job.case_folder, job.env)
+    if job.arch_flag:
+        options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
+    if job.maxrregcount is not None:
+        options.append(f"--maxrregcount={job.maxrregcount}")
+    # NVRTC sees the source as text with a bare name: the case's own headers must be
+    # put on its search path, as nvcc would find them beside the file.
+    options.append(f"-I{Path(job.source).parent}")
+    # A library's headers ahead of the toolkit's: a newer CCCL than the toolkit's own
+    # must be the one found.
+    for folder in (job.library.include_dirs if job.library else ()) + job.env.include_dirs:
+        options.append(f"-I{folder}")
+    return options
+
+
+def name_expressions(job: Job) -> list[str]:
+    """The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
+    already as the module holds it (mangled) is looked up as it is."""
+    return [job.kernel] if job.kernel and not job.host_entry \
+        and not is_mangled(job.kernel) else []
+
+
+def nvrtc_commands(job: Job) -> list[list[str]]:
+    """The NVRTC driver's line for `job` (the tool's, as its log shows it)."""
+    assert job.env is not None and job.env.nvrtc is not None
+    return [driver_command(job.env.nvrtc, job.source, nvrtc_options(job),
+                           name_expressions(job))]
+
+
 def compile_nvrtc(job: Job) -> Build:
     """NVRTC as a library built on it would call it: straight to a cubin for the cell's real
     arch (CuPy's path), so every option reaches the code generator (``--maxrregcount``,
@@ -43,21 +76,8 @@ def compile_nvrtc(job: Job) -> Build:
     started = time.monotonic()
     assert job.env is not None and job.env.nvrtc is not None
     source = Path(job.source)
-    options = resolve_flags(job.flags, job.case_folder, job.env)
-    if job.arch_flag:
-        options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
-    # NVRTC sees the source as text with a bare name: the case's own headers must be
-    # put on its search path, as nvcc would find them beside the file.
-    options.append(f"-I{source.parent}")
-    # A library's headers ahead of the toolkit's: a newer CCCL than the toolkit's own
-    # must be the one found.
-    for folder in (job.library.include_dirs if job.library else ()) + job.env.include_dirs:
-        options.append(f"-I{folder}")
+    options, expressions = nvrtc_options(job), name_expressions(job)
     nvrtc = Nvrtc(job.env.nvrtc)
-    # The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
-    # already as the module holds it (mangled) is looked up as it is.
-    expressions = [job.kernel] if job.kernel and not job.host_entry \
-        and not is_mangled(job.kernel) else []
     with address_space_limit(job.memory_bytes):
         output = nvrtc.compile(source.read_bytes(), source.name, options, expressions)
     details: dict[str, object] = {"nvrtc": nvrtc.version, "options": shlex.join(options)}
@@ -88,4 +108,5 @@ def compile_nvrtc(job: Job) -> Build:
     return _ptxas(job, ptx, started, log, details)
 
 
-register(Frontend("nvrtc", compile=compile_nvrtc, needs=("nvrtc",), reports_resources=True))
+register(Frontend("nvrtc", compile=compile_nvrtc, commands=nvrtc_commands, needs=("nvrtc",),
+                  reports_resources=True))

@@ -43,6 +43,10 @@ class Frontend:
     name: str
     # Builds the cell's PTX/cubin/library; the inspect, load and run stages follow.
     compile: Callable[[Job], Build] | None = None
+    # The command lines its compile gives the compilers for a job, made as `compile` makes
+    # them and without running anything: every case key a frontend takes must reach them,
+    # and whatever reaches them must be in the compile key (tests/unit/test_declared_keys.py).
+    commands: Callable[[Job], list[list[str]]] | None = None
     # Builds the cells of a job's group (only their archs differ) at once, a compile stage
     # each, or one stage saying why they must be built apart (see nvcc.compile_together).
     compile_together: Callable[[Job], list[StageResult]] | None = None
