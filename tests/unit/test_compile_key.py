@@ -196,31 +196,6 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
     assert compile_key(base, "wheels") != key, "NVCC_APPEND_FLAGS left the key as it was"
 
 
-# A value each compile input may take besides the job's own, to see the key move.
-OTHER: dict[str, object] = {"arch": "sm_80", "frontend": "nvrtc", "flags": ("-O1",),
-                            "kernel": "k2", "arch_flag": False, "options": {"jitify": True},
-                            "host_compiler": "g++-11", "host_compiler_version": "11.4.0"}
-
-
-def test_every_field_of_a_job_is_in_its_compile_key_unless_it_says_not(tmp_path: Path) -> None:
-    """Issue 59: the key was a list written by hand beside Job, so a field added for a new
-    case key was silently not in it (a changed value served another compile's result).
-    Now every field is in it, but those marked AFTER_COMPILE (where the cell runs, what is
-    done with the build) or KEYED_APART (read by their files and versions)."""
-    from dataclasses import fields
-
-    job = _job(tmp_path, "cudamatrix/toolkit:12.4-wheels-bef2c9382d62")
-    assert set(job.compile_inputs()) == set(OTHER)  # a new field is a new line of OTHER
-    for name, value in OTHER.items():
-        assert compile_key(replace(job, **{name: value}), "docker") != \
-            compile_key(job, "docker"), name
-    after = [f.name for f in fields(Job) if f.metadata.get("compiles") is False]
-    assert {"cell_id", "workdir", "timeout", "time", "budgets", "gpu"} <= set(after)
-    moved = replace(job, cell_id="other", workdir=str(tmp_path / "elsewhere"), timeout=5,
-                    gpu="GPU-1", load="ptx")
-    assert compile_key(moved, "docker") == compile_key(job, "docker")
-
-
 def test_what_a_variant_tells_its_worker_is_one_declaration() -> None:
     """A case key the worker reads is one field of VariantSettings: the case reader's
     Variant and the worker's Job are both of it, and job_for carries each of its fields by

@@ -4,6 +4,7 @@ the file and the entry; corpus.py reads the case and its variants with these."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,16 @@ from ..stages.cell.specs import ArtifactCheck, ResourceBudget
 from ..stages.frontends import registered
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS, never_tells
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
-from .declarations import ARTIFACT, EXPECT, ExpectedOutcome
+from .declarations import (
+    ARTIFACT,
+    BOOLEAN,
+    EXPECT,
+    INTEGER,
+    NUMBER,
+    STRING,
+    ExpectedOutcome,
+    Key,
+)
 
 STAGES = EXPECT.key("stage").allowed
 EXPECT_FIELDS = EXPECT.names()
@@ -73,6 +83,30 @@ class TableReader:
         """An array of tables ([[variant.expect]]): its entries are checked one by one."""
         if not isinstance(value, list):
             raise self.fail(where, f"expected [[...]] tables, got {value!r:.60}")
+        return value
+
+    def declared(self, where: str, key: Key, value: Any) -> Any:
+        """A scalar key's value checked against its declaration alone (its kind, allowed
+        words, bounds), or its declared default where the case leaves it out: a key whose
+        declaration says all there is to check needs no reading code of its own."""
+        if value is None:
+            return key.default
+        at = f"{where}.{key.name}"
+        if key.kind == BOOLEAN and not isinstance(value, bool):
+            raise self.fail(at, f"expected true or false, got {value!r:.60}")
+        if key.kind == STRING and not isinstance(value, str):
+            raise self.fail(at, f"expected a string, got {value!r:.60}")
+        if key.kind == INTEGER and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self.fail(at, f"expected a whole number, got {value!r:.60}")
+        if key.kind == NUMBER and (isinstance(value, bool) or not isinstance(value, int | float)
+                                   or not math.isfinite(value)):
+            raise self.fail(at, f"expected a number, got {value!r:.60}")
+        if key.allowed and value not in key.allowed:
+            raise self.fail(at, f"expected one of {', '.join(key.allowed)}, got {value!r:.60}")
+        low = -math.inf if key.minimum is None else key.minimum
+        high = math.inf if key.maximum is None else key.maximum
+        if key.kind in (INTEGER, NUMBER) and not low <= value <= high:
+            raise self.fail(at, f"expected {low:g} to {high:g}, got {value!r}")
         return value
 
     def flag(self, where: str, value: Any) -> bool:

@@ -14,7 +14,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,14 @@ from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
 from .case_tables import Expectation, Spec, selects
 from .declarations import (
+    BOOLEAN,
     BUILD,
     CASE,
     FLAGS_IF,
+    INTEGER,
     LIBRARY_NAME_PATTERN,
+    NUMBER,
+    STRING,
     TIME,
     VARIANT,
     declared_defaults,
@@ -46,9 +50,12 @@ from .declarations import (
 from .run_table import RUN_KEYS, RunTableReader
 from .sources import SourceSpec
 
-# How the load stage gets the module: the cubin where it can run, else the PTX
-# through the driver's JIT ("auto"), or always one of them.
-LOAD_MODES = VARIANT.key("load").allowed
+# The variant's keys that are fields of VariantSettings with a scalar value: read and
+# checked by their declaration alone (_Reader.settings), so a new one is its field and its
+# Key, with no reading code.
+DECLARED_SETTINGS = tuple(
+    f.name for f in fields(VariantSettings)
+    if f.name in VARIANT.names() and VARIANT.key(f.name).kind in (STRING, BOOLEAN, INTEGER, NUMBER))
 # The keys of each table of case.toml, as declarations.py declares them (the schema and
 # the reference are made from the same declarations).
 CASE_KEYS = CASE.names()
@@ -231,6 +238,7 @@ class _Reader(RunTableReader):
                                     or not isinstance(timeout, int | float)
                                     or not math.isfinite(timeout) or timeout <= 0):
             raise self.fail(where, f"timeout must be a positive number of seconds, got {timeout!r}")
+        settings = self.settings(where, raw, frontend)
         raw_run = raw.get("run", {})
         if not isinstance(raw_run, dict):
             raise self.fail(f"{where}.run", "expected a table")
@@ -238,9 +246,6 @@ class _Reader(RunTableReader):
         self.run_table(f"{where}.run", raw_run)
         # Every declared default filled in once, here: the GPU stages add none.
         run = self.launch_spec(raw_run) if raw_run else None
-        load = raw.get("load", VARIANT.key("load").default)
-        if load not in LOAD_MODES:
-            raise self.fail(where, f"load must be one of {', '.join(LOAD_MODES)}, got {load!r}")
         options = raw.get("options", {})
         if not isinstance(options, dict):
             raise self.fail(f"{where}.options", "expected a table")
@@ -276,9 +281,7 @@ class _Reader(RunTableReader):
             source=source,
             frontend=frontend,
             flags=flags,
-            kernel=self.kernel(where, raw.get("kernel")),
-            arch_flag=self.flag(f"{where}.arch_flag",
-                                raw.get("arch_flag", VARIANT.key("arch_flag").default)),
+            **settings,
             only=self.when(f"{where}.only", raw.get("only", {}), (*WHEN_KEYS, *libraries)),
             expect=tuple(self.expectation(f"{where}.expect[{i}]", e, libraries) for i, e in
                          enumerate(self.tables(f"{where}.expect", raw.get("expect", [])))),
@@ -286,7 +289,6 @@ class _Reader(RunTableReader):
                             enumerate(self.tables(f"{where}.artifact", raw.get("artifact", [])))),
             timeout=float(timeout) if timeout is not None else None,
             run=run,
-            load=load,
             options=options,
             host_compiler=host_compiler,
             build=build,
@@ -297,6 +299,20 @@ class _Reader(RunTableReader):
             flags_if=tuple(flags_if),
             defines=defines,
         )
+
+    def settings(self, where: str, raw: Mapping[str, Any], frontend: str) -> dict[str, Any]:
+        """The variant's settings its declaration alone checks (DECLARED_SETTINGS: a
+        scalar key that is a field of VariantSettings, maxrregcount, load...), each refused
+        on a frontend its declaration does not name; the kernel's name read as a name."""
+        found = {}
+        for name in DECLARED_SETTINGS:
+            key = VARIANT.key(name)
+            if key.frontends and name in raw and frontend not in key.frontends:
+                raise self.fail(f"{where}.{name}", f"the {frontend} frontend takes no {name} "
+                                f"(only {', '.join(key.frontends)})")
+            found[name] = self.declared(where, key, raw.get(name))
+        found["kernel"] = self.kernel(where, found.get("kernel"))
+        return found
 
     def flag_list(self, where: str, raw: Any, directory: Path) -> tuple[str, ...]:
         """Compiler flags: strings, every path they name inside the corpus, every

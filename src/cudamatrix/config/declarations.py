@@ -59,6 +59,13 @@ class Key:
     table: Table | None = None
     minimum: float | None = None
     maximum: float | None = None
+    # Why the key never changes what a compile makes (the compile key then holds it not):
+    # None to say what its table says, "" where it does (it is in the key). A case key
+    # that does not says why, and tests/unit/test_declared_keys.py holds every key to it.
+    not_compiled: str | None = None
+    # The frontends that take the key, where only some do: the case reader refuses it on
+    # another, and each named frontend's compiler lines must change with it (the test).
+    frontends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,12 +80,28 @@ class Table:
     extra_doc: str = ""
     # The names the extra keys may have (a regular expression), where they have a shape.
     extra_names: str | None = None
+    # Why its keys never change a compile, where none does (a key may say otherwise).
+    keys_not_compiled: str = ""
 
     def names(self) -> tuple[str, ...]:
         return tuple(key.name for key in self.keys)
 
     def key(self, name: str) -> Key:
         return next(k for k in self.keys if k.name == name)
+
+    def not_compiled(self, at: tuple[str, ...]) -> str:
+        """Why the key at `at` (a path of names below this table) never changes a compile,
+        or "" where it does: its own word, else the nearest table around it that says."""
+        reason, table = self.keys_not_compiled, self
+        for name in at:
+            key = table.key(name)
+            if key.not_compiled is not None:
+                reason = key.not_compiled
+            if key.table is None:
+                break
+            table = key.table
+            reason = table.keys_not_compiled or reason
+        return reason
 
 
 # -- case.toml -------------------------------------------------------------------------
@@ -114,7 +137,7 @@ EXPECT = Table("[[variant.expect]]", "What a cell should do; the first expectati
     Key("note", STRING, "why: shown beside the case's table", example='note = "fixed in 12.8"'),
     Key("warning", STRING, "a regular expression over the compile stage's warnings that the "
         "cell must print", example='warning = "pre-Hopper path"'),
-))
+), keys_not_compiled="it judges what a cell did")
 
 ARTIFACT = Table("[[variant.artifact]]", "A check of what was built: a pattern its PTX, "
                  "SASS or cubin must contain, or lack.", (
@@ -126,7 +149,7 @@ ARTIFACT = Table("[[variant.artifact]]", "A check of what was built: a pattern i
         example='lacks = "STL"'),
     Key("why", STRING, "what the check proves, shown when it fails",
         example='why = "no local-memory spills"'),
-))
+), keys_not_compiled="it checks what a compile made")
 
 ARG = Table("[[variant.run.args]]", "One kernel argument, in launch order: a scalar "
             "(`value`) or an array (`shape`).", (
@@ -146,7 +169,7 @@ ARG = Table("[[variant.run.args]]", "One kernel argument, in launch order: a sca
         "float array's: uniform in [-1, 1))", default=[0, 4], example="range = [0, 16]"),
     Key("fill", NUMBER, "every element this value", example="fill = 1.0"),
     Key("values", NUMBERS, "each element's value", example="values = [1, 2, 3]"),
-))
+), keys_not_compiled="the run stage makes the arguments")
 
 RUN = Table("[variant.run]", "Launch the kernel on a GPU and check its outputs against "
             "NumPy.", (
@@ -168,8 +191,8 @@ RUN = Table("[variant.run]", "Launch the kernel on a GPU and check its outputs a
     Key("seed", INTEGER, "the random inputs' seed", default=2024, minimum=0,
         example="seed = 7"),
     Key("host", BOOLEAN, "the kernel is launched by the case's own host code (a library's "
-        "entry point)", default=False, example="host = true"),
-))
+        "entry point)", default=False, example="host = true", not_compiled=""),
+), keys_not_compiled="the kernel is launched and checked after the compile")
 
 TIME = Table("[variant.time]", "Time the kernel once its run passed: GPU events around "
              "each launch, the median of the samples.", (
@@ -192,7 +215,7 @@ TIME = Table("[variant.time]", "Time the kernel once its run passed: GPU events 
             Key("ratio", NUMBER, "at most this many times slower", required=True,
                 minimum=1.0, maximum=100.0, example="ratio = 1.05"))),
         example='max_slowdown = { toolkit = "12.4", ratio = 1.05 }'),
-))
+), keys_not_compiled="the kernel is timed after its run")
 
 RESOURCES = Table("[variant.resources]", "A resource budget per kernel, against the "
                   "compiler's own figures (ptxas -v; a build's modules through cuobjdump).", (
@@ -201,7 +224,7 @@ RESOURCES = Table("[variant.resources]", "A resource budget per kernel, against 
       for name, (_, words) in BUDGET_FIELDS.items()),
     Key("kernel", STRING, "the one kernel judged (default: every kernel of the module)",
         example='kernel = "gemm<128>"'),
-))
+), keys_not_compiled="the budget is judged at the inspect stage, after the compile")
 assert RESOURCES.names() == BUDGET_KEYS
 
 BUILD = Table("[variant.build]", "The project's own build, run per cell in a fresh copy "
@@ -220,7 +243,7 @@ BUILD = Table("[variant.build]", "The project's own build, run per cell in a fre
     Key("env", "table", "environment variables for the commands",
         table=Table("env", "NAME = \"value\"", extra=STRING, extra_doc="a variable"),
         example='env = { CMAKE_BUILD_PARALLEL_LEVEL = "2" }'),
-))
+), keys_not_compiled="a build runs every time, never from the compile cache")
 
 FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option that only "
                  "some toolkits take.", (
@@ -232,7 +255,7 @@ FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option
 VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
                 "host compiler and library version of the tier.", (
     Key("name", STRING, "letters, digits, '.', '_' or '-'; part of each cell's id",
-        required=True, example='name = "nvrtc"'),
+        required=True, example='name = "nvrtc"', not_compiled="it names the variant's cells"),
     Key("frontend", STRING, "what compiles it: nvrtc, nvcc, clang, cupy, cutlass, cute-dsl, "
         "cutlass-python, cutlass-python-build, build, or a plugin's", required=True,
         example='frontend = "nvcc"'),
@@ -245,14 +268,16 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("arch_flag", BOOLEAN, "give the compiler the cell's arch", default=True,
         example="arch_flag = false"),
     Key("only", "table", "the cells this variant has (others are not planned)", table=WHEN,
-        example='only = { toolkit = ">=12.0" }'),
+        example='only = { toolkit = ">=12.0" }', not_compiled="it chooses which cells exist"),
     Key("expect", "array of tables", "what its cells should do", table=EXPECT),
     Key("artifact", "array of tables", "checks of what was built", table=ARTIFACT),
-    Key("timeout", NUMBER, "seconds a cell may take", minimum=0, example="timeout = 600"),
+    Key("timeout", NUMBER, "seconds a cell may take", minimum=0, example="timeout = 600",
+        not_compiled="it bounds how long a cell may take"),
     Key("run", "table", "run the kernel on a GPU", table=RUN),
     Key("load", STRING, "how the load stage gets the module: the cubin where it runs, else "
         "the PTX through the driver's JIT", default="auto", allowed=("auto", "cubin", "ptx"),
-        example='load = "ptx"'),
+        example='load = "ptx"',
+        not_compiled="the load stage chooses the cubin or the PTX after the compile"),
     Key("options", "table", "the frontend's own options (cupy: jitify, "
         "enable_cooperative_groups)", table=Table("options", "the frontend's option schema",
                                                    extra=ANY, extra_doc="an option the "
@@ -269,6 +294,9 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("defines", "table", "a build option's values, a cell each (-DNAME=VALUE)",
         table=Table("defines", "NAME = [values]", extra=STRINGS, extra_doc="a C macro"),
         example='defines = { GGML_CUDA_FORCE_MMQ = ["0", "1"] }'),
+    Key("maxrregcount", INTEGER, "the most registers a thread of each kernel may take "
+        "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
+        maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
 ))
 
 CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (

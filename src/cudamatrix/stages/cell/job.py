@@ -52,6 +52,9 @@ class VariantSettings:
     options: Mapping[str, Any] = field(default_factory=dict)
     # A build cell's [variant.build]. A build is never cached: it is keyed by nothing.
     build: BuildSpec | None = field(default=None, metadata=AFTER_COMPILE)
+    # The most registers a thread of each kernel may take (nvcc's and NVRTC's
+    # maxrregcount, ptxas's under clang): a spill a lower cap forces is the case's to see.
+    maxrregcount: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,337 @@
+"""Every key case.toml declares, set in a real case, read by the real reader and made into
+a cell's job by the run's own `CellJobs.job_for`: the value must reach the job, the
+compile key must move exactly where the declaration says the key changes a compile, the
+compiler lines of each frontend it names must change, and nvcc must take every word a key
+gives it (issue 67: the unit lane once passed a reader that dropped a new key's value, a
+misspelt nvcc flag, a key marked as not changing the compile, and NVRTC forgetting it).
+
+No list of keys is kept here: the keys come from config/declarations.py, each with the
+value of its own `example`; a new key is tested by being declared."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from copy import deepcopy
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from cudamatrix.common.up_to_date import InputLedger
+from cudamatrix.config.corpus import Variant
+from cudamatrix.config.declarations import VARIANT, Key, Table
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.config.options import RunOptions
+from cudamatrix.config.planning import make_plan
+from cudamatrix.orchestrator.cell_jobs import CellJobs, NoJob
+from cudamatrix.orchestrator.compile_cache import compile_key
+from cudamatrix.orchestrator.cupy_warmup import JitifyWarmups
+from cudamatrix.orchestrator.environments import Environments
+from cudamatrix.orchestrator.gpu import DeviceInfo
+from cudamatrix.stages.cell.job import Job
+from cudamatrix.stages.frontends import frontend
+
+# Tables whose keys a kernel case cannot hold, or that make cells of their own, each with
+# why they are tested elsewhere (never a list of keys: a key added to any other table is
+# tested here by being declared).
+ELSEWHERE = {
+    "build": "a build case's table (frontend = \"build\"): built every time, never keyed",
+    "libraries": "a plan axis: a library's release is its own environment, keyed apart "
+                 "(tests/unit/test_compile_key.py, 'library version')",
+    "options": "each frontend's own option schema (cupy's, which compiles only on a GPU): "
+               "the options are a compile input as a whole (test_every_field_of_a_job...)",
+}
+# What a table needs beside the key under test to be one a case may write: the case
+# without the key has the table so (a table not named here, it has none).
+CONTEXT: dict[tuple[str, ...], dict[str, Any]] = {
+    ("artifact",): {"contains": "ld"},
+    ("flags_if",): {"when": {"toolkit": ">=12"}, "flags": ["-DFLAGGED"]},
+    ("run",): {"grid": [1]},
+    ("run", "args"): {"name": "z", "shape": [3]},
+    ("run", "args", "value"): {"dtype": "float32"},
+    ("run", "args", "range"): {"dtype": "int32"},
+    ("resources",): {"max_stack": 4096},
+    # A check names the arguments its example's expression reads.
+    ("run", "check"): {"args": [{"name": "a", "value": 2.0, "dtype": "float32"},
+                                {"name": "x", "shape": [4]},
+                                {"name": "y", "shape": [4], "inout": True}]},
+}
+# Keys of which a table takes one: the context's other is left out for the one tested.
+ONE_OF = ({"contains", "lacks"}, {"value", "shape"})
+# Tables that stand only beside another (a kernel is timed once it ran).
+BESIDE: dict[tuple[str, ...], dict[str, Any]] = {("time",): {"run": {"grid": [1]}}}
+
+
+def _leaves(table: Table, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Key,
+                                                                       Table]]:
+    """Every key with an example, where it sits; a table without one, by its own keys."""
+    for key in table.keys:
+        at = (*path, key.name)
+        if key.example:
+            yield at, key, table
+        elif key.table is not None and key.name not in ELSEWHERE:
+            yield from _leaves(key.table, at)
+
+
+LEAVES = [(at, key, table) for at, key, table in _leaves(VARIANT) if at[0] not in ELSEWHERE]
+
+
+def _example(key: Key) -> Any:
+    return tomllib.loads(key.example)[key.name]
+
+
+def _arrays(table: Table, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key in table.keys:
+        if key.table is not None:
+            if key.kind == "array of tables":
+                yield (*path, key.name)
+            yield from _arrays(key.table, (*path, key.name))
+
+
+ARRAYS = set(_arrays(VARIANT))
+
+
+def _declared(at: tuple[str, ...]) -> Table:
+    """The table declared at `at` below [[variant]]."""
+    table = VARIANT
+    for name in at:
+        found = table.key(name).table
+        assert found is not None, at
+        table = found
+    return table
+
+
+def _table(variant: dict[str, Any], at: tuple[str, ...]) -> dict[str, Any]:
+    """The table at `at` of a variant, made where it is not (as CONTEXT makes it; an array
+    of tables one table long)."""
+    here = variant
+    for depth, name in enumerate(at):
+        prefix = at[:depth + 1]
+        if name not in here:
+            made = {k.name: _example(k) for k in _declared(prefix).keys
+                    if k.required and k.example}
+            made.update(deepcopy(CONTEXT.get(prefix, {})))
+            here[name] = [made] if prefix in ARRAYS else made
+        here = here[name][0] if prefix in ARRAYS else here[name]
+    return here
+
+
+def _fake_toolkit(tmp_path: Path) -> Path:
+    """A CUDA 13.0 install as the host provider reads one: its tools answer their version
+    (nothing here compiles; the jobs are compared, not run)."""
+    root = tmp_path / "cuda"
+    for tool in ("nvcc", "ptxas"):
+        path = root / "bin" / tool
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+        path.chmod(0o755)
+    (root / "lib64").mkdir()
+    (root / "lib64" / "libnvrtc.so.13").write_bytes(b"")
+    (root / "include").mkdir()
+    (root / "include" / "cuda_runtime.h").write_text("#pragma once\n")
+    return root
+
+
+class Jobs:
+    """The jobs the run would give a case's cells (toolkit 13.0, sm_90, the host provider
+    over a made-up install), by the reader and `CellJobs.job_for` as a run makes them; one
+    run's environments for every case (the toolkit is prepared once, as in a run)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.corpus = tmp_path / "corpus"
+        self.options = RunOptions(corpus=(self.corpus,), toolkits=("13.0",), archs=("sm_90",),
+                                  provider="host", cache=tmp_path / "cache",
+                                  out=tmp_path / "out", gpu=False, compile_cache_from=())
+        envs = Environments(load_matrix(self.options.matrix), "host", self.options.cache,
+                            _Notes(), ledger=InputLedger())
+        warmups = JitifyWarmups(self.options.cache, self.options.out, 1.0, lambda job: [],
+                                print)
+        self.made = CellJobs(self.options, envs, DeviceInfo(reason="no GPU in the unit lane"),
+                             warmups, None, lambda limit: limit)
+
+    def of(self, case: dict[str, Any]) -> dict[str, Job]:
+        """Each cell's job by its id less the case's name; the case is written where the
+        last one was, as a user's edit leaves it."""
+        return self.read(case)[1]
+
+    def read(self, case: dict[str, Any]) -> tuple[tuple[Variant, ...], dict[str, Job]]:
+        """The case's variants as the reader made them, and each cell's job."""
+        folder = self.corpus / "keys"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("k0.cu", "k.cu"):
+            (folder / name).write_text('extern "C" __global__ void k(float *x) { x[0] = 1; }\n')
+        (folder / "case.toml").write_text(tomli_w.dumps(case))
+        plan = make_plan(self.options)
+        jobs = {}
+        for cell in plan.cells:
+            job, _ = self.made.job_for(cell, plan.variant(cell))
+            assert not isinstance(job, NoJob), (cell.id, job.stages)
+            jobs[cell.id.split("/", 1)[1]] = job
+        return tuple(v for c in plan.cases.values() for v in c.variants), jobs
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jobs]:
+    tmp = tmp_path_factory.mktemp("keys")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUDA_HOME", str(_fake_toolkit(tmp)))
+        yield Jobs(tmp)
+
+
+class _Notes:
+    def note(self, text: str) -> None:
+        pass
+
+
+def _keys(jobs: dict[str, Job]) -> set[str]:
+    return {compile_key(job, "host", folders=[], included=_nothing()) for job in jobs.values()}
+
+
+def _nothing() -> Any:
+    from cudamatrix.stages.compile.includes import IncludedFiles
+
+    return IncludedFiles((), (), ())
+
+
+def _case(frontend_name: str, **variant: Any) -> dict[str, Any]:
+    return {"title": "every key", "variant": [
+        {"name": "v", "frontend": frontend_name, "source": "k0.cu", "kernel": "k", **variant}]}
+
+
+def _with(at: tuple[str, ...], key: Key, frontend_name: str) -> tuple[dict[str, Any],
+                                                                      dict[str, Any]]:
+    """The case without the key (its table as CONTEXT makes it, where it makes one) and
+    the same case with it."""
+    before = _case("nvrtc" if at == ("frontend",) else frontend_name,
+                   **deepcopy(BESIDE.get(at[:-1], {})))
+    if len(at) > 1 and at[:-1] in CONTEXT and not key.required:
+        _table(before["variant"][0], at[:-1])
+    for_key = deepcopy(CONTEXT.get(at, {}))  # what the key's own example reads
+    if for_key:
+        _table(before["variant"][0], at[:-1]).update(for_key)
+    after = deepcopy(before)
+    table = _table(after["variant"][0], at[:-1])
+    table.update(for_key)
+    for group in ONE_OF:
+        if at[-1] in group:
+            for other in group - {at[-1]}:
+                table.pop(other, None)
+    table[at[-1]] = _example(key)
+    return before, after
+
+
+def _frontend_for(key: Key) -> str:
+    """A frontend that takes the key: nvcc, unless the key names others."""
+    return key.frontends[0] if key.frontends and "nvcc" not in key.frontends else "nvcc"
+
+
+@pytest.mark.parametrize(("at", "key", "table"), LEAVES, ids=[".".join(a) for a, _, _ in LEAVES])
+def test_a_declared_key_reaches_the_job_and_moves_the_key_as_declared(
+        at: tuple[str, ...], key: Key, table: Table, jobs: Jobs) -> None:
+    before, after = _with(at, key, _frontend_for(key))
+    (read_before, old), (read_after, new) = jobs.read(before), jobs.read(after)
+    name = ".".join(at)
+    assert read_before != read_after, f"{name} = {_example(key)!r} did not reach the " \
+        "variant: the reader dropped it"
+    why_not = VARIANT.not_compiled(at)
+    if why_not:
+        assert _keys(new) == _keys(old), \
+            f"{name} is declared not to change a compile ({why_not}), yet the key moved"
+    elif any(new.get(cell) != job for cell, job in old.items()):
+        assert _keys(new) != _keys(old), f"{name} changes a compile and its cells' jobs, " \
+            "yet the compile key stayed: its Job field is marked AFTER_COMPILE or KEYED_APART"
+
+
+def _lines(job: Job, name: str) -> list[list[str]]:
+    commands = frontend(name).commands
+    assert commands is not None
+    if name == "clang":
+        assert job.env is not None
+        job = replace(job, frontend="clang", env=replace(
+            job.env, clang="/usr/bin/clang++", clang_cuda_path=job.env.root))
+    return commands(job)
+
+
+COMMANDING = [name for name in ("nvcc", "nvrtc", "clang") if frontend(name).commands]
+
+
+@pytest.mark.parametrize(("at", "key", "table"), LEAVES, ids=[".".join(a) for a, _, _ in LEAVES])
+def test_what_reaches_a_compiler_is_in_the_key_and_a_named_frontend_uses_it(
+        at: tuple[str, ...], key: Key, table: Table, jobs: Jobs) -> None:
+    """A key that changes the line a compiler is given changes the compile key (whatever it
+    is declared); a key that names its frontends changes each one's lines."""
+    for name in COMMANDING:
+        if at == ("frontend",) or (name == "nvrtc" and "host_compiler" in at):
+            continue  # the frontend is what changes; nvrtc runs no host compiler
+        base = "nvrtc" if name == "nvrtc" else "nvcc"
+        if key.frontends and base not in key.frontends:
+            continue
+        before, after = _with(at, key, base)
+        old, new = jobs.of(before), jobs.of(after)
+        moved = [cell for cell in old if cell in new
+                 and _lines(old[cell], name) != _lines(new[cell], name)]
+        if moved:
+            assert _keys(new) != _keys(old), \
+                f"{'.'.join(at)} changes {name}'s command line but not the compile key"
+        if name in key.frontends:
+            assert moved or set(old) != set(new), \
+                f"{'.'.join(at)} is declared for {name}, whose command lines ignore it"
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH to ask which options it takes")
+def test_nvcc_takes_every_word_a_declared_key_gives_it(tmp_path: Path, jobs: Jobs) -> None:
+    """nvcc's own dry run over the line each key makes: a misspelt option (`-maxregcount`)
+    is refused there, as it would be in every cell."""
+    assert NVCC is not None
+    for at, key, _ in LEAVES:
+        if (key.frontends and "nvcc" not in key.frontends) or at == ("frontend",):
+            continue
+        _, after = _with(at, key, "nvcc")
+        for cell, job in jobs.of(after).items():
+            for line in _lines(job, "nvcc"):
+                said = subprocess.run([NVCC, "-dryrun", *line[1:]], capture_output=True,
+                                      text=True, timeout=60, cwd=tmp_path,
+                                      env={**os.environ, "NVCC_APPEND_FLAGS": ""})
+                assert "Unknown option" not in said.stderr, \
+                    f"{'.'.join(at)} ({cell}): {said.stderr.strip()}"
+
+
+def _other(value: Any) -> Any:
+    """Another value of the same kind, to see a key move."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, tuple):
+        return (*value, "-DOTHER")
+    if isinstance(value, dict):
+        return {**value, "other": 1}
+    return 1  # None: an int is a value a str or int field takes alike
+
+
+def test_every_field_of_a_job_is_in_its_compile_key_unless_it_says_not(
+        tmp_path: Path, jobs: Jobs) -> None:
+    """Issue 59: the key was a list written by hand beside Job. Every field but those
+    marked AFTER_COMPILE or KEYED_APART is in it: each, changed alone, moves the key; the
+    marked ones where the cell runs do not."""
+    job = next(iter(jobs.of(_case("nvcc")).values()))
+    key = compile_key(job, "host", folders=[], included=_nothing())
+    for name in job.compile_inputs():
+        changed = replace(job, **{name: _other(getattr(job, name))})
+        assert compile_key(changed, "host", folders=[], included=_nothing()) != key, name
+    after = [f.name for f in fields(Job) if f.metadata.get("compiles") is False]
+    assert {"cell_id", "workdir", "timeout", "time", "budgets", "gpu"} <= set(after)
+    moved = replace(job, cell_id="other", workdir=str(tmp_path / "elsewhere"), timeout=5,
+                    gpu="GPU-1", load="ptx")
+    assert compile_key(moved, "host", folders=[], included=_nothing()) == key
