@@ -147,7 +147,7 @@ def test_a_repro_reads_back_as_the_run(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     words = ["run", "--corpus", "cases", "--known-bugs", "--tier", "nightly", "--no-gpu",
              "--cache", "cache", "--prebuilt", "earlier/out", "--docker-flavour", "nvidia",
-             "--cuda-compat"]
+             "--cuda-compat", "--cell-timeout", "60"]
     options = run_options(build_parser().parse_args(words))
     again = run_options(build_parser().parse_args(["run", *repro_arguments(options, tmp_path)]))
     for flag in RUN_FLAGS:
@@ -231,3 +231,35 @@ def test_run_help_groups_its_options_as_their_declarations_say() -> None:
     assert titles == list(SECTIONS.values()), said
     # A command that only selects cells shows the one heading it has.
     assert "\nwhich cells:\n" in commands.choices["list"].format_help()
+
+
+def test_every_flag_is_in_a_repro_or_says_why_not() -> None:
+    """Issue 67: a flag dropped from a cell's repro line passed the unit lane. A flag that
+    changes what a cell does is in its repro (`repro=True`); one that is not declares why
+    (`not_in_repro`, or a selection's --cell): never neither, never both."""
+    from cudamatrix.config.run_flags import RUN_FLAGS
+
+    for flag in RUN_FLAGS:
+        said = flag.not_in_repro if flag.repro else flag.why_not_in_repro
+        assert flag.repro != bool(said), \
+            f"{flag.flags[0]}: in a repro or not, say one (repro={flag.repro}, {said!r})"
+
+
+def test_every_run_option_a_flag_sets_is_read_by_the_run() -> None:
+    """Issue 67: the code using a new option, forgotten, passed the unit lane. Every
+    RunOptions field a flag sets is read somewhere beyond its declaration (the parser,
+    the options and the flag table): an option nothing reads is a flag that does
+    nothing."""
+    import re
+
+    from cudamatrix.config.run_flags import RUN_FLAGS
+
+    import cudamatrix
+
+    package = Path(cudamatrix.__file__).parent  # the package imported, wherever it is
+    declaring = {package / "config" / "options.py", package / "config" / "run_flags.py"}
+    text = "\n".join(p.read_text() for p in package.rglob("*.py") if p not in declaring)
+    for flag in RUN_FLAGS:
+        if flag.field is not None:
+            assert re.search(rf"\.{flag.field}\b", text), \
+                f"{flag.flags[0]} sets RunOptions.{flag.field}, which no module reads"

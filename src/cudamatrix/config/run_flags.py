@@ -129,8 +129,21 @@ class RunFlag:
     metavar: str | None = None
     job: bool = False
     repro: bool = False
+    # Why a cell's repro leaves the flag out, where it does: a flag that changes what a
+    # cell does must be in its repro, so one that is not says why (a selection's flags:
+    # the repro names its one cell with --cell). tests/unit/test_run_flags.py holds each
+    # flag to one of the two.
+    not_in_repro: str = ""
     default_said: str = ""
     section: Section | None = None
+
+    @property
+    def why_not_in_repro(self) -> str:
+        """Why a cell's repro leaves the flag out ("" where it carries it)."""
+        if self.repro:
+            return ""
+        return self.not_in_repro or ("a repro names its one cell with --cell"
+                                     if self.group == "selection" else "")
 
     @property
     def heading(self) -> Section:
@@ -212,15 +225,19 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
             "on the index, listed in the matrix or not); repeatable", "run",
             "library_versions", read=library_pin, repeated=True, collect=_pins,
             spread=_unpin, spell=lambda pin: f"{pin[0]}=={pin[1]}", metavar="NAME==VERSION",
-            section="toolkits"),
+            section="toolkits",
+            not_in_repro="the cell's id names its library release"),
     RunFlag(("--out",), "report folder (default: %(default)s)", "run", "out", read=Path,
-            section="output"),
+            section="output",
+            not_in_repro="a repro writes to a folder of its own"),
     RunFlag(("--provider",), "where toolkits come from: wheels, docker, host or a plugin's; "
             "auto (the default): docker where an engine and the base image are ready, else "
             f"wheels; ${PROVIDER_ENV}", "run", "provider", read=str, metavar="PROVIDER",
-            default_said=f"`auto` (${PROVIDER_ENV})", section="toolkits"),
+            default_said=f"`auto` (${PROVIDER_ENV})", section="toolkits",
+            not_in_repro="the repro line names the provider the run took (repro.py)"),
     RunFlag(("--containers",), "the Dockerfiles of the docker provider (default: "
-            "%(default)s)", "run", "containers", read=Path, section="toolkits"),
+            "%(default)s)", "run", "containers", read=Path, section="toolkits",
+            not_in_repro="the images a container provider builds; their tags are in the record"),
     RunFlag(("--docker-flavour",), "toolkit images from PyPI wheels on a local Debian base "
             "(no registry needed), or from NVIDIA's pinned CUDA images", "run",
             "docker_flavour", read=str, choices=DOCKER_FLAVOURS, repro=True, section="toolkits"),
@@ -228,59 +245,74 @@ RUN_FLAGS: tuple[RunFlag, ...] = (
             "libraries (a newer toolkit on an older driver); label the runner apart", "run",
             "cuda_compat", repro=True, section="toolkits"),
     RunFlag(("--container-timeout",), "seconds a toolkit container may live (default: "
-            "%(default)s)", "run", "container_timeout", read=positive_number, section="toolkits"),
+            "%(default)s)", "run", "container_timeout", read=positive_number, section="toolkits",
+            not_in_repro="a limit on building an image, not on the cell"),
     RunFlag(("--jobs", "-j"), "cells run in parallel (default: the number of cores)", "run",
-            "jobs", read=whole_number(1, 4096), default_said="the number of cores"),
+            "jobs", read=whole_number(1, 4096), default_said="the number of cores",
+            not_in_repro="how many cells run at once; one cell is one job"),
     RunFlag(("--cache",), f"where environments are kept (default: ${CACHE_ENV} or "
             "~/.cache/cudamatrix)", "run", "cache", read=Path, repro=True,
             default_said=f"${CACHE_ENV} or ~/.cache/cudamatrix", section="toolkits"),
     RunFlag(("--cell-timeout",), "seconds one cell may take (default: %(default)s)", "run",
-            "cell_timeout", read=positive_number),
+            "cell_timeout", read=positive_number, repro=True),
     RunFlag(("--jitify-warmup-timeout",), "seconds CuPy's one-time Jitify warm-up may take; "
             "done once per CuPy version and toolkit for the run's jitify cells, which share "
             "its time-out (default: %(default)s)", "run", "jitify_warmup_timeout",
-            read=positive_number),
+            read=positive_number,
+            not_in_repro="CuPy's one-time warm-up, shared by the run's cells"),
     RunFlag(("--cell-memory",), "address space each compiler may take (default: the "
             "machine's memory shared by --jobs, 4 to 16 GiB)", "run", "cell_memory_gib",
-            read=positive_number, metavar="GIB"),
+            read=positive_number, metavar="GIB",
+            not_in_repro="a limit the repro's machine sets for itself"),
     RunFlag(("--run-timeout",), "seconds the whole run may take; cells it cannot start are "
             "reported as timeouts and left for --resume", "run", "run_timeout",
-            read=positive_number),
+            read=positive_number,
+            not_in_repro="the whole run's limit; one cell has its own"),
     RunFlag(("--resume",), "keep the cells an interrupted run in --out finished", "run",
-            "resume", section="output"),
+            "resume", section="output",
+            not_in_repro="a repro starts afresh"),
     RunFlag(("--always-run",), "run every cell even where nothing the last run into --out "
             "read has changed (by default that run's results stand, answered at once)", "run",
-            None, section="output"),
+            None, section="output",
+            not_in_repro="a repro always runs"),
     RunFlag(("--no-gpu",), "skip the load and run stages", "run", "gpu", sets=False,
             repro=True),
     RunFlag(("--context-per-cell",), "each cell's load and run stages in a CUDA context of "
             "its own process, not in its GPU's server (one context per GPU)", "run",
-            "gpu_server", sets=False),
+            "gpu_server", sets=False,
+            not_in_repro="where the GPU stages run, not what they do"),
     RunFlag(("--no-compile-cache",), "compile every cell afresh, neither reading nor filling "
-            "the cache", "run", "compile_cache", sets=False, section="compiles"),
+            "the cache", "run", "compile_cache", sets=False, section="compiles",
+            not_in_repro="a repro compiles afresh in a folder of its own"),
     RunFlag(("--order",), "the order cells start in: the longest expected first (cost), the "
             "plan's, or the plan's reversed (a determinism check: no verdict may change)",
-            "run", "order", read=str, choices=ORDERS),
+            "run", "order", read=str, choices=ORDERS,
+            not_in_repro="the order cells start in; one cell has none"),
     RunFlag(("--retries",), "run a cell that is not what its case expects up to N times "
             "more; a cell that fails and then is as expected is flaky, every attempt recorded "
             "(default: %(default)s)", "run", "retries",
-            read=whole_number(0, 5, " (a flaky cell shows in two or three)"), metavar="N"),
+            read=whole_number(0, 5, " (a flaky cell shows in two or three)"), metavar="N",
+            not_in_repro="a repro shows one attempt"),
     RunFlag(("--compile-apart",), "build each cell by itself, one nvcc per arch (by default "
             "the cells that differ only in arch share one nvcc, a -gencode each)", "run",
-            "compile_together", sets=False, section="compiles"),
+            "compile_together", sets=False, section="compiles",
+            not_in_repro="a repro builds its one cell alone"),
     RunFlag(("--compile-cache-from",), "also take compiled cells from this cudamatrix cache "
             f"(repeatable; default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
             "job's restored cache, a team's shared one", "run", "compile_cache_from",
-            read=Path, repeated=True, metavar="CACHE", section="compiles"),
+            read=Path, repeated=True, metavar="CACHE", section="compiles",
+            not_in_repro="a repro compiles afresh"),
     RunFlag(("--prebuilt",), "take compiled artifacts from an earlier run's --out folder "
             "(built on another machine) and do the load and run stages here", "run",
             "prebuilt", read=Path, repro=True, section="compiles"),
     RunFlag(("--compile-here",), "with --prebuilt, frontends still compiled on this machine "
             f"(repeatable; default: {', '.join(default('compile_here'))})", "run",
-            "compile_here", read=str, repeated=True, metavar="FRONTEND", section="compiles"),
+            "compile_here", read=str, repeated=True, metavar="FRONTEND", section="compiles",
+            not_in_repro="with --prebuilt only, which the repro carries"),
     RunFlag(("--runner-label",), "the driver/runner label this machine was promised "
             f"(${RUNNER_LABEL_ENV})", "run", "runner_label", read=str,
-            default_said=f"${RUNNER_LABEL_ENV}"),
+            default_said=f"${RUNNER_LABEL_ENV}",
+            not_in_repro="the machine the repro runs on says its own"),
 )
 
 # The RunOptions fields no flag sets by itself: cudamatrix.toml's, read with the project
