@@ -243,6 +243,16 @@ def fuzz(session: nox.Session) -> None:
 
 
 @nox.session
+def mutations(session: nox.Session) -> None:
+    """The mistakes a new case key or run option is likeliest to make (a dropped value, a
+    misspelt flag, a key marked as not compiling, a frontend that forgets it, an option
+    nothing reads, a flag left out of the repro), each made on purpose in a copy of the
+    package: the unit tests must fail on every one (tests/mutations.py)."""
+    _dev(session, "test")
+    session.run("python", "tests/mutations.py", *session.posargs)
+
+
+@nox.session
 def cell_costs(session: nox.Session) -> None:
     """What each shipped cell costs cold on this machine, against (-- --check, the default)
     or into (-- --write) src/cudamatrix/config/data/cell-costs.json: a first run anywhere
