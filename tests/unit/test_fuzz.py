@@ -146,6 +146,35 @@ def test_wheel_members() -> None:
     run_target("wheel", target)
 
 
+def test_audited_library() -> None:
+    """A damaged .so as `audit` reads it: the file's fatbinaries split, each handed to a
+    cuobjdump (here one that writes the module's bytes back as its cubin and its PTX, as a
+    lying fatbinary can make the real one do) and its images read from the files, within
+    the size and time bounds. Modules, or one line naming what could not be read."""
+    from cudamatrix.stages.binaries.facts import read_modules
+
+    scratch = _scratch()
+    tool = scratch / "cuobjdump"
+    tool.write_text('#!/bin/sh\ncp "$5" lib.1.sm_90.cubin && cp "$5" lib.2.sm_80.ptx\n')
+    tool.chmod(0o755)
+
+    @given(damaged_library(LIBRARIES))
+    def target(data: bytes) -> None:
+        _count("audited")
+        library = scratch / "libaudited.so"
+        library.write_bytes(data)
+        try:
+            for module in read_modules(library, "x.whl!libaudited.so", str(tool)):
+                assert module.images and module.describe()
+        except UnreadableFile as exc:
+            assert str(exc) and "\n" not in str(exc)
+
+    try:
+        run_target("audited", target)
+    finally:
+        shutil.rmtree(scratch)
+
+
 # --- the TOML files a user writes --------------------------------------------------------
 
 def _expect_user_error_only(action: Any) -> None:
