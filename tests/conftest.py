@@ -19,6 +19,7 @@ import pytest
 from cudamatrix.common.locks import folder_lock
 
 REPO = Path(__file__).resolve().parents[1]
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
 
 
 @dataclass

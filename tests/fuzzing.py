@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
 CACHE = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=False,

@@ -49,13 +49,13 @@ run off-reversed --cache /tmp/cache-off2 --no-compile-cache --order reversed
 run warm-again --cache /tmp/cache
 CELLS_NOW="$HEAP" run heap-cold --cache /tmp/cache
 CELLS_NOW="$HEAP" run heap-warm --cache /tmp/cache
-python3 reports/hermetic-h100/compare.py /tmp/o-cold /tmp/o-warm /tmp/o-off-plan /tmp/o-off-reversed \
+python3 bench/evidence/hermetic-h100/compare.py /tmp/o-cold /tmp/o-warm /tmp/o-off-plan /tmp/o-off-reversed \
   /tmp/o-warm-again > $OUT/verdicts.txt 2>&1; tail -3 $OUT/verdicts.txt
 python3 bench/gpu/cell_seconds.py /tmp/o-cold /tmp/o-warm /tmp/o-heap-warm > $OUT/cell-seconds.txt
 fi
 if [[ " $STEPS " == *" 3 "* ]]; then
 echo "== 3. the 256 MiB saxpy: the tool against a C++ reference"
-python3 -m cudamatrix run --corpus reports/kernel-time-h100/corpus --case saxpy --provider host \
+python3 -m cudamatrix run --corpus bench/evidence/kernel-time-h100/corpus --case saxpy --provider host \
   --toolkit 13.0 --arch sm_90 --cache /tmp/cache --out /tmp/sx > $OUT/saxpy.log 2>&1
 nvcc -O3 -arch=sm_90 -o /tmp/saxpy_reference bench/gpu/saxpy_reference.cu && \
   /tmp/saxpy_reference > $OUT/reference.json; cat $OUT/reference.json

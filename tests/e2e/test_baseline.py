@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO
+from conftest import EVIDENCE, REPO
 from cudamatrix.record.results import load_results
 from cudamatrix.reports.github import (
     ANNOTATIONS_PER_TYPE,
@@ -88,7 +88,7 @@ def test_bad_baseline_is_a_clear_error(run_cli, tmp_path: Path) -> None:
 def test_annotations_and_summary_keep_within_github_limits() -> None:
     # The H100's library corpus through the GPU server: its 12 case errors (unknown
     # kernel names, by design) are more than fit.
-    info, results = load_results(REPO / "reports" / "gpu-server-h100" / "lib-server-16"
+    info, results = load_results(EVIDENCE / "gpu-server-h100" / "lib-server-16"
                                  / "results.json")
     failing = [r for r in results if r.outcome in ("fail", "error")]
     assert len(failing) > ANNOTATIONS_PER_TYPE

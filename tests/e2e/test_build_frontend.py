@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import REPO, cudamatrix
+from conftest import EVIDENCE, REPO, cudamatrix
 
 CASES = REPO / "tests" / "data" / "build-cases"
 
@@ -69,10 +69,10 @@ def test_a_real_sdist_is_fetched_checked_and_built_as_pip_builds_it(tmp_path: Pa
 
 
 def test_the_published_h100_run_of_the_build_cases(tmp_path: Path) -> None:
-    """reports/build-h100: the three build cases built by the H100 machine's nvcc 13.0, every
+    """bench/evidence/build-h100: the three build cases built by the H100 machine's nvcc 13.0, every
     module loaded by its driver, each test command run there; the report shows each
     expected failure's note beside its table."""
-    run = cudamatrix("report", str(REPO / "reports" / "build-h100" / "results.json"),
+    run = cudamatrix("report", str(EVIDENCE / "build-h100" / "results.json"),
                      out=tmp_path)
     assert run.code == 0, run.output
     cells = {c["id"]: c for c in run.results["cells"]}

@@ -184,7 +184,7 @@ def test_each_library_ships_its_own_arch_only(runs: dict[str, Run]) -> None:
 @pytest.mark.skipif(not has_gpu(), reason="no GPU: the load and run stages need one")
 def test_on_a_gpu_each_library_runs_its_own_arch_only(runs: dict[str, Run]) -> None:
     """A Hopper GPU runs the sm_90 and sm_90a libraries; the sm_80 one, built together
-    with them, has no image it can load, as when built alone (reports/compile-together-h100
+    with them, has no image it can load, as when built alone (bench/evidence/compile-together-h100
     holds this run on an H100)."""
     for how, run in runs.items():
         cells = run.cells()

@@ -64,10 +64,10 @@ def test_faults_cost_their_own_cell_through_the_gpu_server(run_cli, tmp_path: Pa
 
 @pytest.mark.skipif(not has_gpu(), reason=f"no GPU: {probe().reason}")
 def test_a_kernel_is_timed_on_the_gpu(run_cli, tmp_path: Path) -> None:
-    """Issue 41: reports/kernel-time-h100/corpus/saxpy timed by GPU events: a 4 MiB saxpy
+    """Issue 41: bench/evidence/kernel-time-h100/corpus/saxpy timed by GPU events: a 4 MiB saxpy
     with a hot L2 no slower than with a cold one (the host's enqueueing is not timed), a
     256 MiB one no faster than the 4 MiB one, and max_us failing the cell over it."""
-    corpus = Path(__file__).parents[2] / "reports" / "kernel-time-h100" / "corpus"
+    corpus = Path(__file__).parents[2] / "bench" / "evidence" / "kernel-time-h100" / "corpus"
     run = run_cli("run", "--corpus", str(corpus), "--case", "saxpy", "--provider", "host",
                   "--toolkit", "13.0", "--arch", "sm_90", out=tmp_path)
     assert run.code == 0, run.output[-3000:]

@@ -1,5 +1,5 @@
 """Issue 47 on a GPU: a verdict is the build's own, whatever cache or cell came first.
-Skipped, with the reason, where there is no GPU (reports/hermetic-h100 holds the H100's
+Skipped, with the reason, where there is no GPU (bench/evidence/hermetic-h100 holds the H100's
 run of the same cases)."""
 
 from __future__ import annotations

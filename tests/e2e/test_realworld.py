@@ -1,9 +1,9 @@
 """Real kernels nobody here wrote, as a new user would write them up: every verdict true.
 
-The sources come from pinned PyPI packages at test time (tests/realworld/sources.toml:
+The sources come from pinned PyPI packages at test time (tests/data/realworld/sources.toml:
 numba-cuda's NVRTC sources, CUTLASS's CuTe tutorial, FlashInfer's headers, GPTQModel's
 Marlin from its sdist), cached, never committed. The
-expectations in tests/realworld/cases were each checked against what the compilers do;
+expectations in tests/data/realworld/cases were each checked against what the compilers do;
 a `fail`, `error` or `xpass` here is the tool's fault until shown otherwise.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO, Run, cudamatrix
 
-sys.path.insert(0, str(REPO / "tests" / "realworld"))
+sys.path.insert(0, str(REPO / "tests" / "data" / "realworld"))
 from fetch import fetch
 
 TOOLKITS = ("11.8", "12.0", "12.4", "12.8", "13.0")

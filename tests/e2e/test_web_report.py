@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BROWSER_FLAGS, REPO, chromium, cudamatrix
+from conftest import BROWSER_FLAGS, EVIDENCE, REPO, chromium, cudamatrix
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
 
@@ -196,7 +196,7 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
 def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path) -> None:
     """The real-kernel H100 run: the panel names the case's kernel as C++ prints it and the
     name the driver looked up, above ptxas's registers for it."""
-    results = REPO / "reports" / "realworld-h100" / "results.json"
+    results = EVIDENCE / "realworld-h100" / "results.json"
     run = cudamatrix("report", str(results), out=tmp_path)
     assert (tmp_path / "report.html").exists(), run.output
     cell_id = "cutlass-nchw-to-nhwc/half/13.0/sm_90a"
@@ -212,10 +212,10 @@ def test_a_cells_kernel_is_shown_by_its_cpp_name(page_and_cells, tmp_path: Path)
 
 
 def test_a_timed_cells_panel_says_its_kernel_time(page_and_cells, tmp_path: Path) -> None:
-    """The H100's timed CUTLASS nchw_to_nhwc (reports/kernel-time-h100/realworld), against
+    """The H100's timed CUTLASS nchw_to_nhwc (bench/evidence/kernel-time-h100/realworld), against
     a baseline where that cell ran 20% faster: the panel gives the median, minimum, noise,
     samples, L2 and SM clock; the page's baseline section lists the cell under Time."""
-    results = REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
+    results = EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
     cell_id = "nchw-timed/capped/12.4/sm_90"
     document = json.loads(results.read_text())
     for cell in document["cells"]:
@@ -248,7 +248,7 @@ def test_a_timed_cells_panel_draws_its_samples_and_its_time_across_runs(
     """The H100's timed nchw_to_nhwc with the samples this version records: the panel draws
     them, a point each, titled; and with an earlier run kept in history.json (the same cell
     20% faster), the cell's median in each run as a line across the runs."""
-    results = REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
+    results = EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt" / "results.json"
     cell_id = "nchw-timed/capped/12.4/sm_90"
     samples = [29.9 + (i % 7) / 100 for i in range(40)]
 

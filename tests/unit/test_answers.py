@@ -29,7 +29,10 @@ from cudamatrix.reports.glance import UNEXPECTED, happened
 from cudamatrix.reports.labels import row_label
 
 REPO = Path(__file__).resolve().parents[2]
-RUNS = sorted(p for p in (REPO / "reports").rglob("results.json") if "audit" not in p.parts)
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
+# The published run and every run kept as evidence of a change.
+RUNS = sorted(p for folder in (REPO / "reports", EVIDENCE)
+              for p in folder.rglob("results.json") if "audit" not in p.parts)
 VERB_OF = {words: what for what, words in VERBS.items()}
 PHRASE = re.compile(r"(?P<verb>" + "|".join(sorted(map(re.escape, VERB_OF), key=len,
                                                         reverse=True))

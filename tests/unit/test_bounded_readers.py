@@ -24,6 +24,7 @@ from cudamatrix.record.history import PastRun, check_history, gather, history_do
 from cudamatrix.record.results import load_cell, load_results
 
 REPO = Path(__file__).resolve().parents[2]
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
@@ -56,7 +57,7 @@ def test_special_files_and_size_are_refused_before_reading(tmp_path: Path) -> No
 
 
 def test_resource_figures_are_bounded(tmp_path: Path) -> None:
-    seed = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    seed = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
     seed["cells"] = seed["cells"][:1]
     for figure in (10 ** 400, -5):
         document = json.loads(json.dumps(seed))

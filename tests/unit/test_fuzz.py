@@ -41,6 +41,7 @@ from cudamatrix.stages.binaries.elf import UnreadableFile, elf_machine, elf_sect
 from cudamatrix.stages.binaries.facts import cubin_kernel_names, read_cubin, read_ptx
 from cudamatrix.stages.binaries.inputs import members
 from fuzzing import (
+    EVIDENCE,
     REPO,
     TRIED,
     damaged,
@@ -55,7 +56,7 @@ from fuzzing import (
 
 MEMORY_BOUND_KIB = 1 << 20
 CASE_SEEDS = {p.parent.name: p for p in sorted(KNOWN_BUGS.glob("*/case.toml"))}
-RESULTS = REPO / "reports" / "realworld-h100" / "results.json"
+RESULTS = EVIDENCE / "realworld-h100" / "results.json"
 
 
 def _toml(path: Path) -> Any:
@@ -331,7 +332,7 @@ def test_history_and_the_up_to_date_record() -> None:
     from cudamatrix.record.history import PastRun, gather, history_document
 
     history_seed = history_document([PastRun.of(*load_results(
-        REPO / "reports" / "realworld-h100" / "results.json"))])
+        EVIDENCE / "realworld-h100" / "results.json"))])
     record_seed = _record_seed()
 
     @given(st.one_of(mutated([history_seed]).map(json_text), damaged(json_text(history_seed))),
@@ -355,7 +356,7 @@ def test_history_and_the_up_to_date_record() -> None:
 
 def _timed_seed() -> dict[str, Any]:
     """The H100's timed saxpy run (its timing records), with the repro fields a run keeps."""
-    document = json.loads((REPO / "reports" / "kernel-time-h100" / "saxpy" / "results.json")
+    document = json.loads((EVIDENCE / "kernel-time-h100" / "saxpy" / "results.json")
                           .read_text())
     document["cells"] = document["cells"][:4]
     document["run"]["repro_args"] = "--corpus 'my cases' --tier pr"

@@ -14,9 +14,9 @@ from cudamatrix.common.tomlfile import load_toml
 from cudamatrix.errors import UserError
 from cudamatrix.record.results import load_cell, load_results
 from cudamatrix.stages.binaries.elf import UnreadableFile, elf_sections, fatbins
-from fuzzing import REPO, stream, synthetic_library
+from fuzzing import EVIDENCE, REPO, stream, synthetic_library
 
-SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+SEED = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
 
 
 def test_toml_that_is_not_utf8_is_named(tmp_path: Path) -> None:
@@ -95,19 +95,22 @@ def test_a_section_table_past_the_end_is_no_section() -> None:
     assert elf_sections(stream(bytes(library))) == {}
 
 
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(REPO))
-                                        for p in (REPO / "reports").rglob("results.json")))
+KEPT = (REPO / "reports", EVIDENCE)  # the published run, the evidence
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REPO)) for folder in KEPT
+                                        for p in folder.rglob("results.json")))
 def test_every_results_file_this_repository_keeps_is_read(path: str) -> None:
     """Typed reading must take every real record: a build's load stage records `modules` as
     a count where its inspect stage records a list (the first typed reader refused
-    reports/build-h100)."""
+    bench/evidence/build-h100)."""
     info, results = load_results(REPO / path)
     assert results and info.tier
 
 
 def test_an_inspect_stage_that_named_no_kernel_is_reported() -> None:
     """results.CellResult.kernel: dict(None), a traceback from every report of a run whose
-    inspect stage recorded `"kernel": null` (reports/realworld-h100 has such cells)."""
+    inspect stage recorded `"kernel": null` (bench/evidence/realworld-h100 has such cells)."""
     from cudamatrix.record.results import CellResult
 
     document = _results_with(lambda d: None)

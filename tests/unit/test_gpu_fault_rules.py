@@ -1,9 +1,9 @@
 """Each GPU fault diagnosed by what it is (issue 60, point 2), judged again from the
 records of real faults on an H100 (tests/data/gpu-faults through a GPU server and through a
-context per cell, reports/final-h100 and reports/kernel-time-h100), and from the published
-run's launch faults (too many resources, no kernel image, PTX newer than the driver): a
-kernel's own assert is the kernel's check, with its file, line and condition, never "a
-toolchain bug"; an illegal address, a trap, each a rule of its own."""
+context per cell, bench/evidence/final-h100 and bench/evidence/kernel-time-h100), and
+from the published run's launch faults (too many resources, no kernel image, PTX newer than
+the driver): a kernel's own assert is the kernel's check, with its file, line and condition,
+never "a toolchain bug"; an illegal address, a trap, each a rule of its own."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from cudamatrix.record.results import load_results
 from cudamatrix.record.verdict import rejudge
 
 REPO = Path(__file__).resolve().parents[2]
-FAULT_RUNS = [REPO / "reports" / "final-h100" / "faults-server" / "results.json",
-              REPO / "reports" / "final-h100" / "faults-per-cell" / "results.json",
-              REPO / "reports" / "kernel-time-h100" / "faults" / "server" / "results.json",
-              REPO / "reports" / "kernel-time-h100" / "faults" / "per-cell" / "results.json"]
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
+FAULT_RUNS = [EVIDENCE / "final-h100" / "faults-server" / "results.json",
+              EVIDENCE / "final-h100" / "faults-per-cell" / "results.json",
+              EVIDENCE / "kernel-time-h100" / "faults" / "server" / "results.json",
+              EVIDENCE / "kernel-time-h100" / "faults" / "per-cell" / "results.json"]
 FAULT_RULES = {"assert": "device-assert", "illegal-address": "illegal-address",
                "trap": "kernel-trap", "never-returns": "timeout"}
 

@@ -16,7 +16,8 @@ from cudamatrix.record.results import CellResult, RunInfo
 from cudamatrix.reports.markdown import markdown_report, md_code, md_text
 
 REPO = Path(__file__).resolve().parents[2]
-SEED = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
+SEED = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
 HOSTILE = ("x`y\n# Injected heading\n<script>alert(1)</script><img src=x onerror=alert(1)>"
            "[click](https://evil.example) ![i](https://evil.example/i.png) | a | b |")
 # The tags the tool writes itself (folded blocks, their summaries); every value inside one

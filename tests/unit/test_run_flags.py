@@ -252,9 +252,8 @@ def test_every_run_option_a_flag_sets_is_read_by_the_run() -> None:
     nothing."""
     import re
 
-    from cudamatrix.config.run_flags import RUN_FLAGS
-
     import cudamatrix
+    from cudamatrix.config.run_flags import RUN_FLAGS
 
     package = Path(cudamatrix.__file__).parent  # the package imported, wherever it is
     declaring = {package / "config" / "options.py", package / "config" / "run_flags.py"}

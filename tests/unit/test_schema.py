@@ -42,8 +42,9 @@ def test_the_shipped_schema_is_the_declarations(which: str) -> None:
 def _shipped_cases(tmp_path: Path) -> list[Path]:
     (tmp_path / "starter").mkdir()
     init_project(tmp_path / "starter")
-    return sorted([*KNOWN_BUGS.glob("*/case.toml"), *(ROOT / "tests" / "realworld" / "cases")
-                   .glob("*/case.toml"), *(tmp_path / "starter").rglob("case.toml")])
+    realworld = ROOT / "tests" / "data" / "realworld" / "cases"
+    return sorted([*KNOWN_BUGS.glob("*/case.toml"), *realworld.glob("*/case.toml"),
+                   *(tmp_path / "starter").rglob("case.toml")])
 
 
 def test_every_shipped_case_and_project_satisfies_its_schema(tmp_path: Path) -> None:

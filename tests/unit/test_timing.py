@@ -1,7 +1,7 @@
 """Kernel time (issue 41): [variant.time] read with the case, the sampling rule that
 decides when a figure's noise is known, the max_us verdict, and the report's table.
 The GPU half (CUDA events, the L2 flush, NVML's clocks) is proven on the device
-(tests/e2e/test_gpu.py, reports/kernel-time-h100)."""
+(tests/e2e/test_gpu.py, bench/evidence/kernel-time-h100)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ RUN = """  [variant.run]
   args = [{ name = "y", dtype = "float32", shape = [4], output = true }]
   check = { y = "0 * y" }"""
 REPO = Path(__file__).resolve().parents[2]
+EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
 
 
 def _load(tmp_path: Path, time: str, run: str = RUN) -> TimingSpec | None:
@@ -93,7 +94,7 @@ def test_max_us_fails_only_a_median_over_it() -> None:
 
 
 def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
-    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    document = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
     ran = [c for c in document["cells"]
            if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"])][:2]
     cells = []
@@ -115,7 +116,7 @@ def test_the_report_shows_each_toolkits_time_with_its_noise() -> None:
 @pytest.mark.parametrize("timed", [{"median_us": "fast", "min_us": 1, "noise": 0},
                                    {"min_us": 1, "noise": 0}, "12 us"])
 def test_a_recorded_timing_that_is_no_figure_is_refused(timed: object) -> None:
-    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    document = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
     cell = next(c for c in document["cells"]
                 if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"]))
     next(s for s in cell["stages"] if s["stage"] == "run")["details"]["timing"] = timed
@@ -124,7 +125,7 @@ def test_a_recorded_timing_that_is_no_figure_is_refused(timed: object) -> None:
 
 
 def _timed_cell(median_us: float, noise: float, l2: str = "cold") -> CellResult:
-    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    document = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
     cell = next(c for c in document["cells"]
                 if any(s["stage"] == "run" and s["status"] == "ok" for s in c["stages"]))
     run = next(s for s in cell["stages"] if s["stage"] == "run")
@@ -159,9 +160,9 @@ def test_a_time_change_against_the_baseline_is_a_finding_beyond_the_noise(
 
 
 def test_each_toolkits_time_is_said_against_the_variants_fastest() -> None:
-    """The H100's CUTLASS nchw_to_nhwc under a 24-register cap (reports/kernel-time-h100/
+    """The H100's CUTLASS nchw_to_nhwc under a 24-register cap (bench/evidence/kernel-time-h100/
     realworld): NVRTC 11.8's build the fastest, 12.4's 1.04x it; a fastest cell says none."""
-    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+    document = json.loads((EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt"
                            / "results.json").read_text())
     text = "\n".join(timing_lines([CellResult.from_dict(c) for c in document["cells"]]))
     assert "| `capped` | cold | 12.4 | 29.98 us ±1.2% · 1.04x (noisy) |" in text
@@ -183,7 +184,7 @@ kernel = "k"
 
 
 def _realworld_with(tmp_path: Path, ratio: float, expect: str = "") -> list[CellResult]:
-    """reports/kernel-time-h100/realworld's H100 run, judged again with the capped
+    """bench/evidence/kernel-time-h100/realworld's H100 run, judged again with the capped
     variant's max_slowdown against its NVRTC 11.8 build."""
     folder = tmp_path / "nchw-timed"
     folder.mkdir(exist_ok=True)
@@ -192,7 +193,7 @@ def _realworld_with(tmp_path: Path, ratio: float, expect: str = "") -> list[Cell
                                                            expect=expect)
                                       + '[[variant]]\nname = "float"\nsource = "k.cu"\n'
                                       'frontend = "nvrtc"\n')
-    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+    document = json.loads((EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt"
                            / "results.json").read_text())
     results = [CellResult.from_dict(c) for c in document["cells"]]
     return judge_run(results, {"nchw-timed": load_case(folder)})
@@ -227,7 +228,7 @@ def test_a_wrong_max_slowdown_is_refused(tmp_path: Path, slowdown: str, said: st
 
 
 def test_history_keeps_each_timed_cells_median() -> None:
-    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+    document = json.loads((EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt"
                            / "results.json").read_text())
     info = RunInfo.from_dict(document["run"])
     past = PastRun.of(info, [CellResult.from_dict(c) for c in document["cells"]])
@@ -241,7 +242,7 @@ def test_history_keeps_each_timed_cells_median() -> None:
 
 
 def _failed_cell() -> CellResult:
-    document = json.loads((REPO / "reports" / "realworld-h100" / "results.json").read_text())
+    document = json.loads((EVIDENCE / "realworld-h100" / "results.json").read_text())
     cell = next(c for c in document["cells"] if c["outcome"] in ("fail", "xfail")
                 and c["stage"] == "compile")
     return CellResult.from_dict(cell)
@@ -341,7 +342,7 @@ def test_max_slowdown_across_toolkit_shards_is_judged_when_they_are_merged(
     import sys
 
     _realworld_with(tmp_path, 1.03)  # writes tmp_path/nchw-timed, the case
-    document = json.loads((REPO / "reports" / "kernel-time-h100" / "realworld" / "prebuilt"
+    document = json.loads((EVIDENCE / "kernel-time-h100" / "realworld" / "prebuilt"
                            / "results.json").read_text())
     for name, toolkits in (("a", {"11.8"}), ("b", {"12.4", "12.8", "13.0"})):
         shard = dict(document, cells=[c for c in document["cells"] if c["toolkit"] in toolkits])

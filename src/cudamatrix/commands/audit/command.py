@@ -52,7 +52,7 @@ def _arguments(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("inputs", nargs="+", metavar="WHEEL|FOLDER|ELF|NAME==VERSION",
                        help="what to audit: a wheel, a folder of built libraries, one ELF "
                             "file, or a release on the package index")
-    audit.add_argument("--out", type=Path, default=Path("reports/audit-latest"),
+    audit.add_argument("--out", type=Path, default=Path("bench/evidence/audit-latest"),
                        help="the folder the audit's reports are written to")
     add_flag(audit, "--matrix", "the matrix whose archs, drivers and PTX ISA table to use")
     audit.add_argument("--gpu", action="append", default=[], metavar="sm_XX",

@@ -10,7 +10,7 @@ the cache; `l2 = "hot"` times back-to-back launches instead.
 The stop rule is NVBench's (sample until the relative standard deviation is under a
 target, or a time budget is spent), measured here with CUDA events rather than through
 cuda-bench, NVBench's Python package, because it cannot serve the GPU server: tried on
-the H100 (reports/kernel-time-h100/nvbench_probe.py, nvbench-probe.log), cuda.bench
+the H100 (bench/evidence/kernel-time-h100/nvbench_probe.py, nvbench-probe.log), cuda.bench
 0.3.0 timed the cell's own module and arguments in the server's context (4 MiB saxpy,
 cold: median 8.90 us; this stage: 9.02 us), but a second benchmark in the same process
 is refused ("Can not register more benchmarks after benchmark was run"), and a server

@@ -1,6 +1,6 @@
 """Bring the real kernels of sources.toml into a scratch corpus, from cached PyPI packages.
 
-    python tests/realworld/fetch.py OUT_DIR      # what the test does, by hand
+    python tests/data/realworld/fetch.py OUT_DIR      # what the test does, by hand
 
 Each package is downloaded once (pip download, no dependencies) into
 ``$CUDAMATRIX_CACHE/realworld`` and read in place; only the named members are
@@ -51,7 +51,7 @@ def _sdist(package: str, version: str) -> Path:
     from cudamatrix.config.sources import SourceSpec
     from cudamatrix.config.sources import fetch as fetch_source
 
-    spec = SourceSpec.parse(f"sdist:{package}=={version}", "tests/realworld/sources.toml")
+    spec = SourceSpec.parse(f"sdist:{package}=={version}", "tests/data/realworld/sources.toml")
     return fetch_source(spec, HERE, cache_dir().parent).path
 
 
