@@ -2,7 +2,7 @@
 summed and per cell, and the contexts made); then, cell by cell, any difference in
 outcome, stage or message between a context per cell and the GPU server.
 
-    python reports/gpu-server-h100/compare.py OUT
+    python bench/evidence/gpu-server-h100/compare.py OUT
 """
 
 from __future__ import annotations

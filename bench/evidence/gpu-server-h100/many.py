@@ -1,7 +1,7 @@
 """Write N one-kernel cases (NVRTC, a run stage each) into a folder: many cells through one
 GPU server, to see its memory after 25 cells and after all of them.
 
-    python reports/gpu-server-h100/many.py FOLDER N
+    python bench/evidence/gpu-server-h100/many.py FOLDER N
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 # server (one context for the run) and through a context per cell (--context-per-cell),
 # each with -j 16 and -j 1, every compile from the compile cache (a warm re-run: only the
 # GPU stages run again). The corpus: real library code (.gpu/bundle.txz, as
-# reports/library-headers-h100) and tests/data/gpu-faults (an illegal address, a trap, a
+# bench/evidence/library-headers-h100) and tests/data/gpu-faults (an illegal address, a trap, a
 # device assert, a kernel that never returns, each beside a good kernel). compare.py sets
 # the runs side by side, cell by cell, and sums their GPU stages.
 set -u
@@ -33,7 +33,7 @@ for mode in per-cell server; do
 done
 kill $watch
 # Many cells through one GPU server: its GPU memory with 25 cells and with 250.
-python3 reports/gpu-server-h100/many.py /tmp/many 250
+python3 bench/evidence/gpu-server-h100/many.py /tmp/many 250
 M="--corpus /tmp/many --toolkit 13.0 --arch sm_90 $COMMON -j 16"
 all=$(for i in $(seq 0 249); do printf -- "--case k%03d " $i; done)
 python3 -m cudamatrix run $M $all --out $OUT/many-cold > $OUT/many-cold.log 2>&1
@@ -47,5 +47,5 @@ for n in 25 250; do
   kill $watch
   echo "many $n: $(( (end - start) / 1000000 )) ms, peak GPU memory $(sort -n $OUT/memory-$n.log | tail -1) MiB: $(tail -n 2 $OUT/many-$n.log | head -1)"
 done
-python3 reports/gpu-server-h100/compare.py $OUT
+python3 bench/evidence/gpu-server-h100/compare.py $OUT
 cd $OUT && tar czf runs.tgz --exclude=artifacts --exclude=cells lib-* faults-* many-* cold cold-faults memory*.log && rm -rf lib-* faults-* many-* cold cold-faults

@@ -20,5 +20,5 @@ for code in before after; do
 done
 C="--known-bugs --corpus tests/data/hermetic --corpus tests/data/gpu-faults --arch sm_90 --arch sm_90a --arch sm_80 --jitify-warmup-timeout 10"
 for j in 16 1; do timeout 300 $R $C -j $j --cache /tmp/dj --always-run --out /tmp/det/j$j > $OUT/det-j$j.log 2>&1; echo "determinism -j $j: rc=$? $(grep -E '^pass=' $OUT/det-j$j.log)"; done
-python3 reports/hermetic-h100/compare.py /tmp/det/j16 /tmp/det/j1 | tee $OUT/determinism-j1.txt | tail -5
+python3 bench/evidence/hermetic-h100/compare.py /tmp/det/j16 /tmp/det/j1 | tee $OUT/determinism-j1.txt | tail -5
 tar czf $FINAL/before-after.tgz -C $OUT .

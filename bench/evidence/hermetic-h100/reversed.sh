@@ -13,6 +13,6 @@ for order in plan reversed; do
   timeout 280 $R $C --order $order --cache /tmp/c-$order --out /tmp/det/$order > $OUT/det-$order.log 2>&1
   echo "order $order: rc=$? $(grep -E '^pass=' $OUT/det-$order.log) first: $(grep -m1 -E '^\[1/' $OUT/det-$order.log)"
 done
-python3 reports/hermetic-h100/compare.py /tmp/det/plan /tmp/det/reversed | tee $OUT/determinism-order.txt | tail -8
+python3 bench/evidence/hermetic-h100/compare.py /tmp/det/plan /tmp/det/reversed | tee $OUT/determinism-order.txt | tail -8
 cp /tmp/det/reversed/results.json $OUT/reversed.json
 tar czf $FINAL/order.tgz -C $OUT . && cp $OUT/determinism-order.txt $FINAL/

@@ -26,7 +26,7 @@ d j16-fresh -j 16 --cache /tmp/d1
 d j16-nocache -j 16 --cache /tmp/d1 --no-compile-cache --always-run
 d j16-context -j 16 --cache /tmp/d1 --context-per-cell --always-run
 d j16-again -j 16 --cache /tmp/d1 --always-run
-python3 reports/hermetic-h100/compare.py /tmp/det/j16-fresh /tmp/det/j16-nocache /tmp/det/j16-context /tmp/det/j16-again | tee $OUT/determinism.txt | tail -40
+python3 bench/evidence/hermetic-h100/compare.py /tmp/det/j16-fresh /tmp/det/j16-nocache /tmp/det/j16-context /tmp/det/j16-again | tee $OUT/determinism.txt | tail -40
 mkdir -p $OUT/det; for n in j16-fresh j16-again; do cp /tmp/det/$n/results.json $OUT/det/$n.json; done
 for i in 1 2 3; do find $OUT/budget$i -mindepth 1 -maxdepth 1 ! -name results.json -exec rm -rf {} +; done
 find $OUT/heap -mindepth 1 -maxdepth 1 ! -name results.json -exec rm -rf {} +

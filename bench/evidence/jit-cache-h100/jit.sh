@@ -36,4 +36,4 @@ for name in ("cold", "warm", "cold-before", "warm-before", "off-plan", "off-reve
           f"(sm_80, JIT from PTX: {sum(jit):.2f} s over {len(jit)})")
 PY
 ls /tmp/cache-new/ptx-jit/*/ 2>&1 | head -3; du -sh /tmp/cache-new/ptx-jit 2>&1
-python3 reports/hermetic-h100/compare.py /tmp/o-cold /tmp/o-warm /tmp/o-warm-before /tmp/o-off-plan /tmp/o-off-reversed | tee $OUT/verdicts.txt | tail -6
+python3 bench/evidence/hermetic-h100/compare.py /tmp/o-cold /tmp/o-warm /tmp/o-warm-before /tmp/o-off-plan /tmp/o-off-reversed | tee $OUT/verdicts.txt | tail -6

@@ -1,4 +1,4 @@
-# bisect --slower on the H100 (issue 41, item 5): CUTLASS's nchw_to_nhwc (tests/realworld's,
+# bisect --slower on the H100 (issue 41, item 5): CUTLASS's nchw_to_nhwc (tests/data/realworld's,
 # from the nvidia-cutlass wheel), built off the GPU by NVRTC of every toolkit from 11.8 to
 # 13.0 (`cudamatrix run --corpus /tmp/timedrw --case nchw-timed --arch sm_90 --toolkit 11.8
 # ... --toolkit 13.0 --provider wheels --no-gpu --out /tmp/gb2`; 12.0-12.2's CCCL wheels lack

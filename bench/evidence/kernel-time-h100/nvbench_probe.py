@@ -4,7 +4,7 @@ through cuda.bench and then through GpuSession.time, in one process (so
 run_all_benchmarks is called twice). Run on the H100 from the repository root, with
 cuda-bench 0.3.0 installed in /tmp/site:
 
-    PYTHONPATH=/tmp/site:src python3 reports/kernel-time-h100/nvbench_probe.py
+    PYTHONPATH=/tmp/site:src python3 bench/evidence/kernel-time-h100/nvbench_probe.py
 
 nvbench-probe.log holds what it printed.
 """

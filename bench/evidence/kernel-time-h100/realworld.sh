@@ -1,5 +1,5 @@
 # Kernel time of code nobody here wrote, per toolkit (issue 41), on the H100: CUTLASS's
-# nchw_to_nhwc kernel (tests/realworld's, from the nvidia-cutlass wheel) on an 8 x 256 x
+# nchw_to_nhwc kernel (tests/data/realworld's, from the nvidia-cutlass wheel) on an 8 x 256 x
 # 64 x 64 float tensor, as its header builds it and under --maxrregcount=24, where NVRTC
 # spills it. Its NVRTC 11.8, 12.4, 12.8 and 13.0 builds were made off the GPU
 # (`cudamatrix run --corpus /tmp/timedrw --case nchw-timed --toolkit 11.8 --toolkit 12.4
@@ -18,7 +18,7 @@ python3 -m cudamatrix run $COMMON $TOOLKITS --provider host --prebuilt /tmp/gb -
 echo "prebuilt run 2 against run 1: rc=$?"; grep -E "^since|^  time" $OUT/prebuilt-2.log
 python3 -m cudamatrix run $COMMON --toolkit 13.0 --provider host --cache /tmp/c2 --out $OUT/own > $OUT/own.log 2>&1
 echo "the H100's own CUDA 13.0: rc=$? $(tail -n 2 $OUT/own.log | head -1)"
-python3 reports/kernel-time-h100/timings.py $OUT/prebuilt-1 $OUT/prebuilt-2 $OUT/own
+python3 bench/evidence/kernel-time-h100/timings.py $OUT/prebuilt-1 $OUT/prebuilt-2 $OUT/own
 for d in prebuilt-1 prebuilt-2 own; do
   find $OUT/$d -mindepth 1 -maxdepth 1 ! -name results.json ! -name COMPATIBILITY.md -exec rm -rf {} +
 done

@@ -3,7 +3,7 @@ CUDA 13.0 (--provider host), cell by cell: what the compiler said (the compile s
 status and decisive message, paths cut to file names) and the outcome, where a cell's
 verdict is the compiler's. The GPU stages exist on the H100 only and are said apart.
 
-    python reports/library-headers-h100/compare.py WHEELS_RESULTS HOST_RESULTS
+    python bench/evidence/library-headers-h100/compare.py WHEELS_RESULTS HOST_RESULTS
 """
 
 from __future__ import annotations

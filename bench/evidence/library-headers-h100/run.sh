@@ -1,7 +1,7 @@
 # Real library code against a full CUDA 13.0 install (issue 37, 38): the H100 machine's own
 # nvcc and NVRTC 13.0 (--provider host, /usr/local/cuda) compile a corpus kept apart from
 # the repository (.gpu/bundle.txz: FlashInfer 0.7.2's kernels from its wheel, written up as
-# tests/realworld does; a cuRAND device-API kernel; a source including cuBLASLt's, cuFFT's,
+# tests/data/realworld does; a cuRAND device-API kernel; a source including cuBLASLt's, cuFFT's,
 # cuSPARSE's and NVTX's headers; C++ names with a typedef and a function as template
 # arguments), with CCCL 13.0.85 and 13.1.115 from the build machine's cache; the GPU loads
 # every module and runs the SiLU-and-mul kernel. compare.py sets it against the same

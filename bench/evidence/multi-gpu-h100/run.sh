@@ -1,4 +1,4 @@
-# A server per GPU on a machine with two H100s: the library corpus of reports/gpu-server-h100
+# A server per GPU on a machine with two H100s: the library corpus of bench/evidence/gpu-server-h100
 # (60 cells, 40 of them load a module) compiled once, then re-run warm (only the GPU stages
 # again) with CUDA_VISIBLE_DEVICES naming GPU 0, GPU 1 and both; the faulting corpus with
 # both GPUs; each cell's load stage names the GPU it ran on (gpus.py summarises).
@@ -19,7 +19,7 @@ for v in 0 1 0,1; do
     CUDA_VISIBLE_DEVICES=$v python3 -m cudamatrix run $LIB $COMMON --out /tmp/lib-$v-$rep > /tmp/lib-$v-$rep.log 2>&1
     end=$(date +%s%N)
     echo "lib CUDA_VISIBLE_DEVICES=$v (run $rep): $(( (end - start) / 1000000 )) ms: $(tail -n 2 /tmp/lib-$v-$rep.log | head -1)"
-    python3 reports/multi-gpu-h100/gpus.py /tmp/lib-$v-$rep
+    python3 bench/evidence/multi-gpu-h100/gpus.py /tmp/lib-$v-$rep
   done
 done
 for v in 0,1 0; do
@@ -27,11 +27,11 @@ for v in 0,1 0; do
   CUDA_VISIBLE_DEVICES=$v python3 -m cudamatrix run $FAULTS $COMMON --out /tmp/faults-$v > /tmp/faults-$v.log 2>&1
   end=$(date +%s%N)
   echo "faults CUDA_VISIBLE_DEVICES=$v: $(( (end - start) / 1000000 )) ms: $(tail -n 2 /tmp/faults-$v.log | head -1)"
-  python3 reports/multi-gpu-h100/gpus.py /tmp/faults-$v
+  python3 bench/evidence/multi-gpu-h100/gpus.py /tmp/faults-$v
 done
 # A GPU index the driver does not have: the run uses the GPUs it can.
 CUDA_VISIBLE_DEVICES=1,7 python3 -m cudamatrix run $FAULTS $COMMON --out /tmp/faults-1-7 > /tmp/faults-1-7.log 2>&1
 echo "faults CUDA_VISIBLE_DEVICES=1,7: $(tail -n 2 /tmp/faults-1-7.log | head -1)"
-python3 reports/multi-gpu-h100/gpus.py /tmp/faults-1-7
+python3 bench/evidence/multi-gpu-h100/gpus.py /tmp/faults-1-7
 cp /tmp/lib-0,1-2.log $OUT/lib-both.log; cp /tmp/faults-0,1.log $OUT/faults-both.log
 cd /tmp && tar czf $OUT/runs.tgz --exclude=artifacts lib-* faults-* cold

@@ -1,6 +1,6 @@
-# The H100 run of tests/realworld (issue 22): the real kernels of numba-cuda and CUTLASS,
+# The H100 run of tests/data/realworld (issue 22): the real kernels of numba-cuda and CUTLASS,
 # named as C++ names them, built on a CPU machine from the wheels for 11.8/12.4/12.8/13.0
-# (`cudamatrix run --no-gpu --out .gpu/build`, the corpus fetched by tests/realworld/fetch.py
+# (`cudamatrix run --no-gpu --out .gpu/build`, the corpus fetched by tests/data/realworld/fetch.py
 # into .gpu/rw, less cute-sgemm-sm80, whose CUTLASS library wheel cannot be fetched there)
 # and loaded and run on the GPU with --prebuilt (.gpu/sass-13.5: the cache's SASS tools,
 # copied from the build machine's ~/.cache/cudamatrix/tools); then compiled afresh there by the

@@ -13,4 +13,4 @@ for run in plan-1:plan plan-2:plan reversed:reversed; do
   timeout 170 $R $C --order $order --cache /tmp/c-$name --out /tmp/d-$name > $OUT/$name.log 2>&1
   echo "$name: rc=$? $(grep -E '^pass=' $OUT/$name.log)"
 done
-python3 reports/hermetic-h100/compare.py /tmp/d-plan-1 /tmp/d-plan-2 /tmp/d-reversed | tee $OUT/determinism.txt | tail -6
+python3 bench/evidence/hermetic-h100/compare.py /tmp/d-plan-1 /tmp/d-plan-2 /tmp/d-reversed | tee $OUT/determinism.txt | tail -6

@@ -20,7 +20,7 @@ for code in before after; do
     > $OUT/$code.log 2>&1
   echo "$code: rc=$? $(grep -E '^pass=' $OUT/$code.log)"
 done
-python3 reports/hermetic-h100/compare.py /tmp/v-before /tmp/v-after | tee $OUT/before-after.txt | tail -8
+python3 bench/evidence/hermetic-h100/compare.py /tmp/v-before /tmp/v-after | tee $OUT/before-after.txt | tail -8
 echo "== the driver's version without /proc/driver/nvidia (nvidia-ml-py)"
 PYTHONPATH=$PWD/src:/tmp/site python3 - <<'PY' 2>&1 | tee $OUT/driver-version.txt
 import builtins

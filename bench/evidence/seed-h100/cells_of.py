@@ -2,7 +2,7 @@
 id matches a pattern (or, with --except, those that do not). How the published run's
 shards were cut where a device call could not run every cell (README.md here).
 
-    python3 reports/seed-h100/cells_of.py RESULTS_JSON OUT_FOLDER PATTERN [--except] [--said TEXT]
+    python3 bench/evidence/seed-h100/cells_of.py RESULTS_JSON OUT_FOLDER PATTERN [--except] [--said TEXT]
 """
 import json
 import re

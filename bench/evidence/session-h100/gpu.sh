@@ -19,4 +19,4 @@ for code in before after; do
     > $OUT/$code.log 2>&1
   echo "$code: rc=$? $(grep -E '^pass=' $OUT/$code.log)"
 done
-python3 reports/hermetic-h100/compare.py /tmp/v-before /tmp/v-after | tee $OUT/before-after.txt | tail -8
+python3 bench/evidence/hermetic-h100/compare.py /tmp/v-before /tmp/v-after | tee $OUT/before-after.txt | tail -8

@@ -1,5 +1,5 @@
 # The build frontend on a lent GPU after the typed specs (issue 59) and the build changes of
-# issue 61: cmake-saxpy (published in reports/build-h100 by the code before) and
+# issue 61: cmake-saxpy (published in bench/evidence/build-h100 by the code before) and
 # cmake-cublas (CUDA::cublas, cublasLt, curand from the machine's own CUDA install), built
 # by its nvcc 13.0 (--provider host), each module loaded, cmake-saxpy's test run; then the
 # same run again (up to date: its GPU stages make a record impossible, and the second run's
@@ -19,7 +19,7 @@ cp /tmp/b/results.json /tmp/b/COMPATIBILITY.md $OUT/
 python3 - <<'PY'
 import json, os
 cells = json.load(open(os.environ["OUT"] + "/results.json"))["cells"]
-old = {c["id"]: c for c in json.load(open("reports/build-h100/results.json"))["cells"]}
+old = {c["id"]: c for c in json.load(open("bench/evidence/build-h100/results.json"))["cells"]}
 for c in cells:
     before = old.get(c["id"])
     stages = " ".join(f"{s['stage']}:{s['status']}" for s in c["stages"])

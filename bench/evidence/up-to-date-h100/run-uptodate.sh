@@ -5,7 +5,7 @@ set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
 export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-A="run --corpus reports/up-to-date-h100/case --case uptodate --provider host --toolkit 13.0 --arch sm_90 --cache /tmp/c"
+A="run --corpus bench/evidence/up-to-date-h100/case --case uptodate --provider host --toolkit 13.0 --arch sm_90 --cache /tmp/c"
 for mode in gpu nogpu; do
   extra=""; [ $mode = nogpu ] && extra="--no-gpu"
   for i in 1 2 3; do

@@ -1,8 +1,8 @@
-# Issue 47: tests/realworld's verdicts (the e2e lane's selection: the nightly tier over
+# Issue 47: tests/data/realworld's verdicts (the e2e lane's selection: the nightly tier over
 # 11.8/12.0/12.4/12.8/13.0, the light cases on sm_70..sm_90a, the heavy ones on their
 # archs), made by the code before issue 47 (b54436e) and after it (this checkout), on a
 # CPU machine (--no-gpu), then compared cell by cell (outcome, stage, message).
-#   bash reports/verdicts-before-after/run.sh OLD_CHECKOUT_SRC CORPUS OUT
+#   bash bench/evidence/verdicts-before-after/run.sh OLD_CHECKOUT_SRC CORPUS OUT
 set -u
 PY=${PYTHON:-python3}
 old=$1 corpus=$2 out=$3
