@@ -85,7 +85,7 @@ class CellContainer:
         """Run one cell's worker, as `user` (uid:gid) when given; (exit status, output).
         Status 137 means it was killed."""
         command = ["timeout", "-s", "KILL", str(int(timeout) + 1), "python3", "-m",
-                   "cudamatrix.stages.process.worker", job_path]
+                   "cudamatrix.stages.runtime.worker", job_path]
         result = self.container.exec_run(command, user=user or self.user, workdir="/tmp",
                                          environment=environment)
         output = result.output.decode(errors="replace") if result.output else ""

@@ -1,4 +1,4 @@
-"""The GPUs of this machine, a server each (stages/process/gpu_server.py), and which cell goes
+"""The GPUs of this machine, a server each (stages/runtime/gpu_server.py), and which cell goes
 to which.
 
 Every GPU the driver sees, as `CUDA_VISIBLE_DEVICES` names them, gets a server that owns
@@ -28,10 +28,10 @@ from typing import Any
 from ...common.versions import Arch, sass_runs_on
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
-from ...stages.process.gpu_server import GPU_OUTPUT_FILE
 from ...stages.process.hang import stage_entered
 from ...stages.process.hermetic import JIT_CACHE_ENV
 from ...stages.process.limits import read_bounded
+from ...stages.runtime.gpu_server import GPU_OUTPUT_FILE
 from .outcome import timed_out, with_process_output
 
 # A server gets this long past a cell's limit to answer (it writes the cell's stack at the
@@ -98,7 +98,7 @@ class GpuServer:
         if self.process is not None and self.process.poll() is None:
             return
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.process.gpu_server", self.socket_path],
+            [sys.executable, "-m", "cudamatrix.stages.runtime.gpu_server", self.socket_path],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         assert self.process.stdout is not None

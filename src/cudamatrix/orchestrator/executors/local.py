@@ -22,10 +22,10 @@ from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
 from ...stages.frontends import frontend
 from ...stages.inspect.stage import lowered_kernel
-from ...stages.process.forkserver import OUTPUT_FILE
 from ...stages.process.hermetic import hermetic
 from ...stages.process.limits import read_bounded
-from ...stages.process.worker import PARENT_ENV
+from ...stages.runtime.forkserver import OUTPUT_FILE
+from ...stages.runtime.worker import PARENT_ENV
 from .gpus import GpuPool, visible_gpus
 from .outcome import collect_stages, timed_out
 
@@ -38,12 +38,12 @@ WORKER_GRACE_S = 3.0
 
 
 class ForkServer:
-    """One warm worker parent for one worker environment (see stages/process/forkserver.py)."""
+    """One warm worker parent for one worker environment (see stages/runtime/forkserver.py)."""
 
     def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
         self.socket_path = str(folder / f"server-{number}.sock")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.process.forkserver", self.socket_path],
+            [sys.executable, "-m", "cudamatrix.stages.runtime.forkserver", self.socket_path],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         assert self.process.stdout is not None

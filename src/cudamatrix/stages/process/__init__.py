@@ -1,10 +1,8 @@
-"""The processes a cell runs in and how they are bounded: the cell's worker (``worker``),
-a warm parent that forks workers (``forkserver``), one GPU's server holding its context
-(``gpu_server``), a compiler run bounded in time, memory
-and output (``limits``), where a cell was when its time ran out (``hang``), what every
-process is told so that no cache but the tool's decides (``hermetic``), a library
-environment's folders (``library_path``) and a Python case's runner (``pyscript``).
+"""How a cell's processes are bounded, below every stage: a compiler run bounded in time,
+memory and output (``limits``), where a cell was when its time ran out (``hang``), what
+every process is told so that no cache but the tool's decides (``hermetic``), a library
+environment's folders (``library_path``) and a Python case's runner (``pyscript``). The
+processes themselves (the worker, the fork server, a GPU's server) are ``runtime``'s.
 
-May import: ``cell``, ``common``, ``errors``; the worker and the GPU server import the stages they
-run (``compile``, ``inspect``, ``device``, ``frontends``).
+May import: ``cell``, ``common``, ``errors``; no stage (import-linter keeps it).
 """

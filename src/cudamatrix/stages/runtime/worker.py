@@ -1,4 +1,4 @@
-"""A cell's own process: ``python -m cudamatrix.stages.process.worker < job.json``.
+"""A cell's own process: ``python -m cudamatrix.stages.runtime.worker < job.json``.
 
 Every cell runs here, so a compiler that segfaults, a kernel that crashes the
 context or a library that calls abort() ends this process and nothing else;
@@ -27,10 +27,10 @@ from ..cell.result import StageResult
 from ..compile.built import Build
 from ..frontends import frontend
 from ..inspect.stage import inspect_job, lowered_kernel
-from .hang import arm_stack_dump, enter_stage, tool_timed_out
-from .hermetic import make_this_process_hermetic
-from .library_path import library_first
-from .limits import kill_running_tools
+from ..process.hang import arm_stack_dump, enter_stage, tool_timed_out
+from ..process.hermetic import make_this_process_hermetic
+from ..process.library_path import library_first
+from ..process.limits import kill_running_tools
 
 PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1

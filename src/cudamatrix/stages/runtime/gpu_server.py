@@ -1,4 +1,4 @@
-"""One GPU's server: ``python -m cudamatrix.stages.process.gpu_server SOCKET``.
+"""One GPU's server: ``python -m cudamatrix.stages.runtime.gpu_server SOCKET``.
 
 A CUDA context costs 0.25 s to make, and the driver makes them one after another: with a
 process per cell, every GPU stage of a run paid for one (a warm re-run of 60 cells, 15 s
@@ -37,8 +37,8 @@ from pathlib import Path
 
 from ..cell.job import Job
 from ..cell.result import StageResult
-from .hang import arm_stack_dump
-from .hermetic import JIT_CACHE_ENV, keep_the_driver_jit, make_this_process_hermetic
+from ..process.hang import arm_stack_dump
+from ..process.hermetic import JIT_CACHE_ENV, keep_the_driver_jit, make_this_process_hermetic
 from .worker import die_with_parent
 
 # Device memory the driver may take for itself over a server's life before the server is

@@ -1,4 +1,4 @@
-"""A warm cell-worker parent: ``python -m cudamatrix.stages.process.forkserver SOCKET``.
+"""A warm cell-worker parent: ``python -m cudamatrix.stages.runtime.forkserver SOCKET``.
 
 Starting Python, importing the stages and loading a toolkit's NVRTC cost more than
 a small kernel's whole compile; over a tier of cells that is most of the tool's
@@ -27,8 +27,8 @@ import traceback
 from pathlib import Path
 
 from ..frontends import registered
+from ..process.limits import MAX_FILE_BYTES
 from . import worker
-from .limits import MAX_FILE_BYTES
 
 OUTPUT_FILE = "output.log"
 
