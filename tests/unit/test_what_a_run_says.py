@@ -6,6 +6,8 @@ an engine came up."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,16 +78,20 @@ def _engine(answers: bool) -> Any:
     (True, "wheels", "wheels", "provider: wheels (auto: kept from the last run here; a Docker "
                                "engine answers now (--provider docker to use it))"),
     (True, "", "docker", "provider: docker (auto: a Docker engine and its images are ready)"),
-    (False, "docker", "wheels", "provider: wheels (auto: no Docker engine answers; the last "
-                                "run here used docker (--provider pins one))"),
+    (False, "docker", "wheels", "provider: wheels, changed from docker at the last run here "
+                                "(auto: no Docker engine answers; --provider pins one)"),
 ])
 def test_auto_keeps_the_provider_of_the_last_run_or_says_why_not(
-        monkeypatch: pytest.MonkeyPatch, answers: bool, previous: str, chosen: str,
-        said: str) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, answers: bool, previous: str,
+        chosen: str, said: str) -> None:
+    """The last run's provider as its results.json says it (tests/unit/
+    test_provider_choice_kept.py: as the choice file keeps it, with its facts)."""
     monkeypatch.setattr(choice, "engine", _engine(answers))
     monkeypatch.setattr(choice, "image_exists", lambda client, tag: True)
+    if previous:
+        (tmp_path / "results.json").write_text(json.dumps({"run": {"provider": previous}}))
     notes = _Notes()
-    got, _ = choice.choose_provider("auto", "wheels", False, notes, previous)
+    got, _ = choice.choose_provider("auto", "wheels", False, notes, tmp_path)
     assert got == chosen
     assert notes.said == [said]
 
@@ -98,14 +104,14 @@ def test_auto_never_sends_a_build_to_containers(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(choice, "engine", _engine(True))
     monkeypatch.setattr(choice, "image_exists", lambda client, tag: True)
     notes = _Notes()
-    got, _ = choice.choose_provider("auto", "wheels", False, notes, "", ["build"])
+    got, _ = choice.choose_provider("auto", "wheels", False, notes, None, ["build"])
     assert got == "wheels"
     assert notes.said == ["provider: wheels (auto: the selection's build cells run on this "
                           "machine, not in containers (--provider docker runs the others "
                           "there))"]
     # Named, the user's choice stands; without a build, containers as before.
-    assert choice.choose_provider("docker", "wheels", False, notes, "", ["build"])[0] == "docker"
-    assert choice.choose_provider("auto", "wheels", False, notes, "", [])[0] == "docker"
+    assert choice.choose_provider("docker", "wheels", False, notes, None, ["build"])[0] == "docker"
+    assert choice.choose_provider("auto", "wheels", False, notes, None, [])[0] == "docker"
 
 
 def test_the_first_line_of_the_report_says_how_auto_chose() -> None:

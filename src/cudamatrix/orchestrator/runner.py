@@ -25,7 +25,6 @@ from typing import IO, Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from .. import __version__
-from ..common import recorded
 from ..common.folders import RUN_LOCK, tag_cache, writable_folder
 from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
 from ..common.removal import FolderRemoval
@@ -348,16 +347,6 @@ def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
     return list(groups.values())
 
 
-def previous_provider(out: Path) -> str:
-    """The provider of the last run into `out` (its results.json), or empty."""
-    try:
-        run = recorded.read_json(out / "results.json", 256 << 20).get("run", {})
-    except (recorded.UnreadableRecord, AttributeError):
-        return ""
-    provider = run.get("provider") if isinstance(run, dict) else None
-    return provider if isinstance(provider, str) else ""
-
-
 def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
@@ -381,10 +370,6 @@ def execute(options: RunOptions, progress: Progress,
     plan = make_plan(options)
     started_at, started = _now(), time.monotonic()
     set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
-    for reason, count in sorted(plan.pruned.items()):
-        progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
-    for idle in plan.idle_variants:
-        progress.note(f"variant {idle} has no cell in tier {plan.tier.name}: it never runs")
     out = options.out
     writable_folder(out, "the output folder (--out)")
     writable_folder(options.cache, "the cache folder",
@@ -414,6 +399,17 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
              started: float, device: DeviceInfo, ledger: InputLedger
              ) -> tuple[RunInfo, list[CellResult]]:
     out = options.out
+    # The provider first, kept in `out`: where it changed since the last run there, the
+    # run's first line says so (choice.py).
+    local_frontends = sorted({c.frontend for c in plan.cells
+                              if frontend(c.frontend).builds_project})
+    provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
+                                                options.cuda_compat, progress, out,
+                                                local_frontends)
+    for reason, count in sorted(plan.pruned.items()):
+        progress.note(f"pruned {count} cell(s) that cannot exist: {reason}")
+    for idle in plan.idle_variants:
+        progress.note(f"variant {idle} has no cell in tier {plan.tier.name}: it never runs")
     done: dict[str, CellResult] = {}
     forget(out)  # the last run's record stops holding as this one starts writing
     removal = FolderRemoval(out)
@@ -429,12 +425,6 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
             removal.discard(out / ARTIFACTS_DIR)
     progress.note(f"GPU: {device.name} {device.arch}, driver {device.driver}" if device.present
                   else f"GPU: none ({device.reason})")
-    # The frontends whose cells run only on this machine (a project's own build).
-    local_frontends = sorted({c.frontend for c in plan.cells
-                              if frontend(c.frontend).builds_project})
-    provider, provider_choice = choose_provider(options.provider, options.docker_flavour,
-                                                options.cuda_compat, progress,
-                                                previous_provider(out), local_frontends)
     envs = Environments(plan.matrix, provider, options.cache, progress, options.containers,
                         options.docker_flavour, container_timeout=options.container_timeout,
                         cuda_compat=options.cuda_compat, ledger=ledger)
