@@ -28,12 +28,30 @@ def timed_out(job: Job, output: str = "") -> StageResult:
 
 
 def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResult]:
-    """The stages a finished worker left in its folder, or why it left none."""
+    """The stages a finished worker left in its folder; for one that died, the stages it
+    had finished and the crash at the stage it was in."""
     result_file = job.work / RESULT_FILE
     if code != 0 or not result_file.exists():
-        return [StageResult("compile", "crashed", f"cell worker {how}", output[-20_000:])]
+        crashed = _crashed(job, how, output)
+        return [*(s for s in _finished(job) if s.stage != crashed.stage), crashed]
     stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
     return with_process_output(stages, output)
+
+
+def _crashed(job: Job, how: str, output: str) -> StageResult:
+    """The crash, at the stage the worker had entered (a kernel that kills its process
+    crashes the load or run stage, not the compile)."""
+    return StageResult(stage_entered(job.work), "crashed", f"cell worker {how}",
+                       output[-20_000:])
+
+
+def _finished(job: Job) -> list[StageResult]:
+    """The stages a worker that died had finished and saved (worker.save_stages)."""
+    try:
+        saved = json.loads((job.work / RESULT_FILE).read_text())
+        return [StageResult.from_dict(s) for s in saved]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 def with_process_output(stages: list[StageResult], output: str) -> list[StageResult]:

@@ -8,7 +8,7 @@ machine, and a stopped cell is read back from it: each reads the name from here.
 from __future__ import annotations
 
 JOB_FILE = "job.json"  # what the worker is asked to do
-RESULT_FILE = "stages.json"  # the worker's stage records, written last
+RESULT_FILE = "stages.json"  # the worker's stage records, written as each one ends
 COMPILE_RECORD = "compile.json"  # the compile stage's record (cached; what --prebuilt imports)
 PTX = "kernel.ptx"
 CUBIN = "kernel.cubin"

@@ -94,6 +94,15 @@ def _timed(stage: StageResult, compiler: CompilerTime) -> StageResult:
     return replace(stage, details={**stage.details, "compiler_cpu_s": compiler.seconds})
 
 
+def save_stages(job: Job, stages: list[StageResult]) -> None:
+    """The stages so far, in the cell's folder, whole or not at all: a worker that dies in a
+    later stage (a kernel that crashes the process, a driver that aborts) leaves the stages
+    it finished, and the run records the crash at the stage it was in."""
+    partial = job.work / f"{RESULT_FILE}.part"
+    partial.write_text(json.dumps([s.to_dict() for s in stages]))
+    partial.replace(job.work / RESULT_FILE)
+
+
 def execute(job: Job) -> list[StageResult]:
     spec = frontend(job.frontend)
     if job.library:  # a frontend that imports the library here sees nothing else
@@ -121,6 +130,7 @@ def execute(job: Job) -> list[StageResult]:
     if build.result.status != "ok":
         return stages
     (job.work / COMPILE_RECORD).write_text(json.dumps(build.result.to_dict()))
+    save_stages(job, stages)
     # An artifact or budget failure decides the cell, but on a GPU the later stages still
     # run: what the bad build does there (a trap, a wrong result) is evidence worth keeping.
     enter_stage(job.work, "inspect")
@@ -129,6 +139,7 @@ def execute(job: Job) -> list[StageResult]:
         stages.append(inspected)
         if inspected.status == "error":  # the case names a kernel the module lacks
             return stages
+        save_stages(job, stages)
     if job.gpu_stages:
         from ..device.load_run import load_and_run
 
@@ -166,7 +177,7 @@ def run_job_file(path: str) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = job.gpu
     with arm_stack_dump(job.work, job.timeout):
         stages = execute(job)
-    (job.work / RESULT_FILE).write_text(json.dumps([s.to_dict() for s in stages]))
+    save_stages(job, stages)
 
 
 def main() -> None:
