@@ -45,7 +45,7 @@ from ..config.run_flags import repro_arguments, words_for
 from ..config.sources import SourceSpec, fetch, index_versions
 from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..orchestrator.progress import Progress
-from ..orchestrator.runner import execute
+from ..orchestrator.runner import run_plan
 from ..record.results import (
     BisectAnswer,
     BisectChange,
@@ -360,7 +360,7 @@ class Bisection:
             out = self.base.out / "bisect" / f"{index:03d}"
             # A bisect records no run to answer from later: what each probe read is kept
             # for nobody.
-            info, results, _ = execute(replace(options, cell_ids=(found.id,), out=out),
+            info, results, _ = run_plan(replace(options, cell_ids=(found.id,), out=out),
                                     self.progress, ledger=InputLedger())
             probe.info = info
             probe.result = results[0] if results else None

@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
             more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
             console.print(f"running: the last run into {options.out} cannot stand for this "
                           f"one ({refused[0]}{more})", markup=False)
-    from ..orchestrator.runner import execute
+    from ..orchestrator.runner import run_plan
     from ..record.baseline import load_baseline
     from ..record.verdict import settled
 
@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         check_history(args.history, datetime.now(UTC).isoformat(timespec="seconds"))
     ledger = InputLedger()  # what this run reads, handed to everything that reads
     try:
-        info, results, cases = execute(options, progress, device=device, ledger=ledger)
+        info, results, cases = run_plan(options, progress, device=device, ledger=ledger)
     except KeyboardInterrupt:
         console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
                       "continue with --resume")

@@ -88,7 +88,7 @@ class CellRunner:
         self.memory_bytes = (int(options.cell_memory_gib * (1 << 30)) if options.cell_memory_gib
                              else default_cell_memory(options.jobs))
         self.warmups = JitifyWarmups(options.cache, options.out, options.jitify_warmup_timeout,
-                                     self.execute, lambda text: self.envs.progress.note(text))
+                                     self.run_worker, lambda text: self.envs.progress.note(text))
         self.jobs = CellJobs(options, envs, device, self.warmups, self.memory_bytes,
                              self.time_left)
 
@@ -246,7 +246,7 @@ class CellRunner:
             stages.append(StageResult("load", "skipped", self.device.reason))
         return stages
 
-    def execute(self, job: Job) -> list[StageResult]:
+    def run_worker(self, job: Job) -> list[StageResult]:
         """A worker runs the job (in the cell's container, or as a process here), which a
         re-run would run again: the run leaves no record (up_to_date)."""
         self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages")
@@ -360,7 +360,7 @@ class Ran(NamedTuple):
     cases: Mapping[str, Case]
 
 
-def execute(options: RunOptions, progress: Progress,
+def run_plan(options: RunOptions, progress: Progress,
             on_result: Callable[[CellResult], None] | None = None,
             device: DeviceInfo | None = None, *, ledger: InputLedger) -> Ran:
     """Run the planned cells; returns the run record and every cell's result. `device`:

@@ -103,7 +103,8 @@ def save_stages(job: Job, stages: list[StageResult]) -> None:
     partial.replace(job.work / RESULT_FILE)
 
 
-def execute(job: Job) -> list[StageResult]:
+def run_stages(job: Job) -> list[StageResult]:
+    """The cell's stages in this process, from its compile to its run."""
     spec = frontend(job.frontend)
     if job.library:  # a frontend that imports the library here sees nothing else
         library_first(job.library.python_path, isolated=spec.stages is not None)
@@ -176,7 +177,7 @@ def run_job_file(path: str) -> None:
     if job.gpu:  # the GPU the run lent this cell: its own process sees that one alone
         os.environ["CUDA_VISIBLE_DEVICES"] = job.gpu
     with arm_stack_dump(job.work, job.timeout):
-        stages = execute(job)
+        stages = run_stages(job)
     save_stages(job, stages)
 
 
