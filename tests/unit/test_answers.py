@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cudamatrix.common.versions import Arch
-from cudamatrix.record.results import CellResult, load_results
+from cudamatrix.record.results import CellResult, RunInfo, load_results
 from cudamatrix.reports.answers import (
     RANGE,
     SYMBOLS,
@@ -21,6 +21,7 @@ from cudamatrix.reports.answers import (
     VERBS,
     answer_grid,
     case_answers,
+    natural_key,
     said_message,
     spans,
     where_key,
@@ -234,3 +235,26 @@ def test_what_happened_is_read_off_the_stages(stages: list[tuple[str, str]], out
                             "frontend": "nvcc", "outcome": outcome, "stage": stages[-1][0],
                             "stages": [{"stage": s, "status": st} for s, st in stages]}
     assert happened(CellResult.from_dict(data)) == said
+
+
+def test_natural_key_orders_numbers_by_value() -> None:
+    """Issue 70, 4: cache1, cache2, cache10, as a reader counts, not as text sorts."""
+    names = ["cache10", "cache2", "Cache3", "cache1", "a-12.8", "a-12.10", "b", "10x", "9x"]
+    assert sorted(names, key=natural_key) == [
+        "9x", "10x", "a-12.8", "a-12.10", "b", "cache1", "cache2", "Cache3", "cache10"]
+
+
+def test_grid_rows_and_sentences_in_natural_order() -> None:
+    """The run's order is its cell files' (text: cache1, cache10, cache2); the grid's rows and
+    the case sentences follow the names' natural order instead."""
+    cells = [CellResult.from_dict({"case": case, "variant": v, "toolkit": "12.8",
+                                   "arch": "sm_90", "frontend": "nvcc", "outcome": "pass",
+                                   "stage": "compile", "stages": []})
+             for case in ("cache1", "cache10", "cache2") for v in ("v10", "v9")]
+    info = RunInfo(started="", finished="", tier="pr", provider="wheels", host="",
+                   tool_version="")
+    grid = answer_grid(cells, info)
+    assert [(row.case, row.variant) for row in grid.rows] == [
+        ("cache1", "v9"), ("cache1", "v10"), ("cache2", "v9"), ("cache2", "v10"),
+        ("cache10", "v9"), ("cache10", "v10")]
+    assert [a.case for a in case_answers(cells)] == ["cache1", "cache2", "cache10"]

@@ -76,6 +76,14 @@ def legend(counts: dict[str, int] | None = None, flaky: bool = False) -> str:
         + (f" · {FLAKY_MARK} flaky: its attempts disagreed" if flaky else "")
 
 
+def natural_key(text: str) -> tuple[tuple[str | int, ...], str]:
+    """A name as a reader counts it: cache1, cache2, cache10 (text sorts cache10 second).
+    Digits compare by value and letters without case; the name itself breaks ties. Split
+    parts alternate text and number from a text part, so two keys always compare."""
+    parts = re.split(r"(\d+)", text.lower())
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
+
+
 def where_key(label: str) -> list[object]:
     """Row labels in toolkit order (11.8 before 12.4 before 13.0), then the rest by name."""
     toolkit, _, rest = label.partition(" · ")
@@ -236,14 +244,14 @@ def _variant_answer(variant: str, cells: Sequence[CellResult], where: Sequence[s
 
 
 def case_answers(results: Sequence[CellResult]) -> list[CaseAnswer]:
-    """Per case (in the run's order), per variant, the clauses that together cover each of
-    its cells exactly once."""
+    """Per case (in the names' natural order), per variant (in the run's order), the
+    clauses that together cover each of its cells exactly once."""
     by_case: dict[str, list[CellResult]] = defaultdict(list)
     for result in results:
         if result.cell.frontend != "audit":
             by_case[result.cell.case].append(result)
     answers = []
-    for case, cells in by_case.items():
+    for case, cells in sorted(by_case.items(), key=lambda item: natural_key(item[0])):
         where = tuple(sorted({row_label(r.cell) for r in cells}, key=where_key))
         archs = tuple(sorted({r.cell.arch for r in cells}, key=Arch.parse))
         variants: dict[str, list[CellResult]] = defaultdict(list)
@@ -309,7 +317,8 @@ def grid_cell(result: CellResult, info: RunInfo) -> GridCell:
 
 
 def answer_grid(results: Sequence[CellResult], info: RunInfo, audits: bool = False) -> Grid:
-    """Rows: case · variant (· library, host compiler, runner where set); columns: toolkit
+    """Rows: case · variant (· library, host compiler, runner where set), in the names'
+    natural order (cache2 before cache10); columns: toolkit
     x arch, only the pairs some cell has. An audit's cells (a module on a driver and a GPU)
     are in it where `audits` is set: the page draws every cell."""
     built = [r for r in results if audits or r.cell.frontend != "audit"]
@@ -321,5 +330,6 @@ def answer_grid(results: Sequence[CellResult], info: RunInfo, audits: bool = Fal
         extra = row_label(r.cell).partition(" · ")[2]
         row = rows.setdefault((r.cell.case, r.cell.variant, extra), [None] * len(columns))
         row[position[(r.cell.toolkit, r.cell.arch)]] = grid_cell(r, info)
+    ordered = sorted(rows.items(), key=lambda item: tuple(map(natural_key, item[0])))
     return Grid(columns, tuple(GridRow(case, variant, extra, tuple(cells))
-                               for (case, variant, extra), cells in rows.items()))
+                               for (case, variant, extra), cells in ordered))
