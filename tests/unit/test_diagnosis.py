@@ -45,3 +45,65 @@ def test_every_rule_has_a_real_sample() -> None:
     names = {r.name for r in rules()}
     assert names - sampled == set(NO_SAMPLE), "rules without a captured log"
     assert UNCLASSIFIED in sampled
+
+
+def _diagnosed(name: str, message: str | None = None) -> tuple[dict, object]:
+    """A kept sample's diagnosis, its message replaced where a test says what a cut or
+    another folder would have left of it."""
+    sample = _sample(LOGS / f"{name}.json")
+    stage = StageResult(**sample["stage"])
+    return sample, diagnose_stage(sample["message"] if message is None else message, stage,
+                                  sample.get("arch_reached"))
+
+
+@pytest.mark.parametrize("name, release", [
+    ("cupy-arch-twice", "CuPy 13.0.0 and 13.6.0"),
+    ("cupy-fp16-older-than-bf16", "CuPy 13.0.0"),
+    ("cutlass-sm90-builder-toolkit", "nvcc 12.0"),
+    ("cutlass-emitted-builder-missing", "CUTLASS 3.5"),
+])
+def test_a_known_bug_names_its_upstream_issue_and_releases(name: str, release: str) -> None:
+    """The seed corpus's upstream failures: each named by its own rule, with the upstream
+    issue (or source) to read and the releases it was measured on."""
+    _, diagnosis = _diagnosed(name)
+    assert diagnosis.rule == name
+    assert diagnosis.links and all(link.startswith("https://github.com/")
+                                   for link in diagnosis.links)
+    assert release in f"{diagnosis.title} {diagnosis.explanation}"
+
+
+def test_a_budget_says_which_check_and_by_how_much() -> None:
+    _, diagnosis = _diagnosed("case-budget")
+    assert diagnosis.rule == "case-budget"
+    assert diagnosis.title == ("The case's own budget: cutlass::nchw_to_nhwc_kernel<float> has "
+                               "20 bytes of spill stores, 20 over its max_spill_stores = 0")
+    assert "NVRTC 11.8, sm_90" in diagnosis.explanation
+
+
+def test_an_artifact_check_says_which_check_and_how_many_matches() -> None:
+    _, diagnosis = _diagnosed("case-artifact-check-2")
+    assert diagnosis.title == ("The case's own artifact check failed: cubin contains 15 x "
+                               "/STL|LDL/ (no local-memory traffic)")
+
+
+def test_a_message_that_is_only_a_path_is_diagnosed_by_its_error_line() -> None:
+    """A decisive message cut to its file's path (an emitted extension's artifacts folder
+    runs long) is never the evidence: the log's first error line that says more is."""
+    sample = _sample(LOGS / "cutlass-emitted-builder-missing.json")
+    path = sample["message"].split("(")[0]
+    _, diagnosis = _diagnosed("cutlass-emitted-builder-missing", f"{path}(35)")
+    assert diagnosis.rule == "cutlass-emitted-builder-missing"
+    assert diagnosis.evidence.startswith(path)
+    assert 'error: namespace "cutlass::epilogue::collective"' in diagnosis.evidence
+
+
+def test_the_words_of_a_path_are_not_read_as_the_error() -> None:
+    """A rule reads what the error says, never the folder it names: the typo kept in
+    `unclassified` stays unexplained when its file lies in a case folder whose name holds
+    another rule's words (`wgmma`)."""
+    sample = _sample(LOGS / "unclassified.json")
+    moved = {key: value.replace("bad.cu(", "/cases/wgmma-typo/bad.cu(")
+             for key, value in sample["stage"].items() if isinstance(value, str)}
+    stage = StageResult(**{**sample["stage"], **moved})
+    diagnosis = diagnose_stage(moved["message"], stage)
+    assert diagnosis.rule == UNCLASSIFIED, diagnosis.title

@@ -22,6 +22,8 @@ from cudamatrix.record.diagnose import (
     DIAGNOSED_LOG_CHARS,
     DIAGNOSED_MESSAGE_CHARS,
     Rule,
+    decisive_message,
+    diagnose,
     diagnose_stage,
     rules,
 )
@@ -106,3 +108,18 @@ def test_diagnosis_reads_a_bounded_part_of_the_output() -> None:
     assert len(diagnosis.evidence) <= DIAGNOSED_MESSAGE_CHARS + 1
     assert time.perf_counter() - began < 5
     assert DIAGNOSED_LINE_CHARS <= DIAGNOSED_LOG_CHARS
+
+
+def test_finding_the_decisive_message_is_linear() -> None:
+    """What the rules read is found first (a message that is only a path gives way to an
+    error line, a line's leading place is set aside): that reading is linear too."""
+    before = 0.0
+    for size in SIZES:
+        began = time.perf_counter()
+        for filler in ("a/", "/", "a(1)", ":1", "a/a(1): "):
+            text = filler * (size // len(filler))
+            decisive_message(text + " x", [text + " here x", text])
+            diagnose(text + "(1)", [text + "(1): x"])
+        took = time.perf_counter() - began
+        assert not before or took <= 10 * before + 0.25, (size, took, before)
+        before = took

@@ -76,10 +76,20 @@ def option_releases() -> dict[str, str]:
     return dict(_table().get("option_releases", {}))
 
 
+def _over(values: dict[str, str]) -> dict[str, str]:
+    """How far a figure is past its limit ({over}), where the pattern caught both: a
+    budget's diagnosis says by how much, not only that."""
+    value, limit = values.get("value", ""), values.get("limit", "")
+    if value.isdigit() and limit.isdigit():
+        return {"over": str(int(value) - int(limit))}
+    return {}
+
+
 def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
-    """The rule's diagnosis with the pattern's groups filled in ({arch}, {option}), and
-    the first release of a caught option ({first_release})."""
+    """The rule's diagnosis with the pattern's groups filled in ({arch}, {option}), the
+    first release of a caught option ({first_release}) and a figure's excess ({over})."""
     values = {k: v for k, v in found.groupdict().items() if v is not None}
+    values.update(_over(values))
     if "option" in values:
         first = option_releases().get(values["option"])
         values["first_release"] = first or "N.N"
@@ -101,23 +111,51 @@ def _ends(text: str, keep: int) -> str:
     return f"{text[:keep // 2]}\n{text[len(text) - keep // 2:]}"
 
 
+# Where a compiler's line says what it is about, before what it says: `path(12): `,
+# `path:12:3: `. Read from the line's start alone (linear), over a path without spaces.
+_LOCATION = re.compile(r"\A[^\s]*?(?:\(\d++\)|:\d++(?::\d++)?): ")
+# A message that is a file's path and nothing more (`path(12)`, `path:12:`, `path(12): here`):
+# what a cut, or a line that is only a place, leaves of a compiler's error.
+# One word holding a slash, its line number and colon with it: read once, possessively.
+_BARE_PATH = re.compile(r"\A\s*+(?=[^\s/\\]*+[/\\])[^\s]++(?: here)?\s*+\Z")
+
+
+def _said_alone(line: str) -> str:
+    """A compiler's line without the place it starts with: the rules read what the error
+    says, never the words of a path (a folder named after a case, an artifacts folder)."""
+    return _LOCATION.sub("", line, count=1)
+
+
+def decisive_message(message: str, lines: Sequence[str]) -> str:
+    """The message a diagnosis reads and shows: the cell's own, unless it is only a file's
+    path, then the first error line that says more (whatever the compiler printed first,
+    the decisive words are an error's, never a bare path)."""
+    if not _BARE_PATH.match(message):
+        return message
+    return next((line for line in lines
+                 if line.strip() and not _BARE_PATH.match(line) and _said_alone(line).strip()),
+                message)
+
+
 def diagnose(message: str, lines: Sequence[str] = (),
              arch_reached: bool | None = None) -> Diagnosis:
     """The first rule that matches the decisive message, else one of the error lines.
     `arch_reached`: whether the compile named its target arch (None: not known). Each is
     read within its bound (DIAGNOSED_*), never whole."""
-    return _diagnose(_ends(message, DIAGNOSED_MESSAGE_CHARS),
-                     tuple(_ends(line, DIAGNOSED_LINE_CHARS) for line in lines), arch_reached)
+    bounded = tuple(_ends(line, DIAGNOSED_LINE_CHARS) for line in lines)
+    return _diagnose(decisive_message(_ends(message, DIAGNOSED_MESSAGE_CHARS), bounded),
+                     bounded, arch_reached)
 
 
 @lru_cache(maxsize=4096)
 def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -> Diagnosis:
     # Remembered: the cells of a tier repeat a few messages over every toolkit and arch.
     for index, text in enumerate((message, *lines)):
+        said = _said_alone(text)
         for rule in rules():
             if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
                 continue
-            found = rule.pattern.search(text) if text else None
+            found = rule.pattern.search(said) if said else None
             if found is not None:
                 return _said(rule, found, text)
     return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
