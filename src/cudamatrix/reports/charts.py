@@ -38,6 +38,15 @@ VEGA_LITE = "https://vega.github.io/schema/vega-lite/v6.json"  # a name, never f
 OUTCOME_COLOURS = {"pass": "#2da44e", "xfail": "#d4a72c", "xpass": "#bf3989",
                    "fail": "#cf222e", "error": "#8250df", "skip": "#8c959f",
                    "absent": "#d0d7de"}
+# A works square's state and its colour: what worked apart from what failed as its case
+# expects (the expected failures' amber, as the counts' xfail), red only where some cell
+# was not what its case expects. A state, not a share: a square of expected failures is
+# the answer the headline gives ("all as the cases expect"), never deep red.
+SQUARE_COLOURS = {"works": OUTCOME_COLOURS["pass"], "works in part, as expected": "#a6dba0",
+                  "fails as expected": OUTCOME_COLOURS["xfail"],
+                  "not as expected": OUTCOME_COLOURS["fail"]}
+# The states whose colour is dark enough for a white count.
+DARK_SQUARES = ("works", "not as expected")
 KERNELS_DRAWN = 400  # timed cells in the kernel time chart; the panel has every one
 WIDTH = 360
 
@@ -66,11 +75,22 @@ def _library_order(label: str) -> tuple[str, Version]:
         return label, Version("0")
 
 
+def square_state(good: int, total: int, unexpected: int) -> str:
+    """A works square's state from its decided cells: how many worked (`good`) and how
+    many were not what their case expects; an unexpected cell outweighs the rest."""
+    if unexpected:
+        return "not as expected"
+    if good == total:
+        return "works"
+    return "works in part, as expected" if good else "fails as expected"
+
+
 def _works_heatmap(chart_id: str, title: str, rows: str, cells: Sequence[CellResult],
                    row_of: Callable[[CellResult], str],
                    order: Callable[[str], Any] = where_key) -> Chart | None:
-    """The share of decided cells that built (and loaded and ran, where a GPU was) per row
-    value x arch, the counts written in each square; skips are not decided."""
+    """Per row value x arch, how many decided cells built (and loaded and ran, where a GPU
+    was) written in each square, coloured by its state (square_state): works, works in
+    part, fails as expected, not as expected. Skips are not decided."""
     decided = [r for r in cells if r.outcome != "skip" and r.cell.frontend != "audit"]
     if not decided:
         return None
@@ -83,6 +103,7 @@ def _works_heatmap(chart_id: str, title: str, rows: str, cells: Sequence[CellRes
     values: list[dict[str, Any]] = [
         {rows: row, "arch": arch, "works": good / total,
          "label": f"{good}/{total}" + ("!" if unexpected else ""),
+         "state": square_state(good, total, unexpected),
          "unexpected": unexpected, "cells": total}
         for (row, arch), (good, total, unexpected) in table.items()]
     row_values = sorted({row for row, _ in table}, key=order)
@@ -97,23 +118,24 @@ def _works_heatmap(chart_id: str, title: str, rows: str, cells: Sequence[CellRes
         "data": {"values": values}, "encoding": encoding,
         "layer": [
             {"mark": {"type": "rect", "stroke": "#ffffff"},
-             "encoding": {"color": {"field": "works", "type": "quantitative",
-                                    "title": "works", "scale": {"domain": [0, 1],
-                                                                "scheme": "redyellowgreen"},
-                                    "legend": {"format": ".0%"}},
+             "encoding": {"color": {"field": "state", "type": "nominal", "title": None,
+                                    "scale": {"domain": list(SQUARE_COLOURS),
+                                              "range": list(SQUARE_COLOURS.values())},
+                                    "legend": {"orient": "bottom", "columns": 2}},
                           "tooltip": [{"field": rows}, {"field": "arch"},
                                       {"field": "label", "title": "works/decided"},
                                       {"field": "unexpected"}]}},
             {"mark": {"type": "text", "fontSize": 11},
              "encoding": {"text": {"field": "label"},
-                          "color": {"condition": {"test": "datum.works < 0.3 || "
-                                                  "datum.works > 0.8", "value": "#ffffff"},
+                          "color": {"condition": {"test": f"indexof({list(DARK_SQUARES)}, "
+                                                  "datum.state) >= 0", "value": "#ffffff"},
                                     "value": "#1f2328"}}},
         ],
     }
     return Chart(chart_id, title, f"Of each square's decided cells (skips left out), how many "
-                 f"built, and loaded and ran where a GPU was: {len(decided)} cells; \"!\" where "
-                 "some were not what the case expects.", spec)
+                 f"built, and loaded and ran where a GPU was: {len(decided)} cells. Green where "
+                 "they work, amber where they fail as their case expects, red with a \"!\" "
+                 "where some were not what the case expects.", spec)
 
 
 def _history_chart(history: Sequence[PastRun]) -> Chart | None:
