@@ -30,6 +30,7 @@ from .answers import (
     said_message,
     spans,
     where_key,
+    without_paths,
 )
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
 from .formats import ReportFormat
@@ -47,6 +48,7 @@ _MARKUP = re.compile(r"[\\`\[\]|]")
 
 NOTED_CELLS = 3  # rows named beside a note; more are counted (the page names them all)
 SUMMARY_MESSAGE = 300  # at most a message's characters in a folded cell's summary line
+SKIP_REASON = 400  # at most a skip's reason's characters beside its cells
 # Where a message's first sentence ends: a stop and a space, then more.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 NOTE_LIMIT = 160  # a note's characters beside its cells; the case file has it whole
@@ -60,13 +62,26 @@ def _covered(rows: dict[str, list[str]], archs: Sequence[str]) -> str:
                                              if len(where) > NOTED_CELLS else "")
 
 
+def skip_reason(result: CellResult) -> str:
+    """Why a cell was skipped, as the case's lines say it: whole, for its last clause is the
+    fix (a skip's reason is the tool's own words, "... NVIDIA's images or a host install
+    have it"), paths cut, one line; a reason carrying a long exception ends at a word."""
+    text = without_paths(" ".join((result.message or result.reason or "").split()))
+    if len(text) <= SKIP_REASON:
+        return text
+    cut = text.rfind(" ", 0, SKIP_REASON)
+    return text[:cut if cut > 0 else SKIP_REASON - 1] + " …"
+
+
 def stopped_lines(cells: Sequence[CellResult]) -> list[str]:
     """What stopped the case's cells that did not build or run, each message once with its
     symbol and the cells it stopped: the grid's squares in words."""
     stopped: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for r in cells:
         what = happened(r)
-        if what.startswith("fails") or what == "skipped":
+        if what == "skipped":
+            stopped[(what, skip_reason(r))][row_label(r.cell)].append(r.cell.arch)
+        elif what.startswith("fails"):
             stopped[(what, said_message(r))][row_label(r.cell)].append(r.cell.arch)
     archs = sorted({r.cell.arch for r in cells}, key=Arch.parse)
     lines = [""] if stopped else []
