@@ -147,7 +147,7 @@ def test_a_job_carries_its_specs_to_the_worker_unchanged(tmp_path: Path) -> None
     variant = _case(tmp_path, KERNEL_CASE)
     job = Job(cell_id="c", arch="sm_80", source="k.cu", frontend="nvrtc", workdir="w",
               timeout=1, artifacts=variant.artifacts, run=variant.run, time=variant.time,
-              budgets=variant.resources)
+              resources=variant.resources)
     assert Job.from_json(job.to_json()) == job
 
 

@@ -331,7 +331,7 @@ def test_every_field_of_a_job_is_in_its_compile_key_unless_it_says_not(
         changed = replace(job, **{name: _other(getattr(job, name))})
         assert compile_key(changed, "host", folders=[], included=_nothing()) != key, name
     after = [f.name for f in fields(Job) if f.metadata.get("compiles") is False]
-    assert {"cell_id", "workdir", "timeout", "time", "budgets", "gpu"} <= set(after)
+    assert {"cell_id", "workdir", "timeout", "time", "resources", "gpu"} <= set(after)
     moved = replace(job, cell_id="other", workdir=str(tmp_path / "elsewhere"), timeout=5,
                     gpu="GPU-1", load="ptx")
     assert compile_key(moved, "host", folders=[], included=_nothing()) == key

@@ -123,7 +123,7 @@ def _together(tmp_path: Path, log: str) -> tuple[list[Job], list[StageResult]]:
                             max_stack=None, max_shared=None, kernel=None)
     job = Job(cell_id="scan/sm_75", arch="sm_75", source=str(tmp_path / "k.cu"),
               frontend="nvcc", workdir=str(tmp_path / "together"), timeout=60, env=env,
-              group=members, budgets=budget)
+              group=members, resources=budget)
     job.work.mkdir()
     jobs = [replace(job, cell_id=m["cell_id"], arch=m["arch"], workdir=m["workdir"], group=())
             for m in members]

@@ -26,7 +26,6 @@ from ..errors import UserError
 from ..stages.cell.job import VariantSettings
 from ..stages.cell.specs import (
     BuildSpec,
-    ResourceBudget,
     SlowdownBudget,
     TimingSpec,
 )
@@ -90,8 +89,6 @@ class Variant(VariantSettings):
     timeout: float | None = None
     # nvcc's host compiler for this variant (a program on PATH); None: the run's choice.
     host_compiler: str | None = None
-    # [variant.resources]: each kernel's (or the named kernel's) limits, judged at inspect.
-    resources: ResourceBudget | None = None
     # Header libraries ([libraries.NAME], headers = true) its compiles put ahead of the
     # toolkit's include folders, each an axis of its cells (at most one, for now).
     libraries: tuple[str, ...] = ()

@@ -143,7 +143,6 @@ class CellJobs:
             memory_bytes=self.memory_bytes,
             host_compiler=host[0] if host else None,
             host_compiler_version=host[1] if host else None,
-            budgets=variant.resources,
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None,
             case_dir=self.resolved(variant.case_dir or variant.source.parent))

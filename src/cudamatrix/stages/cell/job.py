@@ -55,6 +55,9 @@ class VariantSettings:
     # The most registers a thread of each kernel may take (nvcc's and NVRTC's
     # maxrregcount, ptxas's under clang): a spill a lower cap forces is the case's to see.
     maxrregcount: int | None = None
+    # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
+    # memory, judged at the inspect stage (the reader's and the worker's one field).
+    resources: ResourceBudget | None = field(default=None, metadata=AFTER_COMPILE)
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,6 @@ class Job(VariantSettings):
     # choice for the toolkit (the newest GCC that release accepts).
     host_compiler: str | None = None
     host_compiler_version: str | None = None
-    # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
-    # memory, judged at the inspect stage.
-    budgets: ResourceBudget | None = field(default=None, metadata=AFTER_COMPILE)
     # What the run found for a build cell (its project's folder, tools, $CUDA_HOME).
     build_setting: BuildSetting | None = field(default=None, metadata=AFTER_COMPILE)
     # A prebuilt cell's disassembler for SASS checks: its toolkit is never prepared on the
@@ -128,7 +128,7 @@ class Job(VariantSettings):
         data = json.loads(text)
         data["flags"] = tuple(data["flags"])
         data["artifacts"] = tuple(from_data(ArtifactCheck, a) for a in data["artifacts"])
-        for name, kind in (("run", LaunchSpec), ("time", TimingSpec), ("budgets", ResourceBudget),
+        for name, kind in (("run", LaunchSpec), ("time", TimingSpec), ("resources", ResourceBudget),
                            ("build", BuildSpec), ("build_setting", BuildSetting)):
             data[name] = None if data[name] is None else from_data(kind, data[name])
         data["group"] = tuple(data.get("group", ()))

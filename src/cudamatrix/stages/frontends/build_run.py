@@ -310,8 +310,8 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
         message = f"{first['file']} module {first['module']}: {first['why']}"
         return StageResult("inspect", "failed", message, "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries
-    if job.budgets is not None:
-        judged = judge_budget(job.budgets, resources, f"cuobjdump -res-usage, {gpu.name}")
+    if job.resources is not None:
+        judged = judge_budget(job.resources, resources, f"cuobjdump -res-usage, {gpu.name}")
         if isinstance(judged, Failure):
             return StageResult("inspect", "error", judged.reason,
                                "\n".join([*lines, judged.reason]),

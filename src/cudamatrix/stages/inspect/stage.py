@@ -166,11 +166,11 @@ def inspect_job(job: Job, ptx: Path | None, cubin: Path | None,
     artifact check, a budget), from a fresh compile or the compile cache alike; None when
     it asks nothing."""
     kernel = None if job.host_entry else job.kernel
-    if not (job.artifacts or kernel or job.budgets is not None):
+    if not (job.artifacts or kernel or job.resources is not None):
         return None
     return inspect_artifacts(job.artifacts, ptx, cubin, kernel=kernel,
                              cuobjdump=job.cuobjdump,
-                             compiled=compiled, budgets=job.budgets, arch=job.arch,
+                             compiled=compiled, budgets=job.resources, arch=job.arch,
                              where=" ".join(filter(None, (
                                  f"toolkit {job.env.toolkit}" if job.env else "", job.arch))))
 
