@@ -45,33 +45,58 @@ def host_compiler(result: CellResult) -> str:
     return f"{family} {major}".strip()
 
 
+def nvcc_default(results: Sequence[CellResult]) -> str:
+    """The name of the host compiler nvcc took by itself (no -ccbin: a cell records none),
+    as the run's own record names it: the plain `g++` on PATH, which a toolkit's newest
+    accepted GCC records where it is the one (``g++ 12.2.0``); "nvcc's default" where the
+    record names no single one. Left empty, those cells made a row of their own beside
+    "g++ 12", the same compiler."""
+    plain = {host_compiler(r) for r in results
+             if r.versions.get("host_compiler", "").split()[:1] == ["g++"]}
+    return plain.pop() if len(plain) == 1 else "nvcc's default"
+
+
+def host_compilers(results: Sequence[CellResult]) -> Callable[[CellResult], str]:
+    """Each cell's host compiler (host_compiler), a cell that ran nvcc with its default
+    named as the run names it (nvcc_default); empty for a cell that ran none."""
+    default = nvcc_default(results)
+
+    def named(result: CellResult) -> str:
+        return host_compiler(result) or (default if "nvcc" in result.versions else "")
+    return named
+
+
 def driver(result: CellResult) -> str:
     """The driver the cell ran under; empty where it ran on none."""
     return str((result.device or {}).get("driver") or "")
 
 
 # Axes beyond toolkit and arch, shown in the glance's rows where a run has several values.
-EXTRA_AXES: dict[str, Callable[[CellResult], str]] = {"host compiler": host_compiler,
-                                                      "driver": driver}
+EXTRA_AXES = ("host compiler", "driver")
+
+
+def extra_axes(results: Sequence[CellResult]) -> dict[str, Callable[[CellResult], str]]:
+    """Each extra axis's value per cell, as this run's record names it."""
+    return {"host compiler": host_compilers(results), "driver": driver}
 
 
 def varying_axes(results: Sequence[CellResult]) -> list[str]:
     """The extra axes that take more than one value in this run (a merged report of
     runners with two drivers, a tier with several host compilers)."""
-    return [name for name, value in EXTRA_AXES.items()
+    return [name for name, value in extra_axes(results).items()
             if len({value(r) for r in results}) > 1]
 
 
 def axis_rates(results: Sequence[CellResult]) -> list[tuple[str, str, int, int]]:
     """(axis, value, as expected, decided) per toolkit and arch value; skips not counted."""
     rates = []
+    extra = extra_axes(results)
     for axis in ("toolkit", "arch", *varying_axes(results)):
         counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for result in results:
             if result.outcome == "skip":
                 continue
-            value = EXTRA_AXES[axis](result) if axis in EXTRA_AXES \
-                else getattr(result.cell, axis)
+            value = extra[axis](result) if axis in extra else getattr(result.cell, axis)
             counts[value][1] += 1
             counts[value][0] += result.outcome not in UNEXPECTED
         for value, (good, total) in sorted(counts.items()):
@@ -79,22 +104,36 @@ def axis_rates(results: Sequence[CellResult]) -> list[tuple[str, str, int, int]]
     return rates
 
 
+# The axis a case compares by its variants (each names its own host compiler): its culprit
+# is weighed over the case's cells; every other over each variant's own.
+CASE_WIDE_AXES = frozenset({"host compiler"})
+
+
 def likely_culprit(results: Sequence[CellResult]) -> str | None:
-    """The axis value every unexpected cell shares, when the rest of that axis is clean."""
+    """The axis value every unexpected cell shares, where it is a value that varied among
+    the cells planned beside them: in every variant with an unexpected cell (the whole
+    case for the host compiler) some cell took another. A variant planned on sm_80 alone
+    that fails says nothing against sm_80: "all 4 unexpected cells share arch sm_80" was
+    said of one whose other archs were other cases'."""
     bad = [r for r in results if r.outcome in UNEXPECTED]
     if len(bad) < 2:
         return None
+    extra = extra_axes(results)
+
     def value(result: CellResult, axis: str) -> str | None:
-        return EXTRA_AXES[axis](result) or None if axis in EXTRA_AXES \
-            else getattr(result.cell, axis)
+        return extra[axis](result) or None if axis in extra else getattr(result.cell, axis)
 
     for axis in ("toolkit", "arch", "library_version", *EXTRA_AXES):
         values = {value(r, axis) for r in bad}
-        if len(values) == 1 and None not in values:
-            shared = values.pop()
-            spread = {value(r, axis) for r in results}
-            if len(spread) > 1:
-                return f"all {len(bad)} unexpected cells share {axis} {shared}"
+        if len(values) != 1 or None in values:
+            continue
+        groups: dict[tuple[str, ...], set[str | None]] = defaultdict(set)
+        for r in results:
+            group = (r.cell.case,) if axis in CASE_WIDE_AXES else (r.cell.case, r.cell.variant)
+            groups[group].add(value(r, axis))
+        if all(len(groups[(r.cell.case,) if axis in CASE_WIDE_AXES
+                          else (r.cell.case, r.cell.variant)]) > 1 for r in bad):
+            return f"all {len(bad)} unexpected cells share {axis} {values.pop()}"
     return None
 
 
