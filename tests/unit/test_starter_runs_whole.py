@@ -1,7 +1,7 @@
 """Issue 70, point 1: the starter runs whole. `cudamatrix init` writes a tier whose every
 cell this machine (no GPU, toolkits from the wheels) can build: its build case is planned
 only on the toolkits whose wheels hold a whole nvcc with its static runtime (13.x), and
-the file says so; and where a cell is skipped all the same, the Markdown says its fix
+its case.toml says so; and where a cell is skipped all the same, the Markdown says its fix
 whole, never cut mid-sentence."""
 
 from __future__ import annotations
@@ -28,8 +28,14 @@ def test_the_starter_plans_its_build_case_only_where_the_wheels_build_it(
     assert built and all(parse_version(c.split("/")[2]).major >= 13 for c in built), built
     # The NVRTC example still covers every toolkit of the tier.
     assert {c.split("/")[2] for c in kernels} == {"12.4", "12.8", "13.0"}, kernels
-    config = (tmp_path / "cudamatrix.toml").read_text()
-    assert "libcudadevrt" in config and "no nvcc" in config, config
+    # The file says why, where the user reads the build case (and takes the line out for a
+    # provider that builds 12.x); a tier trimmed to 13.0 alone still plans it.
+    said = (tmp_path / "cudamatrix-cases" / "saxpy-build" / "case.toml").read_text()
+    assert "libcudadevrt" in said and "no nvcc" in said, said
+    config = tmp_path / "cudamatrix.toml"
+    config.write_text(config.read_text().replace('["12.4", "12.8", "13.0"]', '["13.0"]'))
+    trimmed = cudamatrix_in_process("list", cwd=tmp_path)
+    assert trimmed.code == 0 and len(trimmed.output.split()) == 4, trimmed.output
 
 
 def _skipped(message: str) -> CellResult:
