@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 
@@ -25,9 +25,12 @@ RUNNER_LABEL_ENV = "CUDAMATRIX_RUNNER_LABEL"
 CACHE_ENV = "CUDAMATRIX_CACHE"
 # Caches read beside the run's own, never written (os.pathsep between folders).
 COMPILE_CACHE_FROM_ENV = "CUDAMATRIX_COMPILE_CACHE_FROM"
-DOCKER_FLAVOURS = ("wheels", "nvidia")
+# The toolkit images the docker provider builds: PyPI's wheels, or NVIDIA's own images.
+DockerFlavour = Literal["wheels", "nvidia"]
+DOCKER_FLAVOURS: tuple[DockerFlavour, ...] = get_args(DockerFlavour)
 # The orders cells may start in (RunOptions.order).
-ORDERS = ("cost", "plan", "reversed")
+Order = Literal["cost", "plan", "reversed"]
+ORDERS: tuple[Order, ...] = get_args(Order)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class RunOptions:
     # The order cells start in: "cost" (the longest expected first: the run does not end
     # on one), "plan" (as `cudamatrix list` prints them) or "reversed" (the plan's,
     # backwards). A verdict never depends on it: "reversed" is a determinism check.
-    order: str = "cost"
+    order: Order = "cost"
     # Releases of matrix libraries in place of the tier's (--library cutlass==3.7.0): the
     # plan's matrix chooses them (Matrix.choosing), a release the file does not list too.
     library_versions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -81,7 +84,7 @@ class RunOptions:
     # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
     compile_cache_from: tuple[Path, ...] = field(default_factory=lambda: _compile_cache_from())
     containers: Path = CONTAINERS
-    docker_flavour: str = "wheels"
+    docker_flavour: DockerFlavour = "wheels"
     container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
     # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
     # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
