@@ -33,6 +33,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
         load_baseline,
         runner_labels,
     )
+    from ..record.diagnose import unexplained_said
     from ..record.history import PastRun, gather
     from ..record.results import exit_status, summary
     from ..record.verdict import judge_run
@@ -60,6 +61,9 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     counts = summary(results)
     console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
                   f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
+    said = unexplained_said(results)
+    if said:
+        console.print(said, markup=False)
     if diff is not None:
         console.print(f"since {args.baseline}: {len(diff.new_failures)} new failures, "
                       f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..common.tomlfile import tomllib
 from ..stages.cell.result import StageResult
 from ..stages.compile.logs import error_lines
+
+if TYPE_CHECKING:
+    from .results import CellResult
 
 UNCLASSIFIED = "unclassified"
 # What the rules read of a cell's output, whatever it printed: the decisive message's head
@@ -179,3 +182,23 @@ def diagnose_stage(message: str, stage: StageResult,
 @lru_cache(maxsize=256)
 def _error_lines(log: str) -> tuple[str, ...]:
     return tuple(error_lines(log))
+
+
+def unexplained(results: Iterable[CellResult]) -> list[str]:
+    """The cells whose failure no rule explains, by id: said at the end of every report
+    and run, so the rules grow from what real runs left unexplained (a skip's reason is
+    the tool's own, never unexplained)."""
+    return [result.cell.id for result in results
+            if result.diagnosis and result.diagnosis.get("rule") == UNCLASSIFIED]
+
+
+def unexplained_said(results: Iterable[CellResult], shown: int = 20) -> str:
+    """The summary's line of the cells no rule explains (their count, the first `shown`
+    ids), or "" where every failure has its rule."""
+    ids = unexplained(results)
+    if not ids:
+        return ""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    cells = "cell" if len(ids) == 1 else "cells"
+    return (f"{len(ids)} failing {cells} no rule explains (rules.toml): "
+            f"{', '.join(ids[:shown])}{more}")
