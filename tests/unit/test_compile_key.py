@@ -153,7 +153,8 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
     base = Job(cell_id="c", arch="sm_90a", source=str(case / "k.cu"), frontend="nvcc",
                workdir=str(tmp_path / "w"), timeout=60, env=env, library=library,
                flags=("-Iinc", f"-I{outside}", "-include", "../outside/pre.h"), kernel="k",
-               host_compiler="g++-12", host_compiler_version="12.2.0", options={"o": 1},
+               host_compiler_path="/usr/bin/g++-12", host_compiler_version="12.2.0",
+               options={"o": 1},
                case_dir=str(case))
     key = compile_key(base, "wheels")
     assert compile_key(base, "wheels") == key
@@ -164,7 +165,7 @@ def test_every_input_of_the_key_changes_it_one_at_a_time(
         "frontend": replace(base, frontend="clang"),
         "kernel": replace(base, kernel="k2"),
         "options": replace(base, options={"o": 2}),
-        "host compiler": replace(base, host_compiler="g++-11"),
+        "host compiler": replace(base, host_compiler_path="/usr/bin/g++-11"),
         "host compiler version": replace(base, host_compiler_version="12.3.0"),
         "toolkit version": replace(base, env=replace(env, toolkit="13.1")),
         "toolkit packages": replace(base, env=replace(env, packages={

@@ -141,7 +141,7 @@ class CellJobs:
             gpu_stages=self.device.present,
             prebuilt=str(prebuilt) if prebuilt else None,
             memory_bytes=self.memory_bytes,
-            host_compiler=host[0] if host else None,
+            host_compiler_path=host[0] if host else None,
             host_compiler_version=host[1] if host else None,
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None,

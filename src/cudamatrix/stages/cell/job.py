@@ -75,9 +75,10 @@ class Job(VariantSettings):
     prebuilt: str | None = field(default=None, metadata=AFTER_COMPILE)
     # The address space each compiler process (and NVRTC in the worker) may take.
     memory_bytes: int | None = field(default=None, metadata=AFTER_COMPILE)
-    # The host compiler a case names for nvcc (-ccbin) and its version, else the run's
-    # choice for the toolkit (the newest GCC that release accepts).
-    host_compiler: str | None = None
+    # Where the host compiler a case names for nvcc (-ccbin) is on this machine, and its
+    # version, else the run's choice for the toolkit (the newest GCC that release
+    # accepts). A case names the program (`host_compiler = "g++-11"`); the job, its path.
+    host_compiler_path: str | None = None
     host_compiler_version: str | None = None
     # What the run found for a build cell (its project's folder, tools, $CUDA_HOME).
     build_setting: BuildSetting | None = field(default=None, metadata=AFTER_COMPILE)

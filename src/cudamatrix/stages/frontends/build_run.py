@@ -83,7 +83,7 @@ def build_environment(job: Job) -> dict[str, str]:
                    [*libraries, env.get("LD_LIBRARY_PATH", "")]).strip(":"))
     if setting and setting.tools_path:
         env["PYTHONPATH"] = os.pathsep.join([*setting.tools_path, env.get("PYTHONPATH", "")])
-    host = job.host_compiler or (job.env.host_compiler if job.env else None)
+    host = job.host_compiler_path or (job.env.host_compiler if job.env else None)
     env.update(cell_variables(job.arch, cuda_home, host))
     env.update({name: fill(value, job) for name, value in (job.build.env if job.build else ())})
     return env
@@ -133,7 +133,7 @@ def command_words(command: str, job: Job) -> list[str]:
 def placeholder_values(job: Job) -> dict[str, str]:
     return placeholders(job.arch, job.build_setting.cuda_home if job.build_setting else "",
                         job.source,
-                        job.host_compiler or (job.env.host_compiler if job.env else None))
+                        job.host_compiler_path or (job.env.host_compiler if job.env else None))
 
 
 def placeholders(arch: str, cuda_home: str, case: str, host: str | None) -> dict[str, str]:

@@ -36,7 +36,7 @@ def compile_python_case(job: Job) -> Build:
                    job.library.include_dirs if job.library else ()))
     if job.env is not None:  # a script with a toolkit: what a build of its output needs
         env.update(CUDAMATRIX_NVCC=job.env.nvcc or "",
-                   CUDAMATRIX_HOST_COMPILER=job.host_compiler or job.env.host_compiler or "",
+                   CUDAMATRIX_HOST_COMPILER=job.host_compiler_path or job.env.host_compiler or "",
                    CUDAMATRIX_TOOLKIT_INCLUDES=os.pathsep.join(job.env.include_dirs),
                    CUDAMATRIX_TOOLKIT_LIBRARY_DIRS=os.pathsep.join(job.env.library_dirs))
     tool = run_tool([sys.executable, "-m", "cudamatrix.stages.process.pyscript", job.source,

@@ -47,7 +47,7 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
                "--keep-dir", str(keep), "-MD", "-MF", str(job.work / DEPENDENCIES)]
     if job.maxrregcount is not None:
         command.append(f"-maxrregcount={job.maxrregcount}")
-    host = job.host_compiler or job.env.host_compiler  # the case's, or the run's choice
+    host = job.host_compiler_path or job.env.host_compiler  # the case's, or the run's choice
     if host:
         command[1:1] = ["-ccbin", host]
     command += gencodes
@@ -69,7 +69,7 @@ def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
 
     def command(source: Path, out: Path) -> list[str]:
         flags = resolve_flags(job.flags, job.case_folder, job.env)
-        host = job.host_compiler or (job.env.host_compiler if job.env else None)
+        host = job.host_compiler_path or (job.env.host_compiler if job.env else None)
         arch = [f"--gpu-architecture={Arch.parse(job.arch).compute}"] if job.arch_flag else []
         return [nvcc, *(["-ccbin", host] if host else []), *flags, "-ptx", *arch,
                 *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
