@@ -35,7 +35,7 @@ from .answers import (
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
 from .formats import ReportFormat
 from .glance import UNEXPECTED, axis_rates, happened, likely_culprit, repro
-from .labels import row_label
+from .labels import distinct_labels, row_label
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # What starts Markdown structure inside a line: links and images (their brackets), code,
@@ -280,6 +280,7 @@ def baseline_section(diff: BaselineDiff) -> list[str]:
 
 
 KERNELS_PER_VARIANT = 4  # kernels shown per variant where the case names none
+KERNEL_NAME = 80  # about a kernel's characters in the resources table (labels.distinct_labels)
 
 
 def resources_lines(cells: Sequence[CellResult]) -> list[str]:
@@ -303,7 +304,9 @@ def resources_lines(cells: Sequence[CellResult]) -> list[str]:
     for (variant, label, kernel), row in rows.items():
         alike[(variant, kernel, tuple(sorted(row.items())))].append(label)
     universe = sorted({label for _, label, _ in rows}, key=where_key)
-    table = [[md_code(variant, table=True), md_text(spans(labels, universe)), md_text(kernel, 80),
+    shown = distinct_labels((kernel for _, _, kernel in rows), KERNEL_NAME)
+    table = [[md_code(variant, table=True), md_text(spans(labels, universe)),
+              md_text(shown[kernel]),
               *(md_text(dict(figures).get(a, "")) for a in archs)]
              for (variant, kernel, figures), labels in alike.items()]
     lines = ["", "#### Kernel resources (ptxas: registers, spill, stack, static shared memory)",
