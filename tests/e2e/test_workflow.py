@@ -88,8 +88,8 @@ def test_the_callers_plan_shards_and_merge_rehearsed(tmp_path: Path, python: str
     assert first.results["plan"] == first.results["merge"] == "success", "\n".join(first.log)
     assert first.results["gate"] == "success" and first.results["pages"] == "skipped"
     shards = sorted(p.name for p in (first.work / "artifacts").glob("results-*"))
-    assert shards == ["results-gpu-sm_80-driver-latest-1-of-1-attempt-1",
-                      "results-gpu-sm_90-driver-latest-1-of-1-attempt-1"], shards
+    # One runner is enough (issue 70, 2): every cell of the tier on the one labelled `gpu`.
+    assert shards == ["results-gpu-1-of-1-attempt-1"], shards
     merged = json.loads((site / "results.json").read_text())
     listed = subprocess.run([sys.executable, "-m", "cudamatrix", "list", "--tier", "pr"],
                             cwd=project, capture_output=True, text=True, check=True)
@@ -198,21 +198,19 @@ def test_checks_are_red_only_for_what_a_pull_request_broke(tmp_path: Path, pytho
     assert "new failure: new-bug/nvrtc/13.0/sm_80" in log, log
     assert "new failure: old-bug" not in log
     assert sorted(json.loads(broken.outputs()["new-failures-json"])) == [
-        "new-bug/nvrtc/13.0/sm_80@gpu-sm_80-driver-latest",
-        "new-bug/nvrtc/13.0/sm_90@gpu-sm_90-driver-latest"]
+        "new-bug/nvrtc/13.0/sm_80@gpu", "new-bug/nvrtc/13.0/sm_90@gpu"]
     shutil.rmtree(project / "cudamatrix-cases" / "new-bug")
 
     # A shard lost after its upload, re-run from the Actions page: the re-run uploads under
     # its own attempt's name and the merge takes the newest attempt of each shard.
-    lost = _rehearsal(project, tmp_path / "rerun", python, cache, sabotage={"shard-1"})
+    lost = _rehearsal(project, tmp_path / "rerun", python, cache, sabotage={"shard-0"})
     lost.run_caller(caller, overrides={**use, "pages-url": site.as_uri()})
     assert lost.results["shard"] == "failure"
     again = lost.rerun_failed()
     log = "\n".join(lost.log)
     assert lost.results["shard"] == lost.results["merge"] == "success", log
     uploaded = sorted(p.name for p in (lost.work / "artifacts").glob("results-*"))
-    assert uploaded == ["results-gpu-sm_80-driver-latest-1-of-1-attempt-1",
-                        "results-gpu-sm_90-driver-latest-1-of-1-attempt-1",
-                        "results-gpu-sm_90-driver-latest-1-of-1-attempt-2"], uploaded
+    assert uploaded == ["results-gpu-1-of-1-attempt-1",
+                        "results-gpu-1-of-1-attempt-2"], uploaded
     merged = json.loads((again / "results.json").read_text())
     assert len(merged["cells"]) == 4 and merged["summary"]["error"] == 0, merged["summary"]

@@ -1,11 +1,14 @@
 """`cudamatrix plan`: the GitHub Actions job matrix (JSON) for a tier, each job a shard of
-cells on runners labelled by GPU and driver (``actions_matrix``)."""
+cells on one runner: the one labelled ``gpu``, or cudamatrix.toml's [runners]
+(``actions_matrix``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
+from pathlib import Path
 
 from ..config.run_flags import job_words
 from ..errors import UserError
@@ -17,6 +20,7 @@ from .selection import options_from
 
 def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.planning import make_plan
+    from ..config.project import find_project
     from .actions_matrix import github_matrix
 
     made = make_plan(options_from(args))
@@ -25,13 +29,18 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     selection = job_words(vars(args))
     # Every cell a job reports, the ruled-out skips too (its --shard takes them).
     every = [*made.cells, *(c for c, _ in made.ruled_out)]
-    matrix = github_matrix(every, made.tier.name, args.drivers or ["latest"],
+    matrix = github_matrix(every, made.tier.name, args.drivers or (),
                            args.cells_per_job, args.max_jobs, gpu=not args.cpu,
                            compat=args.compat, selection=selection,
                            runner_base=args.runner_labels.split(),
-                           label_prefix=args.label_prefix)
+                           label_prefix=args.label_prefix,
+                           runners=find_project(Path.cwd()).runners)
     text = json.dumps(matrix, separators=(",", ":"))
     print(text)
+    lost = [job for job in matrix["include"] if job.get("not-run")]
+    if lost:  # said where a person reads it (stderr: the plan job's log)
+        print(f"plan: {sum(j['cells'] for j in lost)} cells build without a GPU: "
+              f"{lost[0]['not-run']}", file=sys.stderr)
     if args.github_output:
         target = os.environ.get("GITHUB_OUTPUT")
         if not target:
@@ -44,14 +53,15 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
 def _arguments(plan: argparse.ArgumentParser) -> None:
     add_selection(plan)
     plan.add_argument("--driver", action="append", dest="drivers", default=None,
-                      help="runner driver labels, repeatable (default: latest)")
+                      help="a driver label, repeatable: a job per driver, on the runners "
+                           "standing for it (default: none, each runner's own driver)")
     plan.add_argument("--cells-per-job", type=int, default=40,
                       help="at most this many cells a job (more jobs where the matrix allows)")
     plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
                       help="labels every GPU runner has, space separated "
                            f"(default: {' '.join(RUNNER_BASE)})")
     plan.add_argument("--label-prefix", default="", metavar="PREFIX",
-                      help="put before the plan's gpu-sm_XX and driver-NAME labels")
+                      help="put before the default runner's gpu and driver-NAME labels")
     plan.add_argument("--max-jobs", type=int, default=256,
                       help="at most this many jobs (GitHub refuses a matrix of more than 256): "
                            "jobs take more cells to fit")

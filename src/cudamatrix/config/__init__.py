@@ -1,7 +1,8 @@
 """What the user declares: the matrix (``matrix``, ``data/matrix.toml`` its default), the
 project file (``project``), the cases and what a case may say (``corpus``,
 ``case_tables``), where their sources come from (``sources``), a run's options
-(``options``, ``defaults``) and the cells all of that expands to (``plan``, ``planning``).
+(``options``, ``defaults``), the cells all of that expands to (``plan``, ``planning``) and
+the CI's GPU runners they are sent to (``runners``).
 ``data/`` holds the default matrix, the known-bug corpus, the CI templates and the
 container recipes.
 

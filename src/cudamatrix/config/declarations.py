@@ -339,6 +339,18 @@ LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a whe
         example='include = ["include/cccl"]'),
 ))
 
+RUNNER = Table("[runners.NAME]", "A GPU runner of your CI (`cudamatrix plan`): each cell goes "
+               "to a runner whose GPU runs its arch natively, else by the driver's PTX JIT; "
+               "a cell none serves builds without a GPU, the reason said. Declare none and "
+               "one runner labelled `gpu` takes every cell.", (
+    Key("labels", STRINGS, "the labels a job for it asks for, beside --runner-labels",
+        required=True, example='labels = ["gpu-h100"]'),
+    Key("gpu", STRING, "the arch of its GPU (none: it takes every cell)",
+        example='gpu = "sm_90"'),
+    Key("driver", STRING, "the driver label it stands for (`plan --driver NAME`; none: its "
+        "own driver)", example='driver = "earliest"'),
+))
+
 PROJECT = Table("cudamatrix.toml", "A project: its cases and its part of the matrix (also "
                 "[tool.cudamatrix] in pyproject.toml).", (
     Key("cases", STRINGS, "folders of cases, relative to this file", default=[],
@@ -358,10 +370,14 @@ PROJECT = Table("cudamatrix.toml", "A project: its cases and its part of the mat
         "(lower-case letters, digits, '_')", table=Table("paths", "name = \"folder\"",
                                                           extra=STRING, extra_doc="a tree"),
         example='paths = { ggml = "../llama.cpp/ggml" }'),
+    Key("runners", "table", "your CI's GPU runners, for `cudamatrix plan` (none: one runner "
+        "labelled `gpu`)",
+        table=Table("runners", "[runners.NAME]", extra="table", extra_doc="a runner")),
 ))
 
-# The tables whose entries are themselves declared tables (a tier, a library).
-_ENTRIES = {("cudamatrix.toml", "tiers"): TIER, ("cudamatrix.toml", "libraries"): LIBRARY}
+# The tables whose entries are themselves declared tables (a tier, a library, a runner).
+_ENTRIES = {("cudamatrix.toml", "tiers"): TIER, ("cudamatrix.toml", "libraries"): LIBRARY,
+            ("cudamatrix.toml", "runners"): RUNNER}
 
 
 def _kind_schema(kind: str) -> dict[str, Any]:

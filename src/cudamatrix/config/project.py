@@ -25,6 +25,7 @@ from ..errors import UserError
 from .declarations import (
     LIBRARY,
     PROJECT,
+    RUNNER,
     SCHEMA_FOLDER,
     TIER,
     declared_defaults,
@@ -32,6 +33,7 @@ from .declarations import (
     schema_line,
 )
 from .defaults import CONFIG, DEFAULT_MATRIX, STARTER_CASES
+from .runners import Runner, read_runners
 from .sources import SourceSpec
 
 KEYS = PROJECT.names()
@@ -52,6 +54,8 @@ class Project:
     # [paths]: trees outside the case folders the project names (``ggml =
     # "../llama.cpp/ggml"``), by name, as absolute folders: a case writes ``{ggml}/...``.
     paths: dict[str, Path] = field(default_factory=dict)
+    # [runners.NAME]: the CI's GPU runners `cudamatrix plan` sends cells to (none: one).
+    runners: tuple[Runner, ...] = ()
 
 
 def _config_table(path: Path) -> dict[str, Any] | None:
@@ -115,8 +119,13 @@ def read_project(path: Path, table: dict[str, Any]) -> Project:
         overrides["libraries"] = _library_sources(libraries, base, fail)
     if not folders and not known_bugs:
         raise fail("cases", "names no case folder and known_bugs is off: nothing to run")
+    runners = table.get("runners", {})
+    if isinstance(runners, dict):
+        for name, runner in runners.items():
+            if isinstance(runner, dict):
+                check_keys(f"runners.{name}", runner, RUNNER.names(), fail)
     return Project(path, folders, known_bugs, matrix, overrides,
-                   _trees(table.get("paths", {}), base, fail))
+                   _trees(table.get("paths", {}), base, fail), read_runners(runners, fail))
 
 
 def _trees(table: Any, base: Path, fail: Callable[[str, str], UserError]) -> dict[str, Path]:
