@@ -51,9 +51,11 @@ MUTATIONS = (
              "        pass\n", KEYS),
     Mutation("the code using a run option forgotten", "orchestrator/runner.py",
              "self.options.retries", "0", FLAGS),
-    Mutation("a run option dropped from a cell's repro line", "config/run_flags.py",
-             '"cell_timeout", read=positive_number, repro=True)',
-             '"cell_timeout", read=positive_number)', FLAGS),
+    Mutation("a run option dropped from a cell's repro line", "config/options.py",
+             '            read=flags.positive_number,\n            repro=True,\n        ),\n'
+             '    )\n    # The limit of CuPy',
+             '            read=flags.positive_number,\n        ),\n    )\n'
+             '    # The limit of CuPy', FLAGS),
 )
 
 

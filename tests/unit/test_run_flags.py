@@ -22,18 +22,10 @@ from cudamatrix.commands.arguments import ProviderChoices
 from cudamatrix.commands.merge import planned_shards
 from cudamatrix.commands.selection import options_from, run_options
 from cudamatrix.config.defaults import KNOWN_BUGS
+from cudamatrix.config.flags import RunFlag, host_compiler, library_pin, positive_number, shard
 from cudamatrix.config.options import RunOptions
 from cudamatrix.config.planning import make_plan
-from cudamatrix.config.run_flags import (
-    RUN_FLAGS,
-    SET_ELSEWHERE,
-    RunFlag,
-    host_compiler,
-    library_pin,
-    positive_number,
-    repro_arguments,
-    shard,
-)
+from cudamatrix.config.run_flags import RUN_FLAGS, SET_ELSEWHERE, repro_arguments
 from cudamatrix.errors import UserError
 
 # What `run` takes besides a run's declared flags: the command line's own and the report's.
@@ -215,7 +207,7 @@ def test_run_help_groups_its_options_as_their_declarations_say() -> None:
     """Issue 70, point 5: `run --help` was 127 lines of options in one list. Each declared
     flag is now under its section's heading (which cells, toolkits, ...), made from the
     declaration, and the baseline and history flags under their own."""
-    from cudamatrix.config.run_flags import SECTIONS
+    from cudamatrix.config.flags import SECTIONS
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
-from ..config.run_flags import RUN_FLAGS, SECTIONS, Group, RunFlag, whole_number
-from ..config.run_flags import positive_number as _positive_number
+from ..config.flags import SECTIONS, Group, RunFlag, whole_number
+from ..config.flags import positive_number as _positive_number
+from ..config.run_flags import RUN_FLAGS, parsed_default
 
 
 class ProviderChoices:
@@ -63,7 +64,7 @@ def _add(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: RunFla
         extra["metavar"] = flag.metavar
     parser.add_argument(*flag.flags, dest=flag.dest, type=refusing(flag.read or str),
                         action="append" if flag.repeated else "store",
-                        default=flag.parsed_default(), help=help or flag.help, **extra)
+                        default=parsed_default(flag), help=help or flag.help, **extra)
 
 
 def add_flags(parser: argparse.ArgumentParser, *groups: Group) -> None:

@@ -1,16 +1,19 @@
-"""A run's options and their defaults, in one place: the command line takes its defaults
-from here (`default`; its flags are declared in run_flags.py), and the benchmark and the
-tests start from `RunOptions` as well, so a default, or the environment variable that sets
-it, cannot differ between them."""
+"""A run's options, each with its default and the flag that sets it, in one place (as nox's
+and attrs' options carry their flag with their field): the command line is made from the
+flags here (config/run_flags.py gathers them), and the benchmark and the tests start from
+`RunOptions` as well, so a default, or the environment variable that sets it, cannot differ
+between them. Adding a run option is its field here, with its flag, and the code that
+reads it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from . import flags
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 
 DEFAULT_CELL_TIMEOUT_S = 300.0
@@ -31,6 +34,21 @@ DOCKER_FLAVOURS: tuple[DockerFlavour, ...] = get_args(DockerFlavour)
 # The orders cells may start in (RunOptions.order).
 Order = Literal["cost", "plan", "reversed"]
 ORDERS: tuple[Order, ...] = get_args(Order)
+# The frontends --prebuilt still compiles here: CuPy always compiles through the driver.
+COMPILE_HERE = ("cupy",)
+# Where a RunOptions field keeps the flag that sets it.
+FLAG = "flag"
+
+
+def flagged(value: Any, flag: flags.RunFlag) -> Any:
+    """A field with its default and the flag that sets it."""
+    return field(default=value, metadata={FLAG: flag})
+
+
+def flagged_factory(factory: Callable[[], Any], flag: flags.RunFlag) -> Any:
+    """A field whose default is made as the options are (an environment variable's, the
+    machine's), with the flag that sets it."""
+    return field(default_factory=factory, metadata={FLAG: flag})
 
 
 @dataclass(frozen=True)
@@ -41,65 +59,399 @@ class RunOptions:
     # The file those tables come from (cudamatrix.toml, pyproject.toml): named in an error.
     overrides_file: Path | None = None
     corpus: tuple[Path, ...] = (KNOWN_BUGS,)
-    out: Path = Path("reports/latest")
-    tier: str | None = None
-    toolkits: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()
-    # nvcc's host compilers as an axis (--host-compiler), in place of the tier's list.
-    host_compilers: tuple[str, ...] = ()
-    cases: tuple[str, ...] = ()
-    # Only the variants of these names (--variant), of every case selected.
-    variants: tuple[str, ...] = ()
-    # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
-    cell_ids: tuple[str, ...] = ()
-    provider: str = field(default_factory=lambda: os.environ.get(PROVIDER_ENV, "auto"))
-    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
-    cache: Path = field(default_factory=lambda: default_cache())
-    cell_timeout: float = DEFAULT_CELL_TIMEOUT_S
-    # Address space per compiler process; None: the machine's memory shared by the jobs.
-    cell_memory_gib: float | None = None
-    run_timeout: float | None = None
-    shard: tuple[int, int] | None = None
-    resume: bool = False
-    gpu: bool = True
-    runner_label: str = field(default_factory=lambda: os.environ.get(RUNNER_LABEL_ENV, ""))
-    prebuilt: Path | None = None
-    # With --prebuilt, the frontends compiled on this machine all the same: CuPy always
-    # compiles through the driver; the CuTe DSL script may be run here to launch too.
-    compile_here: tuple[str, ...] = ("cupy",)
-    compile_cache: bool = True
-    # The cells that differ only in arch built by one nvcc (a -gencode each), as a real
-    # build makes them; --compile-apart builds each alone (as `--cell ID` always does).
-    compile_together: bool = True
-    # The order cells start in: "cost" (the longest expected first: the run does not end
-    # on one), "plan" (as `cudamatrix list` prints them) or "reversed" (the plan's,
-    # backwards). A verdict never depends on it: "reversed" is a determinism check.
-    order: Order = "cost"
-    # Releases of matrix libraries in place of the tier's (--library cutlass==3.7.0): the
-    # plan's matrix chooses them (Matrix.choosing), a release the file does not list too.
-    library_versions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # [paths] of the project: trees its cases name as {NAME} (config/project.py).
     paths: Mapping[str, Path] = field(default_factory=dict)
-    # Other cudamatrix caches whose compiled cells this run may take, never writing to
-    # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
-    compile_cache_from: tuple[Path, ...] = field(default_factory=lambda: _compile_cache_from())
-    containers: Path = CONTAINERS
-    docker_flavour: DockerFlavour = "wheels"
-    container_timeout: float = DEFAULT_CONTAINER_TIMEOUT_S
-    # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
-    # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
-    cuda_compat: bool = False
-    # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
-    jitify_warmup_timeout: float = DEFAULT_WARMUP_TIMEOUT_S
-    # A cell's load and run stages in its GPU's server (one context per GPU, every GPU of
-    # the machine), or, with --context-per-cell, in a context of the cell's own process.
-    gpu_server: bool = True
-    # How many times more a cell that is not what its case expects is run (--retries): a
-    # cell that fails and then is as expected is flaky, every attempt recorded.
-    retries: int = 0
     # A source (git:file:///repo@commit) built in place of every build case's own project:
     # `cudamatrix bisect --over project` builds the user's project one commit at a time.
     project_override: str = ""
+    tier: str | None = flagged(
+        None,
+        flags.RunFlag(
+            ("--tier",),
+            "pr or nightly (default: the matrix's default_tier)",
+            "selection",
+            read=str,
+            repro=True,
+        ),
+    )
+    toolkits: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--toolkit",),
+            "run only these toolkits (repeatable), e.g. 12.4",
+            "selection",
+            read=str,
+            repeated=True,
+            job=True,
+        ),
+    )
+    archs: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--arch",),
+            "run only these archs (repeatable), e.g. sm_90a",
+            "selection",
+            read=str,
+            repeated=True,
+        ),
+    )
+    # nvcc's host compilers as an axis (--host-compiler), in place of the tier's list.
+    host_compilers: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--host-compiler",),
+            "nvcc's host compilers as an axis (repeatable), e.g. g++-11 "
+            "clang++-19: each nvcc cell once per compiler, in place of the tier's "
+            "host_compiler list",
+            "selection",
+            read=flags.host_compiler,
+            repeated=True,
+            job=True,
+        ),
+    )
+    cases: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--case",), "run only these cases", "selection", read=str, repeated=True, job=True
+        ),
+    )
+    # Only the variants of these names (--variant), of every case selected.
+    variants: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--variant",),
+            "run only the cases' variants of this name (repeatable)",
+            "selection",
+            read=str,
+            repeated=True,
+            metavar="NAME",
+            job=True,
+        ),
+    )
+    # Exact cell ids (case/variant/toolkit/arch[/library-version]): the report's repro.
+    cell_ids: tuple[str, ...] = flagged(
+        (),
+        flags.RunFlag(
+            ("--cell",),
+            "run only this cell (an id as `cudamatrix list` prints it)",
+            "selection",
+            read=str,
+            repeated=True,
+            metavar="ID",
+            job=True,
+        ),
+    )
+    shard: tuple[int, int] | None = flagged(
+        None,
+        flags.RunFlag(
+            ("--shard",),
+            "run shard i of n (1-based), e.g. 2/4",
+            "selection",
+            read=flags.shard,
+            spell=lambda given: f"{given[0]}/{given[1]}",
+        ),
+    )
+    # Releases of matrix libraries in place of the tier's (--library cutlass==3.7.0): the
+    # plan's matrix chooses them (Matrix.choosing), a release the file does not list too.
+    library_versions: Mapping[str, tuple[str, ...]] = flagged_factory(
+        dict,
+        flags.RunFlag(
+            ("--library",),
+            "this release of a library in place of the tier's (any release "
+            "on the index, listed in the matrix or not); repeatable",
+            "run",
+            read=flags.library_pin,
+            repeated=True,
+            collect=flags.pins,
+            spread=flags.unpin,
+            spell=lambda pin: f"{pin[0]}=={pin[1]}",
+            metavar="NAME==VERSION",
+            section="toolkits",
+            not_in_repro="the cell's id names its library release",
+        ),
+    )
+    out: Path = flagged(
+        Path("reports/latest"),
+        flags.RunFlag(
+            ("--out",),
+            "report folder (default: %(default)s)",
+            "run",
+            read=Path,
+            section="output",
+            not_in_repro="a repro writes to a folder of its own",
+        ),
+    )
+    provider: str = flagged_factory(
+        lambda: os.environ.get(PROVIDER_ENV, "auto"),
+        flags.RunFlag(
+            ("--provider",),
+            "where toolkits come from: wheels, docker, host or a plugin's; "
+            "auto (the default): docker where an engine and the base image are ready, else "
+            f"wheels; ${PROVIDER_ENV}",
+            "run",
+            read=str,
+            metavar="PROVIDER",
+            default_said=f"`auto` (${PROVIDER_ENV})",
+            section="toolkits",
+            not_in_repro="the repro line names the provider the run took (repro.py)",
+        ),
+    )
+    containers: Path = flagged(
+        CONTAINERS,
+        flags.RunFlag(
+            ("--containers",),
+            "the Dockerfiles of the docker provider (default: %(default)s)",
+            "run",
+            read=Path,
+            section="toolkits",
+            not_in_repro="the images a container provider builds; their tags are in the record",
+        ),
+    )
+    docker_flavour: DockerFlavour = flagged(
+        "wheels",
+        flags.RunFlag(
+            ("--docker-flavour",),
+            "toolkit images from PyPI wheels on a local Debian base "
+            "(no registry needed), or from NVIDIA's pinned CUDA images",
+            "run",
+            read=str,
+            choices=DOCKER_FLAVOURS,
+            repro=True,
+            section="toolkits",
+        ),
+    )
+    # Run the cells on NVIDIA's forward-compatibility libraries (cuda-compat) instead of
+    # the host driver's own libcuda: a newer toolkit on an older driver, as a run of its own.
+    cuda_compat: bool = flagged(
+        False,
+        flags.RunFlag(
+            ("--cuda-compat",),
+            "with NVIDIA's images, run on the forward-compatibility "
+            "libraries (a newer toolkit on an older driver); label the runner apart",
+            "run",
+            repro=True,
+            section="toolkits",
+        ),
+    )
+    container_timeout: float = flagged(
+        DEFAULT_CONTAINER_TIMEOUT_S,
+        flags.RunFlag(
+            ("--container-timeout",),
+            "seconds a toolkit container may live (default: %(default)s)",
+            "run",
+            read=flags.positive_number,
+            section="toolkits",
+            not_in_repro="a limit on building an image, not on the cell",
+        ),
+    )
+    jobs: int = flagged_factory(
+        lambda: os.cpu_count() or 1,
+        flags.RunFlag(
+            ("--jobs", "-j"),
+            "cells run in parallel (default: the number of cores)",
+            "run",
+            read=flags.whole_number(1, 4096),
+            default_said="the number of cores",
+            not_in_repro="how many cells run at once; one cell is one job",
+        ),
+    )
+    cache: Path = flagged_factory(
+        lambda: default_cache(),
+        flags.RunFlag(
+            ("--cache",),
+            f"where environments are kept (default: ${CACHE_ENV} or ~/.cache/cudamatrix)",
+            "run",
+            read=Path,
+            repro=True,
+            default_said=f"${CACHE_ENV} or ~/.cache/cudamatrix",
+            section="toolkits",
+        ),
+    )
+    cell_timeout: float = flagged(
+        DEFAULT_CELL_TIMEOUT_S,
+        flags.RunFlag(
+            ("--cell-timeout",),
+            "seconds one cell may take (default: %(default)s)",
+            "run",
+            read=flags.positive_number,
+            repro=True,
+        ),
+    )
+    # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
+    jitify_warmup_timeout: float = flagged(
+        DEFAULT_WARMUP_TIMEOUT_S,
+        flags.RunFlag(
+            ("--jitify-warmup-timeout",),
+            "seconds CuPy's one-time Jitify warm-up may take; "
+            "done once per CuPy version and toolkit for the run's jitify cells, which share "
+            "its time-out (default: %(default)s)",
+            "run",
+            read=flags.positive_number,
+            not_in_repro="CuPy's one-time warm-up, shared by the run's cells",
+        ),
+    )
+    # Address space per compiler process; None: the machine's memory shared by the jobs.
+    cell_memory_gib: float | None = flagged(
+        None,
+        flags.RunFlag(
+            ("--cell-memory",),
+            "address space each compiler may take (default: the "
+            "machine's memory shared by --jobs, 4 to 16 GiB)",
+            "run",
+            read=flags.positive_number,
+            metavar="GIB",
+            not_in_repro="a limit the repro's machine sets for itself",
+        ),
+    )
+    run_timeout: float | None = flagged(
+        None,
+        flags.RunFlag(
+            ("--run-timeout",),
+            "seconds the whole run may take; cells it cannot start are "
+            "reported as timeouts and left for --resume",
+            "run",
+            read=flags.positive_number,
+            not_in_repro="the whole run's limit; one cell has its own",
+        ),
+    )
+    resume: bool = flagged(
+        False,
+        flags.RunFlag(
+            ("--resume",),
+            "keep the cells an interrupted run in --out finished",
+            "run",
+            section="output",
+            not_in_repro="a repro starts afresh",
+        ),
+    )
+    gpu: bool = flagged(
+        True,
+        flags.RunFlag(("--no-gpu",), "skip the load and run stages", "run", sets=False, repro=True),
+    )
+    # A cell's load and run stages in its GPU's server (one context per GPU, every GPU of
+    # the machine), or, with --context-per-cell, in a context of the cell's own process.
+    gpu_server: bool = flagged(
+        True,
+        flags.RunFlag(
+            ("--context-per-cell",),
+            "each cell's load and run stages in a CUDA context of "
+            "its own process, not in its GPU's server (one context per GPU)",
+            "run",
+            sets=False,
+            not_in_repro="where the GPU stages run, not what they do",
+        ),
+    )
+    compile_cache: bool = flagged(
+        True,
+        flags.RunFlag(
+            ("--no-compile-cache",),
+            "compile every cell afresh, neither reading nor filling the cache",
+            "run",
+            sets=False,
+            section="compiles",
+            not_in_repro="a repro compiles afresh in a folder of its own",
+        ),
+    )
+    # The order cells start in: "cost" (the longest expected first: the run does not end
+    # on one), "plan" (as `cudamatrix list` prints them) or "reversed" (the plan's,
+    # backwards). A verdict never depends on it: "reversed" is a determinism check.
+    order: Order = flagged(
+        "cost",
+        flags.RunFlag(
+            ("--order",),
+            "the order cells start in: the longest expected first (cost), the "
+            "plan's, or the plan's reversed (a determinism check: no verdict may change)",
+            "run",
+            read=str,
+            choices=ORDERS,
+            not_in_repro="the order cells start in; one cell has none",
+        ),
+    )
+    # How many times more a cell that is not what its case expects is run (--retries): a
+    # cell that fails and then is as expected is flaky, every attempt recorded.
+    retries: int = flagged(
+        0,
+        flags.RunFlag(
+            ("--retries",),
+            "run a cell that is not what its case expects up to N times "
+            "more; a cell that fails and then is as expected is flaky, every attempt recorded "
+            "(default: %(default)s)",
+            "run",
+            read=flags.whole_number(0, 5, " (a flaky cell shows in two or three)"),
+            metavar="N",
+            not_in_repro="a repro shows one attempt",
+        ),
+    )
+    # The cells that differ only in arch built by one nvcc (a -gencode each), as a real
+    # build makes them; --compile-apart builds each alone (as `--cell ID` always does).
+    compile_together: bool = flagged(
+        True,
+        flags.RunFlag(
+            ("--compile-apart",),
+            "build each cell by itself, one nvcc per arch (by default "
+            "the cells that differ only in arch share one nvcc, a -gencode each)",
+            "run",
+            sets=False,
+            section="compiles",
+            not_in_repro="a repro builds its one cell alone",
+        ),
+    )
+    # Other cudamatrix caches whose compiled cells this run may take, never writing to
+    # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
+    compile_cache_from: tuple[Path, ...] = flagged_factory(
+        lambda: _compile_cache_from(),
+        flags.RunFlag(
+            ("--compile-cache-from",),
+            "also take compiled cells from this cudamatrix cache "
+            f"(repeatable; default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
+            "job's restored cache, a team's shared one",
+            "run",
+            read=Path,
+            repeated=True,
+            metavar="CACHE",
+            section="compiles",
+            not_in_repro="a repro compiles afresh",
+        ),
+    )
+    prebuilt: Path | None = flagged(
+        None,
+        flags.RunFlag(
+            ("--prebuilt",),
+            "take compiled artifacts from an earlier run's --out folder "
+            "(built on another machine) and do the load and run stages here",
+            "run",
+            read=Path,
+            repro=True,
+            section="compiles",
+        ),
+    )
+    # With --prebuilt, the frontends compiled on this machine all the same: CuPy always
+    # compiles through the driver; the CuTe DSL script may be run here to launch too.
+    compile_here: tuple[str, ...] = flagged(
+        COMPILE_HERE,
+        flags.RunFlag(
+            ("--compile-here",),
+            "with --prebuilt, frontends still compiled on this machine "
+            f"(repeatable; default: {', '.join(COMPILE_HERE)})",
+            "run",
+            read=str,
+            repeated=True,
+            metavar="FRONTEND",
+            section="compiles",
+            not_in_repro="with --prebuilt only, which the repro carries",
+        ),
+    )
+    runner_label: str = flagged_factory(
+        lambda: os.environ.get(RUNNER_LABEL_ENV, ""),
+        flags.RunFlag(
+            ("--runner-label",),
+            f"the driver/runner label this machine was promised (${RUNNER_LABEL_ENV})",
+            "run",
+            read=str,
+            default_said=f"${RUNNER_LABEL_ENV}",
+            not_in_repro="the machine the repro runs on says its own",
+        ),
+    )
 
 
 def default(name: str) -> Any:
