@@ -107,3 +107,19 @@ def test_the_words_of_a_path_are_not_read_as_the_error() -> None:
     stage = StageResult(**{**sample["stage"], **moved})
     diagnosis = diagnose_stage(moved["message"], stage)
     assert diagnosis.rule == UNCLASSIFIED, diagnosis.title
+
+
+def test_an_intrinsic_of_a_newer_arch_says_from_which_arch_it_exists() -> None:
+    """Issue 71: a kernel calling __reduce_add_sync built for sm_75 said "No rule matched".
+    The real nvcc 13.0 log now names the arch the intrinsic exists from and the guard, as
+    the table measured with that compiler says; a name the table lacks is no such claim."""
+    from cudamatrix.record.diagnose import diagnose, intrinsic_archs
+
+    sample = json.loads((LOGS / "intrinsic-from-newer-arch.json").read_text())
+    found = diagnose_stage(sample["message"], StageResult(**sample["stage"]))
+    assert found.rule == "intrinsic-from-newer-arch"
+    assert found.title == "__reduce_add_sync exists from sm_80 on"
+    assert "`#if __CUDA_ARCH__ >= 800`" in found.fix
+    assert intrinsic_archs()["__cluster_barrier_arrive"] == "sm_90"
+    other = diagnose('k.cu(3): error: identifier "__my_helper" is undefined', ())
+    assert other.rule != "intrinsic-from-newer-arch"

@@ -67,11 +67,25 @@ def _table() -> dict[str, Any]:
 @cache
 def rules() -> tuple[Rule, ...]:
     return tuple(
-        Rule(r["name"], re.compile(r["pattern"]), r["title"], r["explanation"], r["fix"],
+        Rule(r["name"], re.compile(_with_tables(r["pattern"])), r["title"], r["explanation"],
+             r["fix"],
              tuple(r.get("links", ())), tuple(r.get("status", ())),
              bool(r.get("decisive_only", False)), r.get("arch_reached"))
         for r in _table()["rule"]
     )
+
+
+def intrinsic_archs() -> dict[str, str]:
+    """The first arch whose device code the toolkit's headers give each intrinsic
+    (rules.toml's table, measured with the compiler)."""
+    return dict(_table().get("intrinsic_archs", {}))
+
+
+def _with_tables(pattern: str) -> str:
+    """A rule's pattern with {intrinsics} made every name of the intrinsic table, so a
+    rule stays data: a new intrinsic is a line of the table."""
+    names = "|".join(re.escape(n) for n in sorted(intrinsic_archs(), key=len, reverse=True))
+    return pattern.replace("{intrinsics}", f"(?:{names})")
 
 
 def option_releases() -> dict[str, str]:
@@ -93,6 +107,11 @@ def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
     first release of a caught option ({first_release}) and a figure's excess ({over})."""
     values = {k: v for k, v in found.groupdict().items() if v is not None}
     values.update(_over(values))
+    if "intrinsic" in values:
+        first = intrinsic_archs().get(values["intrinsic"], "")
+        values["first_arch"] = first
+        digits = re.sub(r"\D", "", first)
+        values["arch_number"] = f"{digits}0" if digits else "N"
     if "option" in values:
         first = option_releases().get(values["option"])
         values["first_release"] = first or "N.N"
