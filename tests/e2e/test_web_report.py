@@ -159,6 +159,7 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
     target = next(c for c in unexpected if c["outcome"] == "fail")
     command = f"cudamatrix run --tier gpu --cell {target['id'].split('@')[0]}"
     square = glance.locator(f'td.g[data-id="{target["id"]}"]')
+    square.hover()  # its title is written when it is first pointed at or focused
     assert target["id"] in (square.get_attribute("title") or "")
     square.click()  # a tap
     panel = page.locator("dialog#panel")
@@ -287,3 +288,132 @@ def test_a_timed_cells_panel_draws_its_samples_and_its_time_across_runs(
     assert len(titles) == 2, titles
     assert titles[0].startswith("2026-11-20") and "median 24.99 us" in titles[0], titles
     assert titles[1].startswith("2026-11-21") and "median 29.98 us" in titles[1], titles
+
+
+@pytest.fixture
+def fresh_page(page_and_cells):
+    """The published report in a page of its own: keyboard focus, the search box and the
+    address's fragment start from nothing."""
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(page_and_cells[0].url.split("#")[0])
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
+    yield page
+    page.close()
+
+
+def _focused_id(page) -> str | None:
+    return page.evaluate("document.activeElement && document.activeElement.dataset.id || null")
+
+
+def _tab_to_grid(page) -> str:
+    """Tab from the page's start until a grid cell has the focus: its id."""
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if (found := _focused_id(page)) is not None:
+            return found
+    raise AssertionError("no grid cell took the focus")
+
+
+def test_the_grid_is_one_tab_stop(fresh_page) -> None:
+    """Issue 70, 4: one tab stop for the whole grid (a roving tabindex), not one per cell;
+    the next Tab leaves the grid."""
+    page = fresh_page
+    assert page.locator("#grid td[tabindex='0']").count() == 1
+    first = _tab_to_grid(page)
+    assert first == page.locator("#grid td.g[data-n]").first.get_attribute("data-id")
+    page.keyboard.press("Tab")
+    assert _focused_id(page) is None
+    assert page.evaluate("document.activeElement.closest('#grid')") is None
+
+
+@pytest.mark.parametrize("key", ["Enter", " "])
+def test_enter_and_space_open_a_cell_escape_closes_it(fresh_page, key: str) -> None:
+    """Issue 70, 4: the key that opens a cell's panel does not also close it (Enter used to
+    reach the panel's focused close button); Escape closes it and gives the cell back its
+    focus."""
+    page = fresh_page
+    cell = _tab_to_grid(page)
+    page.keyboard.press(key)
+    panel = page.locator("dialog#panel")
+    page.wait_for_timeout(100)  # a second activation would have closed it by now
+    assert panel.is_visible()
+    assert panel.locator("#panel-title").inner_text() == cell
+    page.keyboard.press("Escape")
+    assert not panel.is_visible()
+    assert _focused_id(page) == cell
+
+
+def test_arrow_keys_move_in_the_grid(fresh_page) -> None:
+    """Issue 70, 4: arrows move between cells (past a toolkit x arch the row has no cell
+    for), the tab stop moving with the focus."""
+    page = fresh_page
+    _tab_to_grid(page)
+    where = "(() => { const td = document.activeElement; " \
+        "return [td.parentElement.sectionRowIndex, td.cellIndex]; })()"
+    row, column = page.evaluate(where)
+    page.keyboard.press("ArrowRight")
+    right = page.evaluate(where)
+    assert right[0] == row and right[1] > column
+    assert page.evaluate(f"document.querySelector('#grid tbody').rows[{row}].cells"
+                         f"[{right[1]}].matches('td.g[data-n]')")
+    page.keyboard.press("ArrowDown")
+    down = page.evaluate(where)
+    assert down[0] > row and down[1] == right[1]
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(where) == [row, column]
+    assert page.locator("#grid td[tabindex='0']").count() == 1
+    assert page.evaluate("document.activeElement.tabIndex") == 0
+    page.keyboard.press("Enter")
+    assert page.locator("dialog#panel").is_visible()
+
+
+def test_the_search_box_finds_cells_by_any_of_their_words(fresh_page, page_and_cells) -> None:
+    """Issue 70, 4: a search box filters the grid by case, variant, toolkit, arch and
+    message (each word must match); a cell found is opened from it."""
+    page, cells = fresh_page, page_and_cells[1]
+
+    def matching(query: str) -> list[str]:
+        return [c["id"] for c in cells if all(
+            word in " ".join(str(c[k] or "") for k in (
+                "id", "case", "variant", "toolkit", "arch", "library", "message", "reason"
+            )).lower() for word in query.lower().split())]
+
+    search = page.locator("#filters input[type=search]")
+    for query in ("unsupported_ptx_version", "launch-limits 13.5", "SM_90A"):
+        search.fill(query)
+        expected = matching(query)
+        assert 0 < len(expected) < len(cells), query
+        # The grid follows the typing once its burst is over.
+        playwright.expect(page.locator("#shown")).to_have_text(f"{len(expected)} cells shown")
+        shown = page.locator("#grid td.g[data-n]:not(.hidden)")
+        assert sorted(td.get_attribute("data-id") for td in shown.all()) == sorted(expected)
+    target = matching("launch-limits 13.5")[0]
+    search.fill(target)
+    search.press("Enter")
+    assert _visible_cells(page) == len(matching(target))
+    page.locator(f'td.g[data-id="{target}"]').click()
+    assert page.locator("#panel-title").inner_text() == target
+    page.keyboard.press("Escape")
+    search.fill("")
+    search.press("Enter")
+    assert _visible_cells(page) == len(cells)
+
+
+def test_each_cell_has_a_link_that_opens_it(fresh_page, page_and_cells) -> None:
+    """Issue 70, 4: the panel shows the cell's link (report.html#cell=ID); the page opened
+    at that link opens that cell's panel."""
+    page, cells = fresh_page, page_and_cells[1]
+    target = next(c for c in cells if c["outcome"] == "xfail")["id"]
+    page.locator(f'td.g[data-id="{target}"]').click()
+    link = page.locator("#panel-link")
+    assert link.inner_text() == f"report.html#cell={target}"
+    address = page.url.split("#")[0] + link.get_attribute("href")
+    other = page.context.browser.new_page(viewport={"width": 390, "height": 844})
+    other.goto(address)
+    other.wait_for_selector('#grid[data-drawn="all"]', state="attached")
+    assert other.locator("dialog#panel").is_visible()
+    assert other.locator("#panel-title").inner_text() == target
+    other.keyboard.press("Escape")
+    assert other.evaluate("document.activeElement.dataset.id") == target
+    other.close()
