@@ -417,3 +417,51 @@ def test_each_cell_has_a_link_that_opens_it(fresh_page, page_and_cells) -> None:
     other.keyboard.press("Escape")
     assert other.evaluate("document.activeElement.dataset.id") == target
     other.close()
+
+
+def test_a_grid_of_many_blocks_filters_to_the_height_of_its_rows(page_and_cells,
+                                                                   tmp_path: Path) -> None:
+    """The grid is drawn in blocks of 100 rows, a block out of sight left unrendered: every
+    cell is still in it, the columns line up from block to block, arrows cross from one
+    block to the next, and once filtered the grid is as tall as the rows it shows, even
+    for a block drawn before and now out of sight (not the height it was last drawn at)."""
+    document = json.loads((REPO / "reports" / "results.json").read_text())
+    cells = [{**cell, "case": f"{cell['case']}-{n}",
+              "id": f"{cell['case']}-{n}/{cell['id'].split('/', 1)[1]}"}
+             for n in range(4) for cell in document["cells"]]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({**document, "cells": cells}))
+    run = cudamatrix("report", str(results), out=tmp_path / "out")
+    assert (tmp_path / "out" / "report.html").exists(), run.output
+    page = page_and_cells[0].context.browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((tmp_path / "out" / "report.html").as_uri())
+    page.wait_for_selector('#grid[data-drawn="all"]', state="attached")
+    assert page.locator("#grid tbody").count() > 1
+    assert page.locator("#grid td.g[data-n]").count() == len(cells)
+    lefts = page.evaluate("""() => [...document.querySelectorAll('#grid tbody')].map(b =>
+        { b.scrollIntoView(); const td = b.rows[0].cells[5];
+          return Math.round(td.getBoundingClientRect().left); })""")
+    assert len(set(lefts)) == 1, lefts
+    # The first block's lowest cell in a column the second block has cells in: the arrow
+    # down from it lands in the second block.
+    start = page.evaluate("""() => {
+        const [first, second] = document.querySelectorAll('#grid tbody');
+        const below = new Set([...second.querySelectorAll('td.g[data-n]')].map(td => td.cellIndex));
+        const above = [...first.querySelectorAll('td.g[data-n]')];
+        return above.reverse().find(td => below.has(td.cellIndex)).dataset.id; }""")
+    page.locator(f'td.g[data-id="{start}"]').click()
+    page.keyboard.press("Escape")
+    assert _focused_id(page) == start
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("[...document.querySelectorAll('#grid tbody')]"
+                         ".indexOf(document.activeElement.closest('tbody'))") == 1
+    page.evaluate("document.querySelector('.grid-scroll').scrollTop = 0")
+    page.fill("#filters input[type=search]", f"{cells[0]['case']}/")
+    page.locator("#filters input[type=search]").press("Enter")
+    shown_rows = page.locator("#grid tbody tr:not(.hidden-row)").count()
+    assert 0 < shown_rows < 100
+    height = page.evaluate("(() => { const g = document.getElementById('grid');"
+                           " return g.getBoundingClientRect().height"
+                           " - g.tHead.getBoundingClientRect().height; })()")
+    assert abs(height - 21 * shown_rows) < 1, (height, shown_rows)
+    page.close()
