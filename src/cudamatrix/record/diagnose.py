@@ -108,9 +108,9 @@ def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
     values = {k: v for k, v in found.groupdict().items() if v is not None}
     values.update(_over(values))
     if "intrinsic" in values:
-        first = intrinsic_archs().get(values["intrinsic"], "")
-        values["first_arch"] = first
-        digits = re.sub(r"\D", "", first)
+        since = intrinsic_archs().get(values["intrinsic"], "")
+        values["first_arch"] = since
+        digits = re.sub(r"\D", "", since)
         values["arch_number"] = f"{digits}0" if digits else "N"
     if "option" in values:
         first = option_releases().get(values["option"])
