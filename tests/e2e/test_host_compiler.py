@@ -96,4 +96,4 @@ def test_the_host_compiler_is_an_axis_of_the_matrix(tmp_path: Path) -> None:
         "g++-11 11.")
     glance = (tmp_path / "out" / "COMPATIBILITY.md").read_text()
     # The grid's rows set the host compilers apart; the sentence names each of them.
-    assert "| `axpy` nvcc · clang++-19 |" in glance and "12.4 · clang++-19" in glance
+    assert "|`axpy` nvcc · clang++-19|" in glance and "12.4 · clang++-19" in glance
