@@ -41,11 +41,11 @@ from cudamatrix.config.options import RunOptions
 from cudamatrix.config.plan import BUNDLED
 from cudamatrix.config.planning import make_plan
 from cudamatrix.errors import EnvironmentUnavailable, Failure
+from cudamatrix.orchestrator.cell_runner import CellRunner
 from cudamatrix.orchestrator.environments import Environments
 from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.orchestrator.gpu import DeviceInfo
 from cudamatrix.orchestrator.progress import Progress
-from cudamatrix.orchestrator.runner import CellRunner
 from cudamatrix.providers.docker import engine
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.compile.built import Build

@@ -49,7 +49,7 @@ MUTATIONS = (
     Mutation("the NVRTC frontend forgets the key", "stages/frontends/nvrtc.py",
              '        options.append(f"--maxrregcount={job.maxrregcount}")\n',
              "        pass\n", KEYS),
-    Mutation("the code using a run option forgotten", "orchestrator/runner.py",
+    Mutation("the code using a run option forgotten", "orchestrator/cell_runner.py",
              "self.options.retries", "0", FLAGS),
     Mutation("a run option dropped from a cell's repro line", "config/options.py",
              '            read=flags.positive_number,\n            repro=True,\n        ),\n'

@@ -12,7 +12,7 @@ from conftest import cudamatrix, write_case
 from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.options import RunOptions
 from cudamatrix.config.planning import make_plan
-from cudamatrix.orchestrator.runner import CellRunner
+from cudamatrix.orchestrator.cell_runner import CellRunner
 
 KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 CASE = """

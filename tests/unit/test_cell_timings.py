@@ -73,7 +73,7 @@ def test_a_group_built_together_goes_by_its_cells_together(tmp_path: Path) -> No
     """Cells that differ only in arch are built by one compile (runner.arch_groups): the
     group's cost is its cells' together, so two 20-s CUTLASS archs go before one 30-s
     kernel, and every other cell stands alone."""
-    from cudamatrix.orchestrator.runner import arch_groups
+    from cudamatrix.orchestrator.cell_runner import arch_groups
 
     gemm = [Cell("gemm", "v", "13.0", arch, "cutlass") for arch in ("sm_90", "sm_90a")]
     kernel = _cell("k")

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.plan import Cell
+from cudamatrix.orchestrator.cell_runner import CellRunner, Prepared
 from cudamatrix.orchestrator.compile_cache import CompileCache
-from cudamatrix.orchestrator.runner import CellRunner, Prepared
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.cell.result import StageResult
 
