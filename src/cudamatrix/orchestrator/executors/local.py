@@ -20,11 +20,11 @@ from ...stages.cell.environment import Environment
 from ...stages.cell.files import CUBIN, JOB_FILE, PTX
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
-from ...stages.frontends import frontend
 from ...stages.inspect.stage import lowered_kernel
 from ...stages.process.hermetic import hermetic
 from ...stages.process.limits import read_bounded
 from ...stages.runtime.forkserver import OUTPUT_FILE
+from ...stages.runtime.pipeline import served_by_gpu_server, wants_gpu_stages
 from ...stages.runtime.worker import PARENT_ENV
 from .gpus import GpuPool, visible_gpus
 from .outcome import collect_stages, timed_out
@@ -204,24 +204,6 @@ class LocalExecutor:
         if self.gpus is not None:
             self.gpus.close()
         shutil.rmtree(self._folder, ignore_errors=True)
-
-
-def served_by_gpu_server(job: Job) -> bool:
-    """Whether a GPU's server runs this cell's GPU stages: a module the tool built, loaded
-    and launched by the driver API. What runs code of its own in a process keeps that
-    process (and its own context): a frontend that tells its whole story (CuPy, a build
-    case's test command) and a built library's host entry."""
-    return frontend(job.frontend).stages is None and not job.host_entry and not job.group
-
-
-def wants_gpu_stages(stages: list[StageResult]) -> bool:
-    """The worker stopped where its own process would have gone on to the GPU: a compile
-    that worked, and no inspect that found the case's own error (an artifact or budget
-    failure still runs on the GPU: what the build does there is evidence)."""
-    return bool(stages) and stages[0].stage == "compile" and stages[0].status == "ok" \
-        and all(s.status != "error" for s in stages) \
-        and not any(s.stage in ("load", "run") for s in stages)
-
 
 
 def worker_env(env: Environment | None) -> dict[str, str]:

@@ -12,25 +12,23 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
-import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from ..cell.files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
+from ..cell.files import COMPILE_RECORD
 from ..cell.job import Job
 from ..cell.result import StageResult
-from ..compile.built import Build
 from ..frontends import frontend
 from ..inspect.stage import inspect_job, lowered_kernel
 from ..process.hang import arm_stack_dump, enter_stage, tool_timed_out
 from ..process.hermetic import make_this_process_hermetic
 from ..process.library_path import library_first
 from ..process.limits import kill_running_tools
+from .pipeline import CompilerTime, _compile_together, _prebuilt, _timed, save_stages
 
 PARENT_ENV = "CUDAMATRIX_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
@@ -59,48 +57,6 @@ def die_with_parent(parent: int | None = None) -> None:
     expected = parent if parent is not None else os.environ.get(PARENT_ENV)
     if expected and os.getppid() != int(expected):  # the parent died before prctl took hold
         os.killpg(os.getpgrp(), signal.SIGKILL)
-
-
-def _prebuilt(job: Job) -> Build:
-    """The compile stage of an earlier run (another machine's), with its artifacts."""
-    folder = Path(job.prebuilt or "")
-    stage = StageResult.from_dict(json.loads((folder / COMPILE_RECORD).read_text()))
-
-    def found(name: str) -> Path | None:
-        return folder / name if (folder / name).exists() else None
-
-    return Build(stage, found(PTX), found(CUBIN), found(LIBRARY))
-
-
-class CompilerTime:
-    """The CPU seconds a compile took: every compiler process it started and waited for
-    (nvcc and what nvcc runs, ptxas, a build's commands), plus this process's own time in
-    it (NVRTC and CuPy compile in-process). Summed over a cold run, divided by the cores,
-    it is the floor bench/ compares the run with: the work no tool can avoid."""
-
-    def __enter__(self) -> CompilerTime:
-        self.children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.own = time.process_time()
-        self.seconds = 0.0
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.seconds = round(after.ru_utime - self.children.ru_utime + after.ru_stime
-                             - self.children.ru_stime + time.process_time() - self.own, 3)
-
-
-def _timed(stage: StageResult, compiler: CompilerTime) -> StageResult:
-    return replace(stage, details={**stage.details, "compiler_cpu_s": compiler.seconds})
-
-
-def save_stages(job: Job, stages: list[StageResult]) -> None:
-    """The stages so far, in the cell's folder, whole or not at all: a worker that dies in a
-    later stage (a kernel that crashes the process, a driver that aborts) leaves the stages
-    it finished, and the run records the crash at the stage it was in."""
-    partial = job.work / f"{RESULT_FILE}.part"
-    partial.write_text(json.dumps([s.to_dict() for s in stages]))
-    partial.replace(job.work / RESULT_FILE)
 
 
 def run_stages(job: Job) -> list[StageResult]:
@@ -146,28 +102,6 @@ def run_stages(job: Job) -> list[StageResult]:
 
         stages.extend(load_and_run(lowered_kernel(job, inspected), build.ptx, build.cubin,
                                    build.library))
-    return stages
-
-
-def _compile_together(job: Job) -> list[StageResult]:
-    """The compile stages of a group's cells, each with its share of the compilers' CPU
-    time and its record in its own folder (the run then goes on with each as with an
-    earlier run's build); or the one stage saying why they are to be built apart."""
-    together = frontend(job.frontend).compile_together
-    assert together is not None
-    enter_stage(job.work, "compile")
-    try:
-        with CompilerTime() as compiler:
-            stages = together(job)
-    except subprocess.TimeoutExpired:
-        return [tool_timed_out(job.work, job.timeout)]
-    if len(stages) != len(job.group):
-        return stages
-    share = round(compiler.seconds / len(stages), 3)
-    stages = [replace(s, details={**s.details, "compiler_cpu_s": share}) for s in stages]
-    for member, stage in zip(job.group, stages, strict=True):
-        if stage.status == "ok":  # as a cell's own compile leaves it: --prebuilt reads it
-            (Path(member["workdir"]) / COMPILE_RECORD).write_text(json.dumps(stage.to_dict()))
     return stages
 
 
