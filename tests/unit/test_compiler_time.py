@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from cudamatrix.stages.runtime.worker import CompilerTime
+from cudamatrix.stages.runtime.pipeline import CompilerTime
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from cudamatrix.orchestrator.executors.outcome import collect_stages
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.cell.result import StageResult
-from cudamatrix.stages.runtime.worker import save_stages
+from cudamatrix.stages.runtime.pipeline import save_stages
 
 # A worker's own steps as a process: it finishes its compile and inspect, enters the load
 # stage and is killed there (as a kernel that takes its process down would leave it).
@@ -20,7 +20,7 @@ import os, signal, sys
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.cell.result import StageResult
 from cudamatrix.stages.process.hang import enter_stage
-from cudamatrix.stages.runtime.worker import save_stages
+from cudamatrix.stages.runtime.pipeline import save_stages
 job = Job.from_json(open(sys.argv[1]).read())
 enter_stage(job.work, "compile")
 done = [StageResult("compile", "ok", "")]

@@ -41,7 +41,7 @@ def test_two_plugins_of_one_name_are_refused_not_ordered() -> None:
 
 
 def test_a_frontend_with_neither_compile_nor_stages_is_one_line() -> None:
-    with pytest.raises(UserError, match="give exactly one of compile or stages"):
+    with pytest.raises(UserError, match="give exactly one of compile, steps or stages"):
         register(Frontend("toy-empty"))
 
 

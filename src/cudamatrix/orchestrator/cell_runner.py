@@ -9,7 +9,6 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -24,21 +23,17 @@ from ..record.results import (
     CellResult,
 )
 from ..record.verdict import judge_cell
-from ..stages.cell.files import CUBIN, PTX
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
+from ..stages.cell.steps import Carried
 from ..stages.frontends import frontend
-from ..stages.inspect.stage import inspect_job
+from ..stages.runtime.pipeline import given, run_steps, standard, without_gpu
 from .cell_jobs import CellJobs, NoJob
 from .compile_cache import CompileCache, Unkeyable, compile_key, flag_files, key_files, key_folders
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo
-
-
-def _found(path: Path) -> Path | None:
-    return path if path.exists() else None
 
 
 class CellRunner:
@@ -173,48 +168,50 @@ class CellRunner:
             return False
         return self.cache.store(prepared.key, prepared.job.work, stage)
 
-    def stages_for(self, prepared: Prepared) -> list[StageResult]:
-        """Run the cell's stages (from the compile cache, or the group's shared compile,
-        where it can)."""
+    def execute(self, prepared: Prepared) -> list[StageResult]:
+        """The cell's stages (stages/runtime/pipeline.py), its compile result produced one
+        of its ways: a fresh compile or an earlier run's (--prebuilt) in the cell's worker;
+        a compile-cache hit or its group's shared compile taken back by the worker where a
+        GPU runs the rest, or decided here with its inspect, where nothing after that runs
+        (no GPU here, or a compile that failed)."""
         job, cached = prepared.job, prepared.cached
         if job is None:
             return prepared.stages
-        workdir = job.work
-        if cached is not None and cached.status == "ok" and self.device.present:
-            job = replace(job, prebuilt=str(workdir))
-        if cached is not None and job.prebuilt is None:
-            stages = [cached]
-            inspected = inspect_job(job, _found(workdir / PTX), _found(workdir / CUBIN),
-                                    cached.details) if cached.status == "ok" else None
-            if inspected is not None:
-                stages.append(inspected)
+        if cached is not None and not (cached.status == "ok" and self.device.present):
+            stages = run_steps(Carried(job), standard(given(cached)), in_worker=False)
         else:
+            if cached is not None:  # the worker takes it back from the cell's folder
+                job = replace(job, prebuilt=str(job.work))
             stages = self.executor.run(job)
-            kept = prepared.key is not None and cached is None \
-                and self.keep(prepared, stages[0])
-            if job.build_setting is not None and frontend(job.frontend).builds_project:
-                # A project's own build is what its tree, its toolkit and its build tools
-                # make (each watched: the toolkit and the tools as they were prepared): with
-                # the tree watched too, a re-run's answer stands as a kept compile's does,
-                # unless the build ended by accident (a signal, its time limit).
-                self.ledger.watch(job.build_setting.project)
-                kept = stages[0].accident is None \
-                    and stages[0].status not in ("error", "timeout", "crashed")
-            # A compile the cache kept is what a re-run would take from it as it is (the run
-            # can still be recorded: up_to_date); a GPU stage it would ask again.
-            if not kept:
-                self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages, which are "
-                                   "not kept")
-            elif job.gpu_stages:
-                self.ledger.refuse(f"{job.cell_id} ran on the GPU, which each run asks again")
+            self.settle(prepared, job, stages)
         if prepared.cache_note:
             stages[0] = replace(stages[0], cache=prepared.cache_note)
         if prepared.apart:  # its group's one compile could not stand for it
             stages[0] = replace(stages[0], built_alone=prepared.apart)
-        if not self.device.present and stages[0].status == "ok" \
-                and stages[-1].status in ("ok", "failed"):
-            stages.append(StageResult("load", "skipped", self.device.reason))
+        if not self.device.present:
+            stages = without_gpu(stages, self.device.reason)
         return stages
+
+    def settle(self, prepared: Prepared, job: Job, stages: list[StageResult]) -> None:
+        """After a worker ran the cell: its fresh compile kept in the cache, and what a
+        re-run could not answer from this run said to the ledger."""
+        kept = prepared.key is not None and prepared.cached is None \
+            and self.keep(prepared, stages[0])
+        if job.build_setting is not None and frontend(job.frontend).builds_project:
+            # A project's own build is what its tree, its toolkit and its build tools
+            # make (each watched: the toolkit and the tools as they were prepared): with
+            # the tree watched too, a re-run's answer stands as a kept compile's does,
+            # unless the build ended by accident (a signal, its time limit).
+            self.ledger.watch(job.build_setting.project)
+            kept = stages[0].accident is None \
+                and stages[0].status not in ("error", "timeout", "crashed")
+        # A compile the cache kept is what a re-run would take from it as it is (the run
+        # can still be recorded: up_to_date); a GPU stage it would ask again.
+        if not kept:
+            self.ledger.refuse(f"{job.cell_id} ran its {job.frontend} stages, which are "
+                               "not kept")
+        elif job.gpu_stages:
+            self.ledger.refuse(f"{job.cell_id} ran on the GPU, which each run asks again")
 
     def run_worker(self, job: Job) -> list[StageResult]:
         """A worker runs the job (in the cell's container, or as a process here), which a
@@ -254,7 +251,7 @@ class CellRunner:
         results = []
         for cell in prepared:
             began = time.monotonic()
-            stages = self.stages_for(cell)
+            stages = self.execute(cell)
             results.append(self.retried(self.judged(cell, stages,
                                                     cell.spent + time.monotonic() - began)))
         return results
@@ -271,7 +268,7 @@ class CellRunner:
             attempts.append(result.attempt_said())
             again = self.prepare(result.cell)
             began = time.monotonic()
-            stages = self.stages_for(again)
+            stages = self.execute(again)
             result = self.judged(again, stages, again.spent + time.monotonic() - began)
         return replace(result, attempts=tuple(attempts)) if attempts else result
 

@@ -17,14 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...stages.cell.environment import Environment
-from ...stages.cell.files import CUBIN, JOB_FILE, PTX
+from ...stages.cell.files import JOB_FILE
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
-from ...stages.inspect.stage import lowered_kernel
 from ...stages.process.hermetic import hermetic
 from ...stages.process.limits import read_bounded
 from ...stages.runtime.forkserver import OUTPUT_FILE
-from ...stages.runtime.pipeline import served_by_gpu_server, wants_gpu_stages
+from ...stages.runtime.pipeline import run_gpu_steps, served_by_gpu_server
 from ...stages.runtime.worker import PARENT_ENV
 from .gpus import GpuPool, visible_gpus
 from .outcome import collect_stages, timed_out
@@ -120,26 +119,27 @@ class LocalExecutor:
 
     def run(self, job: Job) -> list[StageResult]:
         """The cell's stages: its own process's, then, where a GPU's server takes them, its
-        load and run stages from there."""
+        load and run stages from there (the pipeline's GPU steps, placed on the server)."""
         served = self.gpus is not None and job.gpu_stages and served_by_gpu_server(job)
         if self.gpus is not None and job.gpu_stages and not served:
             # GPU work of its own (CuPy, a host entry, a build's test): on a GPU lent to it
             # alone, never beside a cell a server is timing there.
             with self.gpus.lent(job.arch) as gpu:
                 return self._run_worker(replace(job, gpu=gpu.uuid))
-        stages = self._run_worker(replace(job, gpu_stages=False) if served else job)
-        if not served or not wants_gpu_stages(stages):
-            return stages
+        if not served:
+            return self._run_worker(job)
+        stages = self._run_worker(replace(job, gpu_stages=False))
+        return run_gpu_steps(job, stages, self._on_server)
+
+    def _on_server(self, job: Job, ptx: Path | None, cubin: Path | None,
+                   library: Path | None) -> list[StageResult]:
+        """A cell's load and run on a GPU's server (a served cell has no library of its
+        own: a host entry keeps its own process)."""
         assert self.gpus is not None
-        inspected = next((s for s in stages if s.stage == "inspect"), None)
-        ptx, cubin = job.work / PTX, job.work / CUBIN
         try:
-            served_stages = self.gpus.run(lowered_kernel(job, inspected),
-                                          ptx if ptx.exists() else None,
-                                          cubin if cubin.exists() else None)
+            return self.gpus.run(job, ptx, cubin)
         except RuntimeError as exc:  # no GPU of the machine could start its server
-            served_stages = [StageResult("load", "error", str(exc))]
-        return [*stages, *served_stages]
+            return [StageResult("load", "error", str(exc))]
 
     def _run_worker(self, job: Job) -> list[StageResult]:
         if self.stopping:

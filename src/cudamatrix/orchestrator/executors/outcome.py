@@ -46,7 +46,7 @@ def _crashed(job: Job, how: str, output: str) -> StageResult:
 
 
 def _finished(job: Job) -> list[StageResult]:
-    """The stages a worker that died had finished and saved (worker.save_stages)."""
+    """The stages a worker that died had finished and saved (runtime/pipeline.save_stages)."""
     try:
         saved = json.loads((job.work / RESULT_FILE).read_text())
         return [StageResult.from_dict(s) for s in saved]

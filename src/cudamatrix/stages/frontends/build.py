@@ -5,15 +5,15 @@ tools) is job_preparation.prepare_build."""
 from __future__ import annotations
 
 from ..cell.job import Job
-from ..cell.result import StageResult
+from ..cell.steps import Step
 from .registry import Frontend, register
 
 
-def _build_stages(job: Job) -> list[StageResult]:
-    from .build_run import build_stages
+def _build_steps(job: Job) -> list[Step]:
+    from .build_run import build_steps
 
-    return build_stages(job)
+    return build_steps(job)
 
 
-register(Frontend("build", stages=_build_stages, needs=("nvcc",), cached=False, slow=True,
+register(Frontend("build", steps=_build_steps, needs=("nvcc",), cached=False, slow=True,
                   builds_project=True, reports_resources=True))

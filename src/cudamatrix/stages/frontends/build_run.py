@@ -13,11 +13,11 @@ ways build systems read them:
   the commands; a build that ignores them shows it in what it ships;
 - host compiler: ``CC``, ``CXX``, ``CUDAHOSTCXX`` (and nvcc's ``NVCC_CCBIN``).
 
-Stages: ``compile`` is the build (every command, in order, the first that fails decides);
-``inspect`` audits what it made (every ELF in the output files and wheels: SASS and PTX
-per module, and whether each module with kernels can run on the cell's arch);
-on a GPU ``load`` hands each module's fatbinary to the driver and ``run`` runs the
-case's test command.
+Steps (run by the loop of stages/runtime/pipeline.py): ``compile`` is the build (every
+command, in order, the first that fails decides); ``inspect`` audits what it made (every
+ELF in the output files and wheels: SASS and PTX per module, and whether each module with
+kernels can run on the cell's arch); on a GPU ``load`` hands each module's fatbinary to
+the driver and ``run`` runs the case's test command.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from ..binaries.inputs import members
 from ..cell.files import BUILD_SOURCE, COMPILE_RECORD
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.steps import Carried, Step
 from ..compile.logs import (
     cuobjdump_resource_usage,
     decisive_line,
@@ -52,7 +53,6 @@ from ..compile.logs import (
 )
 from ..inspect.budgets import judge_budget
 from ..inspect.kernel_names import cpp_names
-from ..process.hang import enter_stage, tool_timed_out
 from ..process.limits import run_tool
 
 # What a build command may name; every other {name} is left for the shell-free command.
@@ -358,34 +358,40 @@ def _test(job: Job, env: dict[str, str], source: Path) -> StageResult:
     return StageResult("run", "ok", "", log, time.monotonic() - started)
 
 
-def build_stages(job: Job) -> list[StageResult]:
-    """Every stage of a build cell; a prebuilt cell (built on another machine) starts at
-    its audit."""
-    record = job.work / COMPILE_RECORD
-    enter_stage(job.work, "compile")
-    if job.prebuilt:
-        built = StageResult.from_dict(json.loads(record.read_text()))
-    else:
-        try:
-            built = build(job)
-        except subprocess.TimeoutExpired:
-            return [tool_timed_out(job.work, job.timeout)]
-        record.write_text(json.dumps(built.to_dict()))
-    stages = [built]
-    if built.status != "ok":
-        return stages
-    source = job.work / BUILD_SOURCE
-    enter_stage(job.work, "inspect")
-    inspected, fatbinaries = audit_outputs(job, [source / p for p in built.details["outputs"]])
-    stages.append(inspected)
-    if not job.gpu_stages or inspected.status == "error":
-        return stages
-    enter_stage(job.work, "load")
-    stages.append(_load(fatbinaries))
-    if job.build is not None and job.build.test and stages[-1].status == "ok":
-        enter_stage(job.work, "run")
-        try:
-            stages.append(_test(job, build_environment(job), source))
-        except subprocess.TimeoutExpired:
-            stages.append(tool_timed_out(job.work, job.timeout))
-    return stages
+def build_steps(job: Job) -> list[Step]:
+    """A build cell's steps: the build (or, prebuilt, its record: the pipeline takes it),
+    the audit of what it made, each module through the driver, the case's test."""
+    audit = _Audit(job)
+    return [Step("compile", audit.build, measured=True), Step("inspect", audit.inspect),
+            Step("load", audit.load, gpu=True), Step("run", audit.test, gpu=True)]
+
+
+class _Audit:
+    """What a build cell's steps hand each other: the modules' fatbinaries, read by the
+    audit, for the driver."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.fatbinaries: list[bytes] = []
+
+    def build(self, carried: Carried) -> list[StageResult]:
+        """The build, its record kept whatever it said (a prebuilt run replays a failed
+        build as it failed)."""
+        built = build(self.job)
+        (self.job.work / COMPILE_RECORD).write_text(json.dumps(built.to_dict()))
+        return [built]
+
+    def inspect(self, carried: Carried) -> list[StageResult]:
+        source = self.job.work / BUILD_SOURCE
+        built = carried.stages[0]
+        inspected, self.fatbinaries = audit_outputs(
+            self.job, [source / p for p in built.details["outputs"]])
+        return [inspected]
+
+    def load(self, carried: Carried) -> list[StageResult]:
+        return [_load(self.fatbinaries)]
+
+    def test(self, carried: Carried) -> list[StageResult]:
+        if self.job.build is None or not self.job.build.test:
+            return []
+        return [_test(self.job, build_environment(self.job), self.job.work / BUILD_SOURCE)]

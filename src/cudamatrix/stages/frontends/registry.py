@@ -9,7 +9,10 @@ so nothing here imports the orchestrator.
 
 Before, each of those facts lived in another module (a list of names here, a set of
 cacheable ones there), and forgetting one silently turned caching off or ran a cell
-without its tool. Adding a frontend is one module registering one entry, found by its
+without its tool. Which stages a cell goes through, in which order, is not a frontend's:
+it gives its compile (or its own steps) and stages/runtime/pipeline.py runs them.
+
+Adding a frontend is one module registering one entry, found by its
 ``cudamatrix.frontends`` entry point (a plugin package declares its own), or named in
 ``CUDAMATRIX_FRONTENDS`` (comma-separated importable modules, each calling
 :func:`register`), read by the run and by every cell worker alike.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +30,7 @@ from ...common import plugins
 from ...errors import UserError
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.steps import Step
 from ..compile.built import Build
 
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
@@ -41,7 +45,7 @@ Prepare = Callable[[Job, Any], "Job | StageResult"]
 @dataclass(frozen=True)
 class Frontend:
     name: str
-    # Builds the cell's PTX/cubin/library; the inspect, load and run stages follow.
+    # Builds the cell's PTX/cubin/library; the pipeline's inspect, load and run steps follow.
     compile: Callable[[Job], Build] | None = None
     # The command lines its compile gives the compilers for a job, made as `compile` makes
     # them and without running anything: every case key a frontend takes must reach them,
@@ -50,7 +54,11 @@ class Frontend:
     # Builds the cells of a job's group (only their archs differ) at once, a compile stage
     # each, or one stage saying why they must be built apart (see nvcc.compile_together).
     compile_together: Callable[[Job], list[StageResult]] | None = None
-    # Or: the frontend's whole story, every stage (CuPy compiles through the driver).
+    # Or: the frontend's own steps, each a stage (cell/steps.py), run by the pipeline's one
+    # loop: CuPy compiles and loads through the driver, a build runs the project's test.
+    steps: Callable[[Job], Sequence[Step]] | None = None
+    # Or: a story a plugin tells at once, every stage from one call (one step to the loop:
+    # a crash in it is recorded at the stage it noted, its stages are saved at its end).
     stages: Callable[[Job], list[StageResult]] | None = None
     needs: tuple[str, ...] = ()  # tools the cell's toolkit must have (Environment fields)
     library: str | None = None  # the library axis (matrix.toml [libraries.<name>])
@@ -84,7 +92,7 @@ _LOADING: list[bool] = []  # started: the entry points and $CUDAMATRIX_FRONTENDS
 
 def _origin(frontend: Frontend) -> str:
     """Where a frontend comes from: the module of the function that runs it."""
-    runs = frontend.compile or frontend.stages
+    runs = frontend.compile or frontend.steps or frontend.stages
     return str(getattr(runs, "__module__", "?"))
 
 
@@ -93,9 +101,10 @@ def register(frontend: Frontend) -> Frontend:
     another that takes it (a plugin's "nvcc", two plugins' one name) is refused in one line
     naming both, whatever its entry point is called, never replacing the first by the
     order of loading."""
-    if (frontend.compile is None) == (frontend.stages is None):
+    given = [f for f in (frontend.compile, frontend.steps, frontend.stages) if f is not None]
+    if len(given) != 1:
         raise UserError(f"frontend {frontend.name!r} ({_origin(frontend)}): give exactly one "
-                        "of compile or stages")
+                        "of compile, steps or stages")
     taken = _REGISTERED.get(frontend.name)
     if taken is not None and taken != frontend:
         raise UserError(f"frontend {frontend.name!r} of {_origin(frontend)}: the name is "
