@@ -2,8 +2,9 @@
 in a copy of the package, and the unit tests that must then fail (`nox -s mutations`).
 
 Issue 67 found six such mistakes that the unit lane passed; each is one entry here, on the
-real `maxrregcount` key and the real `--retries` and `--cell-timeout` flags. A mutation the
-tests survive is a test missing: this exits 1 naming it.
+real `maxrregcount` key and the real `--retries` and `--cell-timeout` flags; two more break
+the one rule of a cell's pipeline (which stage runs next). A mutation the tests survive is
+a test missing: this exits 1 naming it.
 
     python tests/mutations.py            # every mutation
     python tests/mutations.py --list     # their names
@@ -23,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("tests/unit/test_declared_keys.py",)
 FLAGS = ("tests/unit/test_run_flags.py", "-k", "repro_or_says or read_by_the_run")
+PIPELINE = ("tests/unit/test_pipeline.py",)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,13 @@ MUTATIONS = (
              '    )\n    # The limit of CuPy',
              '            read=flags.positive_number,\n        ),\n    )\n'
              '    # The limit of CuPy', FLAGS),
+    # The one rule of a cell's pipeline (stages/runtime/pipeline.py: goes_on).
+    Mutation("the pipeline goes on after an inspect error", "stages/runtime/pipeline.py",
+             'ENDS = ("error", "timeout", "crashed")', 'ENDS = ("timeout", "crashed")',
+             PIPELINE),
+    Mutation("an artifact check that failed stops the GPU stages", "stages/runtime/pipeline.py",
+             '    return not (last.stage in GPU_STAGES and last.status != "ok")',
+             '    return last.status == "ok"', PIPELINE),
 )
 
 
