@@ -199,6 +199,8 @@ def _read_in(rule: Rule) -> str:
     """Which of a cell's words a rule reads: a stage's status, the decisive message alone,
     or the message and the failing stage's error lines; and the arch condition."""
     where = (f"status {', '.join(rule.statuses)}" if rule.statuses
+             else f"the failing stage's `{rule.detail}` finding (before any message)"
+             if rule.detail
              else "the decisive message" if rule.decisive_only
              else "the message and error lines")
     if rule.arch_reached is not None:

@@ -18,6 +18,7 @@ from ..config.corpus import Variant
 from ..config.options import RunOptions, default_cell_memory
 from ..config.plan import Cell
 from ..config.planning import Plan
+from ..providers.first_release import for_run, with_first_release
 from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import (
     CellResult,
@@ -278,6 +279,9 @@ class CellRunner:
     def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
                ) -> CellResult:
         cell = prepared.cell
+        # A compile that lacks a CCCL header or name: the first release that has it.
+        stages = with_first_release(stages, for_run(self.plan.matrix, self.options.cache,
+                                                    self.ledger), prepared.versions, cell.toolkit)
         return judge_cell(cell, self.plan.cases[cell.case], prepared.variant, stages,
                           seconds=seconds, versions=prepared.versions,
                           device=self.device.to_dict() if self.device.present else None,

@@ -41,6 +41,10 @@ class Rule:
     # same words ("incomplete type") mean "no arch reached the preprocessor" without one
     # and "this type needs a newer arch" with one. None: either.
     arch_reached: bool | None = None
+    # Read from a finding the failing stage recorded (its `detail` of that name, a table
+    # whose "said" the pattern is matched against), not from what the compiler printed:
+    # what the worker measured after the failure (since which arch a name is declared).
+    detail: str = ""
 
     def fits(self, arch_reached: bool | None) -> bool:
         return self.arch_reached is None or self.arch_reached == arch_reached
@@ -70,7 +74,7 @@ def rules() -> tuple[Rule, ...]:
         Rule(r["name"], re.compile(_with_tables(r["pattern"])), r["title"], r["explanation"],
              r["fix"],
              tuple(r.get("links", ())), tuple(r.get("status", ())),
-             bool(r.get("decisive_only", False)), r.get("arch_reached"))
+             bool(r.get("decisive_only", False)), r.get("arch_reached"), r.get("detail", ""))
         for r in _table()["rule"]
     )
 
@@ -93,6 +97,12 @@ def option_releases() -> dict[str, str]:
     return dict(_table().get("option_releases", {}))
 
 
+def _arch_number(arch: str) -> str:
+    """The value `__CUDA_ARCH__` has for an arch (sm_80: 800, sm_100: 1000), "N" for none."""
+    digits = re.sub(r"\D", "", arch)
+    return f"{digits}0" if digits else "N"
+
+
 def _over(values: dict[str, str]) -> dict[str, str]:
     """How far a figure is past its limit ({over}), where the pattern caught both: a
     budget's diagnosis says by how much, not only that."""
@@ -102,16 +112,20 @@ def _over(values: dict[str, str]) -> dict[str, str]:
     return {}
 
 
-def _said(rule: Rule, found: re.Match[str], text: str) -> Diagnosis:
+def _said(rule: Rule, found: re.Match[str], text: str,
+          finding: dict[str, str] | None = None) -> Diagnosis:
     """The rule's diagnosis with the pattern's groups filled in ({arch}, {option}), the
-    first release of a caught option ({first_release}) and a figure's excess ({over})."""
-    values = {k: v for k, v in found.groupdict().items() if v is not None}
+    first release of a caught option ({first_release}), a figure's excess ({over}) and,
+    for a `detail` rule, the finding's own sentence ({said})."""
+    values = dict(finding or {})
+    values.update({k: v for k, v in found.groupdict().items() if v is not None})
     values.update(_over(values))
     if "intrinsic" in values:
         since = intrinsic_archs().get(values["intrinsic"], "")
         values["first_arch"] = since
-        digits = re.sub(r"\D", "", since)
-        values["arch_number"] = f"{digits}0" if digits else "N"
+        values["arch_number"] = _arch_number(since)
+    if values.get("arch", "").startswith("sm_"):
+        values.setdefault("arch_number", _arch_number(values["arch"]))
     if "option" in values:
         first = option_releases().get(values["option"])
         values["first_release"] = first or "N.N"
@@ -175,7 +189,8 @@ def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -
     for index, text in enumerate((message, *lines)):
         said = _said_alone(text)
         for rule in rules():
-            if (rule.decisive_only and index > 0) or not rule.fits(arch_reached):
+            if rule.detail or (rule.decisive_only and index > 0) \
+                    or not rule.fits(arch_reached):
                 continue
             found = rule.pattern.search(said) if said else None
             if found is not None:
@@ -195,7 +210,26 @@ def diagnose_stage(message: str, stage: StageResult,
         if stage.status in rule.statuses:
             return Diagnosis(rule.name, rule.title, rule.explanation, rule.fix, rule.links,
                              _ends(message, DIAGNOSED_MESSAGE_CHARS))
+    found = _from_details(stage.details, message)
+    if found is not None:
+        return found
     return diagnose(message, _error_lines(stage.log[-DIAGNOSED_LOG_CHARS:]), arch_reached)
+
+
+def _from_details(details: dict[str, Any], message: str) -> Diagnosis | None:
+    """The first `detail` rule whose finding the stage recorded and whose pattern matches
+    the finding's sentence ("said"): the finding is measured, so it names the cause more
+    surely than the compiler's words do. The evidence stays the cell's message."""
+    for rule in rules():
+        finding = details.get(rule.detail) if rule.detail else None
+        said = finding.get("said") if isinstance(finding, dict) else None
+        if not isinstance(said, str):
+            continue
+        matched = rule.pattern.search(said[:DIAGNOSED_LINE_CHARS])
+        if matched is not None:
+            return _said(rule, matched, _ends(message, DIAGNOSED_MESSAGE_CHARS),
+                         {"said": said[:DIAGNOSED_LINE_CHARS]})
+    return None
 
 
 @lru_cache(maxsize=256)

@@ -19,6 +19,14 @@ from ..cell.environment import Environment
 from ..cell.files import CUBIN, DEPENDENCIES, LIBRARY, OBJECT, PTX
 from ..cell.job import Job
 from ..cell.result import TOGETHER_SECONDS, StageResult
+from ..compile.arch_guard import (
+    SINCE_ARCH,
+    host_preprocess_command,
+    newer_archs,
+    since_arch,
+    toolkit_archs,
+    undefined_name,
+)
 from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import resolve_flags, shown
 from ..compile.kernel_probe import compiler_named
@@ -101,6 +109,61 @@ def read_outside(job: Job, listing: Path | None = None) -> tuple[str, ...]:
     return tuple(sorted(set(found))[:200])
 
 
+def since_arch_found(job: Job, log: str, deadline: float) -> dict[str, object]:
+    """Where a failed compile says a name is undefined (or has no matching overload) for
+    the cell's arch: the lowest newer arch this nvcc knows whose device preprocessing of
+    the same unit (same flags, includes and host compiler) declares it, and the header's
+    guard (arch_guard.py), as the `since_arch` detail; nothing for any other failure, or
+    where the case's own flags name the archs. No preprocess starts past `deadline` (the
+    monotonic end of the cell's time limit)."""
+    assert job.env is not None and job.env.nvcc is not None
+    name = undefined_name(log)
+    if name is None or not job.arch_flag:
+        return {}
+    nvcc = job.env.nvcc
+    newer = newer_archs(job.arch, toolkit_archs(nvcc, deadline - time.monotonic()))
+    flags = resolve_flags(job.flags, job.case_folder, job.env)
+    host = job.host_compiler_path or job.env.host_compiler
+    output = job.work / "arch-guard.ii"
+
+    def preprocess(arch: str, left: float) -> str | None:
+        # One virtual arch: nvcc -E then preprocesses the device side, __CUDA_ARCH__ set.
+        command = [nvcc, *(["-ccbin", host] if host else []), *flags, "-E",
+                   f"--gpu-architecture={arch}",
+                   *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
+                   job.source, "-o", str(output)]
+        try:
+            done = run_tool(command, left, memory_bytes=job.memory_bytes, cwd=job.work)
+            return output.read_text(errors="replace") if done.code == 0 and not done.accident \
+                else None
+        except (subprocess.TimeoutExpired, OSError):
+            return None
+        finally:
+            output.unlink(missing_ok=True)
+
+    def host_pass(arch: str, left: float) -> str | None:
+        # The host pass's own preprocessing, as nvcc would run it for `arch` (--dryrun).
+        dry = [nvcc, *(["-ccbin", host] if host else []), *flags, "--dryrun", "-c",
+               f"--gpu-architecture={arch}",
+               *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
+               job.source, "-o", str(job.work / "arch-guard.o")]
+        try:
+            said = run_tool(dry, left, cwd=job.work)
+            command = host_preprocess_command(said.output, output)
+            if command is None:
+                return None
+            done = run_tool(command, max(1.0, deadline - time.monotonic()),
+                            memory_bytes=job.memory_bytes, cwd=job.work)
+            return output.read_text(errors="replace") if done.code == 0 else None
+        except (subprocess.TimeoutExpired, OSError):
+            return None
+        finally:
+            output.unlink(missing_ok=True)
+
+    return {SINCE_ARCH: since_arch(name, job.arch, newer, preprocess, deadline, job.work,
+                                   host_pass).to_dict()}
+
+
 def gencode(arch: str) -> str:
     """The -gencode flag for SASS of `arch` (no PTX in the binary: the cell's arch only)."""
     parsed = Arch.parse(arch)
@@ -167,6 +230,8 @@ def compile_nvcc(job: Job) -> Build:
     details: dict[str, object] = {"nvcc": job.env.tool_versions.get("nvcc", "unknown")}
     if tool.code != 0:
         shutil.rmtree(keep, ignore_errors=True)  # intermediates of a failed build are large
+        if not tool.accident:
+            details.update(since_arch_found(job, tool.output, started + job.timeout))
         return build_failure(job, full_log, started, tool.accident, **details)
     ptx = job.work / PTX
     for suffix, target in ((".ptx", ptx), (".cubin", cubin)):
@@ -233,8 +298,13 @@ def compile_together(job: Job) -> list[StageResult]:
         if tool.code != 0:
             for member in members:
                 if last in (None, member.arch):
+                    # An arch's own step failed: where a name is undefined for it, since
+                    # which arch it is declared (a shared step's failure is no arch's).
+                    facts = {**_facts(member), **(since_arch_found(
+                        member, parts[member.arch], started + job.timeout)
+                        if last == member.arch else {})}
                     stages.append(build_failure(member, log(member), started, None,
-                                                **_facts(member)).result)
+                                                **facts).result)
                 else:
                     stages.append(StageResult("compile", "skipped", f"{together} stopped at "
                                               f"{last}'s step: built again without it"))

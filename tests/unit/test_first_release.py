@@ -1,0 +1,141 @@
+"""Since which CCCL release (providers/first_release.py): what the compiler could not find,
+read off real logs, and the first release whose headers declare it, over include trees
+laid out as the nvidia-cuda-cccl wheels lay theirs, each answer kept by name and release."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.version import Version
+
+from cudamatrix.errors import EnvironmentUnavailable
+from cudamatrix.providers.first_release import (
+    SINCE_RELEASE,
+    FirstReleases,
+    Lacking,
+    declares_word,
+    lacking,
+    own_cccl,
+    with_first_release,
+)
+from cudamatrix.stages.cell.result import StageResult
+
+LOGS = Path(__file__).parents[1] / "data" / "logs"
+
+
+def _log(name: str) -> str:
+    return str(json.loads((LOGS / f"{name}.json").read_text())["stage"]["log"])
+
+
+def test_what_the_compile_lacks_is_read_off_real_logs() -> None:
+    # nvcc 13.0: a struct member of a type CCCL 13.0 lacks, named only under the caret.
+    assert lacking(_log("cccl-from-release")) == Lacking("name", "cuda::fast_mod_div")
+    # NVRTC 12.4: a header its CCCL lacks.
+    assert lacking(_log("cccl-from-release-2")) == Lacking("header", "cuda/cmath")
+    # gcc (nvcc 11.8's host pass) and EDG (nvcc 12.4) on FlashInfer's sampling kernel.
+    assert lacking(_log("cccl-newer-than-toolkit")) == Lacking("header", "cuda/functional")
+    assert lacking(_log("cccl-newer-than-toolkit-2")) == Lacking("name", "cuda::maximum")
+    # Not CCCL's: a header of the case's own, an undefined name of its own.
+    assert lacking(_log("missing-header")) is None
+    assert lacking(_log("declared-from-newer-arch")) is None
+
+
+def test_a_declaration_is_told_from_a_comment_a_string_and_a_call() -> None:
+    assert declares_word("struct _CCCL_TYPE_VISIBILITY_DEFAULT maximum\n{", "maximum")
+    assert declares_word("template <class _Tp>\nclass fast_mod_div\n{", "fast_mod_div")
+    assert declares_word("_CCCL_API constexpr _Tp ceil_div(_Tp a, _Up b)", "ceil_div")
+    assert declares_word("using maximum = ::cuda::std::max;", "maximum")
+    assert not declares_word("// Alignment: Use the maximum of the alignment of _Tp", "maximum")
+    assert not declares_word('static_assert(x, " exceeds maximum supported size");', "maximum")
+    assert not declares_word("/* the\n maximum (of two) */ int a;", "maximum")
+    assert not declares_word("  return maximum(a, b);", "maximum")
+    assert not declares_word("  auto m = maximum(a, b);", "maximum")
+
+
+def _release(root: Path, version: str, files: dict[str, str], complete: bool = True) -> Path:
+    """An include tree as a CCCL wheel has it (`cub/cub.cuh` where it is complete)."""
+    include = root / version / "include"
+    for name, text in {**files, **({"cub/cub.cuh": "#pragma once\n"} if complete else {})
+                       }.items():
+        (include / name).parent.mkdir(parents=True, exist_ok=True)
+        (include / name).write_text(text)
+    return include
+
+
+class _Headers:
+    """Release folders by version, and which releases were read (or cannot be)."""
+
+    def __init__(self, folders: dict[str, Path], unreachable: Sequence[str] = ()) -> None:
+        self.folders, self.unreachable = folders, unreachable
+        self.read: list[str] = []
+
+    def __call__(self, release: str) -> tuple[Sequence[str], str]:
+        if release in self.unreachable:
+            raise EnvironmentUnavailable(f"{release}: the index did not answer")
+        self.read.append(release)
+        return [str(self.folders[release])], f"{release}.post1"
+
+
+def test_the_first_newer_release_that_declares_it_is_named_and_kept(tmp_path: Path) -> None:
+    folders = {
+        "12.4": _release(tmp_path, "12.4", {"cuda/pipeline": "// the maximum of two\n"}),
+        "12.6": _release(tmp_path, "12.6", {"cuda/functional": "int f();\n"}, complete=False),
+        "12.8": _release(tmp_path, "12.8", {"cuda/__functional/maximum.h":
+                                            "struct maximum {};\n", "cuda/cmath": ""}),
+        "13.0": _release(tmp_path, "13.0", {"cuda/cmath": ""}),
+    }
+    headers = _Headers(folders)
+    lookups = FirstReleases(list(folders), headers, tmp_path / "cache")
+    found = lookups.find(Lacking("name", "cuda::maximum"), Version("12.3"))
+    assert found is not None and (found.release, found.toolkit) == ("12.8.post1", "12.8")
+    # 12.6's wheel is incomplete (no cub/): it cannot say, and is not counted.
+    assert found.checked == ("12.4.post1", "12.8.post1")
+    assert found.said() == "`cuda::maximum` is in CCCL from 12.8.post1 on (toolkit 12.8)"
+    header = lookups.find(Lacking("header", "cuda/cmath"), Version("12.4.post1"))
+    assert header is not None and header.release == "12.8.post1"
+    assert header.said() == "`<cuda/cmath>` is in CCCL from 12.8.post1 on (toolkit 12.8)"
+    # Only releases newer than the cell's own are read.
+    assert lookups.find(Lacking("name", "cuda::maximum"), Version("13.0")) is None
+
+    # Kept by name and release in the run's cache: another run reads no header again.
+    kept = json.loads((tmp_path / "cache" / "first-release" / "cccl.json").read_text())
+    assert kept["name:cuda::maximum@12.4"] is False and kept["name:cuda::maximum@12.8"] is True
+    again = _Headers(folders)
+    second = FirstReleases(list(folders), again, tmp_path / "cache")
+    assert second.find(Lacking("name", "cuda::maximum"), Version("12.3")) == found
+    assert again.read == []
+
+
+def test_a_release_that_cannot_be_fetched_leaves_nothing_said(tmp_path: Path) -> None:
+    folders = {"12.4": _release(tmp_path, "12.4", {}),
+               "12.8": _release(tmp_path, "12.8", {"cuda/cmath": ""})}
+    lookups = FirstReleases(list(folders), _Headers(folders, unreachable=["12.4"]),
+                            tmp_path / "cache")
+    assert lookups.find(Lacking("header", "cuda/cmath"), None) is None
+    kept = json.loads((tmp_path / "cache" / "first-release" / "cccl.json").read_text())
+    assert not any(key.endswith("@12.4") for key in kept)
+
+
+def test_the_cells_own_cccl_is_the_one_ahead_of_the_toolkits() -> None:
+    assert own_cccl({"nvidia-cuda-cccl-cu12": "12.4.127.post1"}, "12.4") \
+        == Version("12.4.127.post1")
+    assert own_cccl({"nvidia-cuda-cccl-cu12": "12.4.127", "nvidia-cuda-cccl (headers)":
+                     "13.0.85"}, "12.4") == Version("13.0.85")
+    assert own_cccl({"nvcc": "13.0.88"}, "13.0") == Version("13.0")
+
+
+def test_only_a_failed_compile_that_lacks_a_cccl_name_gets_the_finding(tmp_path: Path) -> None:
+    folders = {"13.1": _release(tmp_path, "13.1", {"cuda/__cmath/fast_modulo_division.h":
+                                                   "template <class T> class fast_mod_div {};"})}
+    lookups = FirstReleases(list(folders), _Headers(folders), tmp_path / "cache")
+    sample = json.loads((LOGS / "cccl-from-release.json").read_text())["stage"]
+    failed = StageResult("compile", "failed", sample["message"], sample["log"])
+    stages = with_first_release([failed], lookups, {"nvidia-cuda-cccl": "13.0.85"}, "13.0")
+    said = stages[0].details[SINCE_RELEASE]
+    assert (said["name"], said["release"], said["toolkit"]) == ("cuda::fast_mod_div",
+                                                                "13.1.post1", "13.1")
+    passed = StageResult("compile", "ok", "", sample["log"])
+    assert with_first_release([passed], lookups, {}, "13.0") == [passed]
+    assert with_first_release([failed], None, {}, "13.0") == [failed]
