@@ -31,6 +31,7 @@ from ..stages.frontends import frontend
 from ..stages.runtime.pipeline import given, run_steps, standard, without_gpu
 from .cell_jobs import CellJobs, NoJob
 from .compile_cache import CompileCache, Unkeyable, compile_key, flag_files, key_files, key_folders
+from .compile_strategy import CompileCores
 from .cupy_warmup import JitifyWarmups
 from .environments import Environments
 from .executors import Executor
@@ -40,8 +41,10 @@ from .gpu import DeviceInfo
 class CellRunner:
     def __init__(self, plan: Plan, options: RunOptions, envs: Environments, device: DeviceInfo,
                  executor: Executor, started: float | None = None, *,
-                 ledger: InputLedger) -> None:
+                 ledger: InputLedger, cores: CompileCores | None = None) -> None:
         self.plan, self.options, self.envs = plan, options, envs
+        # The run's cores, which a group's one nvcc takes --threads from (compile_strategy).
+        self.cores = cores or CompileCores(1, "grouped")
         self.ledger = ledger  # what the run read, and why it could not be answered again
         # Each header library's folders hashed once a run (compile_cache.library_digest).
         self.library_headers: dict[tuple[str, ...], str] = {}
@@ -151,7 +154,8 @@ class CellRunner:
             {"cell_id": p.cell.id, "arch": p.cell.arch, "workdir": str(p.job.work)}
             for p in todo if p.job is not None))
         try:  # whether the run can be recorded is each cell's (compile_together)
-            return self.executor.run(job)
+            with self.cores.group_compile(job) as job:  # nvcc --threads for the idle cores
+                return self.executor.run(job)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
             for member in todo:
