@@ -34,6 +34,10 @@ DOCKER_FLAVOURS: tuple[DockerFlavour, ...] = get_args(DockerFlavour)
 # The orders cells may start in (RunOptions.order).
 Order = Literal["cost", "plan", "reversed"]
 ORDERS: tuple[Order, ...] = get_args(Order)
+# How the cells that differ only in arch are compiled (RunOptions.compile_strategy;
+# orchestrator/compile_strategy.py says what each does and when auto takes which).
+CompileStrategy = Literal["auto", "grouped", "threads", "apart"]
+COMPILE_STRATEGIES: tuple[CompileStrategy, ...] = get_args(CompileStrategy)
 # The frontends --prebuilt still compiles here: CuPy always compiles through the driver.
 COMPILE_HERE = ("cupy",)
 # Where a RunOptions field keeps the flag that sets it.
@@ -392,6 +396,26 @@ class RunOptions:
             "the cells that differ only in arch share one nvcc, a -gencode each)",
             "run",
             sets=False,
+            section="compiles",
+            not_in_repro="a repro builds its one cell alone",
+        ),
+    )
+    # How a group of cells that differ only in arch is compiled: one nvcc for all its archs
+    # (grouped: the host pass paid once), that nvcc running its archs side by side
+    # (threads: nvcc --threads), each arch its own nvcc (apart: as --compile-apart), or
+    # chosen per group from the machine's cores (auto). A verdict never depends on it.
+    compile_strategy: CompileStrategy = flagged(
+        "auto",
+        flags.RunFlag(
+            ("--compile-strategy",),
+            "how the cells that differ only in arch are compiled: one nvcc for all their "
+            "archs (grouped), one nvcc running them side by side (threads: nvcc --threads), "
+            "one nvcc per arch (apart), or per group from the cores free (auto: a group "
+            "that would end the run alone is split, a group starting while cores idle gets "
+            "--threads); no verdict depends on it (default: %(default)s)",
+            "run",
+            read=str,
+            choices=COMPILE_STRATEGIES,
             section="compiles",
             not_in_repro="a repro builds its one cell alone",
         ),

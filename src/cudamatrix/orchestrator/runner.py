@@ -48,6 +48,7 @@ from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
 from .cell_runner import CellRunner, Prepared, arch_groups
 from .cell_timings import CellTimings
+from .compile_strategy import CompileCores, split_critical, strategy_of
 from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
@@ -160,7 +161,12 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     executor = envs.executor(CellSite(options.out, (*options.corpus, *options.paths.values()),
                                       device.present,
                                       options.gpu_server, progress.note, jit_cache))
-    runner = CellRunner(plan, options, envs, device, executor, started, ledger=ledger)
+    # The cores the compiles hold, which a group's nvcc is given --threads from
+    # (compile_strategy.py); the pool is as wide as --jobs.
+    strategy = strategy_of(options)
+    cores = CompileCores(options.jobs, strategy)
+    runner = CellRunner(plan, options, envs, device, executor, started, ledger=ledger,
+                        cores=cores)
     results = list(done.values())
     progress.start(len(plan.cells) + len(plan.ruled_out))
     for result in results:
@@ -177,13 +183,17 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         if on_result:
             on_result(result)
 
-    # Longest first, by what each cell took last time, so the run does not end on one.
-    groups = arch_groups(todo) if options.compile_together else [[c] for c in todo]
+    # Longest first, by what each cell took last time, so the run does not end on one; a
+    # group that would end it alone split into its cells where the cores let it
+    # (compile_strategy.split_critical).
+    groups = arch_groups(todo) if strategy != "apart" else [[c] for c in todo]
+    if strategy == "auto":
+        groups = split_critical(groups, timings.expected, options.jobs)
     ordered = timings.schedule_groups(groups) if options.order == "cost" \
         else list(reversed(groups)) if options.order == "reversed" else list(groups)
     progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs)
     unwritten = _run_pool(ordered, runner, executor, options,
-                          progress, on_result, results)
+                          progress, on_result, results, cores)
     timings.record(r for r in results if r.cell.id not in done)
     removal.wait()
     if unwritten:
@@ -206,18 +216,19 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     return info, results
 
 
-def _started(progress: Progress, runner: CellRunner, group: Sequence[Cell]
-             ) -> list[CellResult]:
+def _started(progress: Progress, runner: CellRunner, group: Sequence[Cell],
+             cores: CompileCores) -> list[CellResult]:
     """The group's cells run, said to the progress as a worker takes them up (so a log
-    names the cells running, not only those done)."""
+    names the cells running, not only those done), holding a core while they run."""
     progress.cells_started(c.id for c in group)
-    return runner.run_cells(group)
+    with cores.running():
+        return runner.run_cells(group)
 
 
 def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Executor,
               options: RunOptions, progress: Progress,
               on_result: Callable[[CellResult], None] | None,
-              results: list[CellResult]) -> list[str]:
+              results: list[CellResult], cores: CompileCores) -> list[str]:
     """Run the groups of cells (see arch_groups) on a thread pool, saving each result as it
     comes; the cells the run could not write (a full disk, a read-only folder), where it
     then stopped."""
@@ -255,7 +266,7 @@ def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Exec
     futures = []
     try:
         for group in todo:  # in the order given: the schedule
-            future = pool.submit(_started, progress, runner, group)
+            future = pool.submit(_started, progress, runner, group, cores)
             cells_of[future] = group
             future.add_done_callback(finished)
             futures.append(future)

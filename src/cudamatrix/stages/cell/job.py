@@ -88,6 +88,10 @@ class Job(VariantSettings):
     # The cells built by this one compile (compile_together): each one's cell_id, arch and
     # workdir; the job itself is any of them, its workdir the shared build's own.
     group: tuple[dict[str, str], ...] = field(default=(), metadata=AFTER_COMPILE)
+    # How many archs of that one compile nvcc builds side by side (nvcc --threads; 1: one
+    # after another): how the compile runs, not what it makes, so never in its key
+    # (orchestrator/compile_strategy.py chooses it from the cores idle when it starts).
+    threads: int = field(default=1, metadata=AFTER_COMPILE)
     # The case folder, which every relative path of the case starts from (its include
     # folders, as `validate` read them); empty for a job made without a case (a toy).
     case_dir: str = field(default="", metadata=KEYED_APART)

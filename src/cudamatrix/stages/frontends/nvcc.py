@@ -11,6 +11,7 @@ import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from ...common.versions import Arch
 from ...errors import Failure
@@ -31,8 +32,14 @@ from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import resolve_flags, shown
 from ..compile.kernel_probe import compiler_named
 from ..compile.logs import PtxasFigures, split_nvcc_trace
+from ..compile.nvcc_threads import (
+    COMPILE_STRATEGY,
+    NVCC_THREADS,
+    THREADS_FALLBACK,
+    ThreadedOutput,
+)
 from ..inspect.stage import entry_names
-from ..process.limits import run_tool
+from ..process.limits import ToolRun, run_tool
 from .registry import Frontend, register
 
 
@@ -43,10 +50,11 @@ def _cudart(env: Environment) -> list[str]:
     return [] if static else ["-cudart", "none", "-lcudart"]
 
 
-def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
-                 ) -> tuple[list[str], str]:
+def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str],
+                 threads: int = 1) -> tuple[list[str], str]:
     """The nvcc command for `job` (its flags, host compiler, library headers, the
-    intermediates kept in `keep`), and how the log shows it (the keep folder left out)."""
+    intermediates kept in `keep`; `threads`: its archs built side by side, nvcc
+    --threads), and how the log shows it (the keep folder left out)."""
     assert job.env is not None and job.env.nvcc is not None
     flags = resolve_flags(job.flags, job.case_folder, job.env)
     # nvcc's own list of every file it read (-MD), for the compile cache to check its key
@@ -55,6 +63,8 @@ def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str]
                "--keep-dir", str(keep), "-MD", "-MF", str(job.work / DEPENDENCIES)]
     if job.maxrregcount is not None:
         command.append(f"-maxrregcount={job.maxrregcount}")
+    if threads > 1:
+        command += ["--threads", str(threads)]
     host = job.host_compiler_path or job.env.host_compiler  # the case's, or the run's choice
     if host:
         command[1:1] = ["-ccbin", host]
@@ -278,17 +288,31 @@ def compile_together(job: Job) -> list[StageResult]:
     library = job.work / LIBRARY
     output = library_output(job, library) if job.host_entry \
         else ["-c", "-o", str(job.work / OBJECT)]
-    command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs])
-    figures = PtxasFigures()  # each arch's, off the whole output: a cut log cannot split them
+    together = f"one nvcc for {', '.join(archs)}"
+    how: dict[str, object] = {COMPILE_STRATEGY: "grouped"}
     try:
-        tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
-                        reader=figures)
-        together = f"one nvcc for {', '.join(archs)}"
-        split = split_nvcc_trace(tool.output, archs) if not tool.accident \
-            else Failure(f"{tool.accident}")
-        if isinstance(split, Failure):
-            return [_apart(f"{together}: {split.reason}", tool.output, started)]
-        parts, last = split
+        threaded = _threaded(job, keep, output, archs) if job.threads > 1 else None
+        if isinstance(threaded, _Threaded):
+            tool, logged, (parts, figures), last = threaded.tool, threaded.logged, \
+                threaded.split, None
+            how = {COMPILE_STRATEGY: "threads", NVCC_THREADS: job.threads}
+            together += f" (--threads {job.threads})"
+        else:
+            if threaded is not None:  # its output cannot say each arch's part: again, serially
+                how[THREADS_FALLBACK] = f"--threads {job.threads}: {threaded.reason}"
+                shutil.rmtree(keep, ignore_errors=True)
+                keep.mkdir(parents=True)
+            command, logged = nvcc_command(job, keep, [*output, "-v"],
+                                           [gencode(a) for a in archs])
+            # Each arch's figures, off the whole output: a cut log cannot split them.
+            figures = PtxasFigures()
+            tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
+                            memory_bytes=job.memory_bytes, cwd=job.work, reader=figures)
+            split = split_nvcc_trace(tool.output, archs) if not tool.accident \
+                else Failure(f"{tool.accident}")
+            if isinstance(split, Failure):
+                return [_apart(f"{together}: {split.reason}", tool.output, started)]
+            parts, last = split
 
         def log(member: Job) -> str:
             return (f"$ {logged}\n# {together}: what {member.arch}'s steps and the shared "
@@ -321,10 +345,38 @@ def compile_together(job: Job) -> list[StageResult]:
         whole = time.monotonic() - started
         return [s if s.status == "skipped" else
                 replace(s, seconds=whole / len(members), built_with=tuple(archs),
-                        details={**s.details, TOGETHER_SECONDS: round(whole, 2)})
+                        details={**s.details, TOGETHER_SECONDS: round(whole, 2), **how})
                 for s in stages]
     finally:
         shutil.rmtree(keep, ignore_errors=True)
+
+
+class _Threaded(NamedTuple):
+    """A group built by one nvcc with its archs side by side: its run, its logged command
+    line, each arch's part of the output and ptxas's figures."""
+
+    tool: ToolRun
+    logged: str
+    split: tuple[dict[str, str], PtxasFigures]
+
+
+def _threaded(job: Job, keep: Path, output: list[str], archs: list[str]
+              ) -> _Threaded | Failure:
+    """The group's archs built side by side by one nvcc (--threads, job.threads), or why
+    its output cannot say each arch's part (compile.nvcc_threads): the build then runs
+    again one arch after another, whose trace says whose each line and failure is."""
+    command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs],
+                                   threads=job.threads)
+    reader = ThreadedOutput()
+    tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
+                    reader=reader)
+    if tool.accident:
+        return Failure(tool.accident)
+    if tool.code != 0:
+        return Failure(f"nvcc failed (exit status {tool.code}); which arch's step failed "
+                       "is told one arch after another")
+    split = reader.split(archs)
+    return split if isinstance(split, Failure) else _Threaded(tool, logged, split)
 
 
 def _apart(why: str, output: str, started: float) -> StageResult:
