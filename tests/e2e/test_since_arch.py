@@ -3,7 +3,8 @@ for newer archs is undefined for the cell's arch names the arch it works from an
 header's guard, measured by the real nvcc 13.0 preprocessing the same unit for the newer
 archs it knows (stages/compile/arch_guard.py), not read off a table. A guard that hides
 the declaration from the host pass too (which compiles a kernel's body) works on no arch,
-and is said so: nvcc 13.0 refuses that kernel for sm_80 and sm_120 as well (checked)."""
+and is said so: nvcc 13.0 refuses that kernel for sm_80 and sm_86 as well (checked). NVRTC,
+which has no preprocessor to ask, compiles the program again for the newer archs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ VARIANT = """
 [[variant]]
 name = "{name}"
 source = "{source}"
-frontend = "nvcc"
+frontend = "{frontend}"
 flags = ["-std=c++17", "-DSCALE=2"]
   [[variant.expect]]
   outcome = "fail"
@@ -26,8 +27,9 @@ flags = ["-std=c++17", "-DSCALE=2"]
   match = "dequant"
 """
 CASE = ('title = "a function its header declares only from sm_80 on"\n'
-        + VARIANT.format(name="guarded", source="k.cu")
-        + VARIANT.format(name="device-only", source="device_only.cu"))
+        + VARIANT.format(name="guarded", source="k.cu", frontend="nvcc")
+        + VARIANT.format(name="device-only", source="device_only.cu", frontend="nvcc")
+        + VARIANT.format(name="nvrtc", source="k.cu", frontend="nvrtc"))
 HEADER = """\
 #pragma once
 // As Marlin's template and CUDA's own sm_80_rt.h: the fast path where the tensor cores are.
@@ -50,7 +52,8 @@ def test_an_arch_guarded_function_names_the_arch_it_works_from(tmp_path: Path) -
         "device_only.cu": KERNEL.format(header="device_only.h"),
         "device_only.h": DEVICE_ONLY_HEADER})
     run = cudamatrix("run", "--corpus", str(tmp_path / "cases"), "--case", "guarded",
-                     "--toolkit", "13.0", "--arch", "sm_75", "--provider", "host", "--no-gpu",
+                     "--variant", "guarded", "--variant", "device-only", "--toolkit", "13.0",
+                     "--arch", "sm_75", "--provider", "host", "--no-gpu",
                      "--no-compile-cache", out=tmp_path / "out",
                      env={"CUDA_HOME": str(CUDA_13)})
     cells = {c["variant"]: c for c in run.cells().values()}
@@ -78,3 +81,24 @@ def test_an_arch_guarded_function_names_the_arch_it_works_from(tmp_path: Path) -
     diagnosis = cells["device-only"]["diagnosis"]
     assert diagnosis["rule"] == "declared-for-device-code-only", diagnosis
     assert "!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800" in diagnosis["fix"]
+
+
+
+def test_nvrtc_names_the_arch_it_compiles_the_name_for(tmp_path: Path) -> None:
+    """NVRTC has no preprocessor to ask: the same program (13.0's NVRTC, from its wheels)
+    compiled for sm_121, then sm_80, names the arch, not the header line."""
+    write_case(tmp_path / "cases", "guarded", CASE, {
+        "k.cu": KERNEL.format(header="dequant.h"), "dequant.h": HEADER,
+        "device_only.cu": KERNEL.format(header="device_only.h"),
+        "device_only.h": DEVICE_ONLY_HEADER})
+    run = cudamatrix("run", "--corpus", str(tmp_path / "cases"), "--case", "guarded",
+                     "--variant", "nvrtc", "--toolkit", "13.0", "--arch", "sm_75", "--no-gpu",
+                     "--no-compile-cache", out=tmp_path / "out")
+    cell = next(iter(run.cells().values()))
+    assert (cell["outcome"], cell["stage"]) == ("xfail", "compile"), run.output
+    compiled = cell["stages"][0]["details"]["since_arch"]
+    assert (compiled["arch"], compiled["checked"]) == ("sm_80", ["sm_75", "sm_121", "sm_80"])
+    assert compiled["compiled_by"].startswith("NVRTC 13.0")
+    diagnosis = cell["diagnosis"]
+    assert diagnosis["rule"] == "compiles-from-newer-arch", diagnosis
+    assert diagnosis["title"].startswith("dequant works from sm_80 on: NVRTC 13.0")

@@ -169,3 +169,30 @@ def test_the_host_pass_line_is_taken_from_nvccs_dry_run() -> None:
                        "-D__CUDACC__", "-include", "cuda_runtime.h", "-m64", "k.cu", "-o",
                        "/work/out.ii"]
     assert host_preprocess_command("#$ cicc --c++17 k.cpp1.ii", Path("x")) is None
+
+
+def test_where_no_preprocessor_can_be_asked_the_unit_is_compiled_again() -> None:
+    """NVRTC's way (since_arch_compiled): the newest arch first, then from the oldest on;
+    no compile starts unless the failed compile's time is left."""
+    from cudamatrix.stages.compile.arch_guard import since_arch_compiled
+
+    asked: list[str] = []
+
+    def still(arch: str) -> bool | None:
+        asked.append(arch)
+        return arch in ("sm_80", "sm_86")
+
+    found = since_arch_compiled("bf16_dot", "sm_75", ["sm_80", "sm_86", "sm_90", "sm_120"],
+                                still, time.monotonic() + 60, 0.1, "NVRTC 13.0")
+    assert found.arch == "sm_90" and asked == ["sm_120", "sm_80", "sm_86", "sm_90"]
+    assert found.checked == ("sm_75", "sm_120", "sm_80", "sm_86", "sm_90")
+    assert found.said() == ("`bf16_dot` compiles only for sm_90 and newer: NVRTC 13.0 finds it "
+                            "for sm_90, not for sm_75")
+    asked.clear()
+    nowhere = since_arch_compiled("x", "sm_75", ["sm_80", "sm_90"], lambda arch: True,
+                                  time.monotonic() + 60, 0.1, "NVRTC 13.0")
+    assert nowhere.arch == "" and nowhere.checked == ("sm_75", "sm_90")
+    # The failed compile took 30 s and 10 s are left: nothing is compiled again.
+    late = since_arch_compiled("x", "sm_75", ["sm_80"], still, time.monotonic() + 10, 30.0,
+                               "NVRTC 13.0")
+    assert late.arch == "" and asked == []

@@ -81,6 +81,11 @@ class SinceArch:
     guard: str = ""
     guard_line: int = 0
     seconds: float = 0.0
+    # Where no preprocessor could be asked (NVRTC has none of its own): the compiler that
+    # was asked to compile the unit for the newer archs instead ("NVRTC 13.0"), and the
+    # cell's arch, which it refused.
+    compiled_by: str = ""
+    own: str = ""
 
     def said(self) -> str:
         """The finding as a sentence, as the diagnosis shows it."""
@@ -93,6 +98,9 @@ class SinceArch:
         if not self.arch:
             return (f"`{self.name}` is declared for none of the archs preprocessed "
                     f"({', '.join(self.checked)})")
+        if self.compiled_by:
+            return (f"`{self.name}` compiles only for {self.arch} and newer: "
+                    f"{self.compiled_by} finds it for {self.arch}, not for {self.own}")
         return f"`{self.name}` is declared only for {self.arch} and newer: {where}{under}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,6 +292,42 @@ def since_arch(name: str, own: str, newer: Sequence[str], preprocess: Preprocess
         return replace(found, checked=tuple(checked),
                        seconds=round(time.monotonic() - started, 2))
     return none()
+
+
+# Compile the unit for an arch: whether the name is still undefined there (False: the
+# compiler found it), or None where it could not say (an accident of the compiler).
+StillUndefined = Callable[[str], "bool | None"]
+
+
+def since_arch_compiled(name: str, own: str, newer: Sequence[str], still: StillUndefined,
+                        deadline: float, each: float, compiled_by: str) -> SinceArch:
+    """The lowest arch of `newer` for which the compiler finds `name`, where no preprocessor
+    can be asked (NVRTC): the newest arch first (a name no arch has costs one compile),
+    then the others oldest first, stopping at the first. A compile cannot be stopped once
+    started (NVRTC runs in the worker's own process), so none starts unless `each` (what
+    the failed compile took) is left before `deadline`."""
+    started = time.monotonic()
+    checked: list[str] = [own]
+
+    def undefined(arch: str) -> bool | None:
+        if deadline - time.monotonic() < max(1.0, each):
+            return None
+        checked.append(arch)
+        return still(arch)
+
+    def said(arch: str = "") -> SinceArch:
+        return SinceArch(name, arch, tuple(checked), seconds=round(time.monotonic() - started, 2),
+                         compiled_by=compiled_by if arch else "", own=own)
+
+    if not newer or undefined(newer[-1]) is not False:
+        return said()
+    for arch in newer[:-1]:
+        answer = undefined(arch)
+        if answer is None:
+            return said()
+        if answer is False:
+            return said(arch)
+    return said(newer[-1])
 
 
 def _found(name: str, arch: str, place: tuple[str, int], checked: tuple[str, ...],

@@ -10,6 +10,7 @@ from pathlib import Path
 from ...common.versions import Arch
 from ..cell.files import CUBIN, PTX
 from ..cell.job import Job
+from ..compile.arch_guard import SINCE_ARCH, newer_archs, since_arch_compiled, undefined_name
 from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import resolve_flags, shown
 from ..compile.logs import decisive_line
@@ -55,6 +56,33 @@ def nvrtc_options(job: Job) -> list[str]:
     return options
 
 
+def since_arch_found(job: Job, nvrtc: Nvrtc, options: list[str], log: str,
+                     started: float) -> dict[str, object]:
+    """Where NVRTC says a name is undefined (or has no matching overload) for the cell's
+    arch: the lowest newer arch this NVRTC lists for which it finds the name, compiling the
+    same program with only the arch changed (NVRTC has no preprocessor of its own to ask,
+    so no header line: arch_guard.since_arch_compiled), as the `since_arch` detail."""
+    assert job.env is not None
+    name = undefined_name(log)
+    own = f"--gpu-architecture={Arch.parse(job.arch).name}"
+    if name is None or not job.arch_flag or own not in options:
+        return {}
+    source = Path(job.source)
+    spent = time.monotonic() - started
+
+    def still(arch: str) -> bool | None:
+        asked = [f"--gpu-architecture={arch}" if o == own else o for o in options]
+        with address_space_limit(job.memory_bytes):
+            output = nvrtc.compile(source.read_bytes(), source.name, asked)
+        if output.accident:
+            return None
+        return not output.ok and undefined_name(output.log) == name
+
+    found = since_arch_compiled(name, job.arch, newer_archs(job.arch, job.env.nvrtc_archs),
+                                still, started + job.timeout, spent, f"NVRTC {nvrtc.version}")
+    return {SINCE_ARCH: found.to_dict()}
+
+
 def name_expressions(job: Job) -> list[str]:
     """The case's kernel as C++ names it, given to NVRTC to instantiate and lower; a name
     already as the module holds it (mangled) is looked up as it is."""
@@ -98,6 +126,8 @@ def compile_nvrtc(job: Job) -> Build:
     command = driver_command(job.env.nvrtc, str(source), options, expressions)
     log = f"$ {shown(command, job.env)}\nNVRTC {nvrtc.version}\n{output.log}".strip()
     if not output.ok:
+        if not output.accident:
+            details.update(since_arch_found(job, nvrtc, options, output.log, started))
         return build_failure(job, log, started, output.accident, **details)
     ptx = job.work / PTX
     ptx.write_bytes(output.ptx)
