@@ -37,7 +37,10 @@ from ...common.versions import Arch, sass_runs_on
 from .elf import EM_CUDA, UnreadableFile, elf_machine, elf_sections, fatbins
 from .inputs import MEMBER_CEILING_BYTES, RATIO_CEILING, inflation_limit
 
-_IMAGE = re.compile(r"^(?P<stem>.+)\.(?P<module>\d+)\.(?P<arch>sm_\d+[af]?)\.(?P<kind>cubin|ptx)$")
+# The module's number is left out where the image names its source (nvcc -lineinfo:
+# ``k.sm_90.cubin``, not ``k.1.sm_90.cubin``): such an image was read as no image at all.
+_IMAGE = re.compile(r"^(?P<stem>.+?)(?:\.(?P<module>\d+))?\.(?P<arch>sm_\d+[af]?)"
+                    r"\.(?P<kind>cubin|ptx)$")
 # Blanks within a line only: ``^\s*`` spans lines, so every blank line rescanned all the
 # blank lines after it (quadratic: 32 KiB of them took 48 s).
 _PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+\.\d+)", re.MULTILINE)
@@ -245,11 +248,12 @@ def _extract(source: Path, label: str, cuobjdump: str, scratch: Path,
         status, stderr = _run_bounded(
             [os.path.abspath(cuobjdump), "-xelf", "all", "-xptx", "all",
              os.path.abspath(source)], folder, limit, ends, folder.with_suffix(".said"))
-        images = []
+        images: list[Image] = []
         for path in sorted(folder.iterdir()):
             match = _IMAGE.match(path.name)
             if match:
-                index, is_ptx = int(match["module"]), match["kind"] == "ptx"
+                index = int(match["module"]) if match["module"] else len(images) + 1
+                is_ptx = match["kind"] == "ptx"
                 images.append((read_ptx if is_ptx else read_cubin)(path.read_bytes(),
                                                                    match["arch"], index))
             path.unlink()
