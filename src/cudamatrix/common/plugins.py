@@ -35,6 +35,7 @@ BUILT_IN: dict[str, dict[str, str]] = {
         "cute-dsl": "cudamatrix.stages.frontends.cute_dsl",
         "cutlass-python": "cudamatrix.stages.frontends.cutlass_python",
         "build": "cudamatrix.stages.frontends.build",
+        "torch-extension": "cudamatrix.stages.frontends.torch_extension",
     },
     PROVIDERS: {
         "wheels": "cudamatrix.providers.toolkits:WheelsToolkits.made_for",

@@ -23,9 +23,16 @@ _CLAUSE_RE = re.compile(r"^\s*(<=|>=|==|!=|<|>)?\s*(\S+)\s*$")
 # A header library's value that stands for the toolkit's own copy (its own CCCL): the
 # cell compiles with nothing put ahead of the toolkit's include folders.
 TOOLKIT_OWN = "toolkit"
+# A library's value that stands for the copy installed beside this tool (the GPU
+# machine's own torch): nothing fetched, its files read where they are.
+INSTALLED = "installed"
+# The values of a library axis that are no release: each matches only itself.
+NAMED_VALUES = (TOOLKIT_OWN, INSTALLED)
+# The library axes a frontend brings (matrix.toml [libraries.NAME]); the one list the
+# matrix reader, the declarations (tiers' keys) and `when` tables read.
+LIBRARY_AXES = ("cupy", "cutlass", "cute_dsl", "cutlass_python", "cutlass_torch", "torch")
 # Axes whose values are PEP 440 versions (everything but arch).
-VERSION_AXES = ("toolkit", "driver", "cupy", "cutlass", "cute_dsl", "cutlass_python",
-                "cutlass_torch")
+VERSION_AXES = ("toolkit", "driver", *LIBRARY_AXES)
 # nvcc's host compiler, by the program a case or tier names: g++-12, clang++-19, g++.
 HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
 NAME_AXES = ("host_compiler",)  # compared by name, not as versions
@@ -115,7 +122,7 @@ def version_matches(spec: str, version: str) -> bool:
     text = spec.strip()
     if text and text[0].isdigit():
         text = "==" + text
-    if spec.strip() == TOOLKIT_OWN or version == TOOLKIT_OWN:  # a value, not a version
+    if spec.strip() in NAMED_VALUES or version in NAMED_VALUES:  # a value, not a version
         return spec.strip() == version
     try:
         specifier = SpecifierSet(text)
@@ -140,7 +147,7 @@ def check_specifier(key: str, spec: str | Sequence[str]) -> None:
                 raise ValueError(f"{one!r} is not a host compiler program (g++-12, clang++-19)")
         elif key in ARCH_AXES:
             arch_matches(one, Arch.parse("sm_80"))
-        elif one.strip() != TOOLKIT_OWN:  # a header library's own value, or a specifier
+        elif one.strip() not in NAMED_VALUES:  # a header library's own value, or a specifier
             version_matches(one, "1.0")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..common.versions import EXPECT_KEYS, WHEN_KEYS
+from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, WHEN_KEYS
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
@@ -320,7 +320,7 @@ TIER = Table("[tiers.NAME]", "A tier of the matrix, laid over the default tier o
         table=Table("exclude", "a row of axes", extra=STRING, extra_doc="an axis")),
     Key("case", STRINGS, "only these cases", example='case = ["saxpy"]'),
     *(Key(library, STRINGS, f"{library} versions", example=f'{library} = ["3.5.0"]')
-      for library in ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")),
+      for library in LIBRARY_AXES),
     Key("host_compiler", STRINGS, "nvcc's host compilers as an axis",
         example='host_compiler = ["g++-11", "clang++-19"]'),
 ))
@@ -337,6 +337,9 @@ LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a whe
     Key("versions", STRINGS, "its versions", example='versions = ["13.0"]'),
     Key("include", STRINGS, "its include folders inside the package",
         example='include = ["include/cccl"]'),
+    Key("files", STRINGS, "other files of the package kept beside its headers (globs), "
+        "which a frontend reads",
+        example='files = ["torch/utils/cpp_extension.py"]'),
 ))
 
 RUNNER = Table("[runners.NAME]", "A GPU runner of your CI (`cudamatrix plan`): each cell goes "

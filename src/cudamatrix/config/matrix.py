@@ -15,7 +15,8 @@ from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import (
     HOST_COMPILER,
-    TOOLKIT_OWN,
+    LIBRARY_AXES,
+    NAMED_VALUES,
     Arch,
     axis_matches,
     check_specifier,
@@ -26,13 +27,13 @@ from ..errors import UserError
 from .declarations import LIBRARY, LIBRARY_NAME_PATTERN
 from .sources import SourceSpec
 
-# The libraries a frontend brings an axis for; any other [libraries.NAME] is a header
-# library (`headers = true`) a variant names itself (`libraries = ["cccl"]`).
-LIBRARY_AXES = ("cutlass", "cupy", "cute_dsl", "cutlass_python", "cutlass_torch")
+# The libraries a frontend brings an axis for (common/versions.py's LIBRARY_AXES); any
+# other [libraries.NAME] is a header library (`headers = true`) a variant names itself
+# (`libraries = ["cccl"]`).
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler")
 LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 LIBRARY_KEYS = ("package", "versions", "requires", "constraint", "headers_from", "sources",
-                "headers", "include")
+                "headers", "include", "files")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class Library:
     # The package by CUDA major, where the name differs (nvidia-cuda-cccl-cu12, then
     # nvidia-cuda-cccl): a version's package is that of its own major.
     packages: Mapping[str, str] = field(default_factory=dict)
+    # Files of the wheel kept beside a header library's headers (globs): what a frontend
+    # reads of that release (torch's cpp_extension.py and TorchConfig.cmake, its flags).
+    files: tuple[str, ...] = ()
 
     def impossible(self, version: str, toolkit: str) -> str | None:
         """Why this library version cannot be paired with this toolkit, or None."""
@@ -180,6 +184,8 @@ class Matrix:
                             f"{', '.join(sorted(self.libraries))})")
         for name, chosen in versions.items():
             for version in chosen:
+                if self.libraries[name].headers and version in NAMED_VALUES:
+                    continue
                 try:
                     parse_version(version, what="version")
                 except ValueError as exc:
@@ -306,7 +312,7 @@ class _Reader:
                 *self.strings(f"libraries.{name}.versions", entry.get("versions", [])),
                 *map(str, sources)]))
             for v in versions:
-                if not (headers and v == TOOLKIT_OWN):  # a header library may name the
+                if not (headers and v in NAMED_VALUES):  # a header library may name the
                     self.version(f"libraries.{name}.versions", v)  # toolkit's own as one
             requires = self.strings(f"libraries.{name}.requires", entry.get("requires", []))
             constraints = []
@@ -344,6 +350,8 @@ class _Reader:
                                    headers=headers,
                                    include=self.include_globs(f"libraries.{name}.include",
                                                               entry.get("include", [])),
+                                   files=self.include_globs(f"libraries.{name}.files",
+                                                            entry.get("files", [])),
                                    packages=packages)
         return result
 

@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
+from ..common.versions import INSTALLED
 from ..config.matrix import Library, Matrix
 from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
@@ -188,6 +189,8 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
                     cache: Path, ledger: InputLedger) -> LibraryEnvironment:
     """Install one library version: CUTLASS's headers, or a Python package with its needs."""
     library = matrix.libraries[name]
+    if library.headers and version == INSTALLED:
+        return installed_header_library(library)
     if library.headers:
         return prepare_header_library(library, version, cache, ledger)
     package = library.package_for(cuda_major or 12)
@@ -230,10 +233,14 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
     target = cache / "libraries" / f"{library.name}-{version}-headers"
     marker = target / MARKER
     pin = f"{package}=={version}.*"
-    wanted = {"headers_of": pin, "include": list(library.include)}
+    wanted: dict[str, object] = {"headers_of": pin, "include": list(library.include)}
+    if library.files:
+        wanted["files"] = list(library.files)
     ledger.watch(marker, 0)
 
     def member(name: str) -> bool:
+        if any(fnmatch.fnmatch(name, glob) for glob in library.files):
+            return True
         if library.include:
             return any(fnmatch.fnmatch(name, f"{glob.rstrip('/')}/*")
                        for glob in library.include)
@@ -274,6 +281,30 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
     return LibraryEnvironment(library.name, version, str(target),
                               include_dirs=tuple(str(p) for p in folders),
                               packages={f"{package} (headers)": found})
+
+
+def installed_header_library(library: Library) -> LibraryEnvironment:
+    """A header library as this Python has it installed (`versions = ["installed"]`: the
+    GPU machine's own torch, where nothing can be fetched): its package's folder found
+    without importing it, its include globs read there."""
+    import importlib.util
+
+    package = library.package_of("0") if library.packages else library.package
+    module = package.replace("-", "_")
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise EnvironmentUnavailable(f"{library.name} {INSTALLED}: this Python "
+                                     f"({sys.executable}) has no {module} installed")
+    root = Path(next(iter(found.submodule_search_locations))).parent
+    folders = [p for glob in library.include for p in sorted(root.glob(glob)) if p.is_dir()] \
+        if library.include else header_folders(root / module)
+    if not folders:
+        raise EnvironmentUnavailable(f"{library.name} {INSTALLED}: {root / module} has no "
+                                     "include folder (a build without its headers)")
+    version = _installed_version(package) or INSTALLED
+    return LibraryEnvironment(library.name, INSTALLED, str(root),
+                              include_dirs=tuple(str(p) for p in folders),
+                              packages={f"{package} (installed)": version})
 
 
 def _cutlass_headers(root: Path) -> tuple[str, ...]:
