@@ -55,10 +55,11 @@ def test_a_declaration_is_told_from_a_comment_a_string_and_a_call() -> None:
 
 
 def _release(root: Path, version: str, files: dict[str, str], complete: bool = True) -> Path:
-    """An include tree as a CCCL wheel has it (`cub/cub.cuh` where it is complete)."""
+    """An include tree as a CCCL wheel has it (`cub/cub.cuh`, `nv/target` and
+    `cuda/pipeline` where it is complete)."""
     include = root / version / "include"
-    for name, text in {**files, **({"cub/cub.cuh": "#pragma once\n"} if complete else {})
-                       }.items():
+    marks = dict.fromkeys(("cub/cub.cuh", "nv/target", "cuda/pipeline"), "#pragma once\n")
+    for name, text in {**files, **(marks if complete else {})}.items():
         (include / name).parent.mkdir(parents=True, exist_ok=True)
         (include / name).write_text(text)
     return include
@@ -90,12 +91,14 @@ def test_the_first_newer_release_that_declares_it_is_named_and_kept(tmp_path: Pa
     lookups = FirstReleases(list(folders), headers, tmp_path / "cache")
     found = lookups.find(Lacking("name", "cuda::maximum"), Version("12.3"))
     assert found is not None and (found.release, found.toolkit) == ("12.8.post1", "12.8")
-    # 12.6's wheel is incomplete (no cub/): it cannot say, and is not counted.
-    assert found.checked == ("12.4.post1", "12.8.post1")
-    assert found.said() == "`cuda::maximum` is in CCCL from 12.8.post1 on (toolkit 12.8)"
+    # 12.6's wheel is incomplete (no cub/, nv/, cuda/pipeline): it cannot say, is not
+    # counted, and the finding says so.
+    assert found.checked == ("12.4.post1", "12.8.post1") and found.unknown == ("12.6.post1",)
+    assert found.said() == ("`cuda::maximum` is in CCCL from 12.8.post1 on (toolkit 12.8); the "
+                            "wheels of 12.6.post1 lack libcu++'s public headers and cannot say")
     header = lookups.find(Lacking("header", "cuda/cmath"), Version("12.4.post1"))
     assert header is not None and header.release == "12.8.post1"
-    assert header.said() == "`<cuda/cmath>` is in CCCL from 12.8.post1 on (toolkit 12.8)"
+    assert header.said().startswith("`<cuda/cmath>` is in CCCL from 12.8.post1 on (toolkit 12.8)")
     # Only releases newer than the cell's own are read.
     assert lookups.find(Lacking("name", "cuda::maximum"), Version("13.0")) is None
 

@@ -74,17 +74,23 @@ class SinceRelease:
     toolkit: str
     checked: tuple[str, ...]
     library: str = "CCCL"
+    # Releases before the answer whose wheels cannot say (12.0-12.2's lack libcu++'s
+    # public headers): the answer is the first of those that could.
+    unknown: tuple[str, ...] = ()
 
     def said(self) -> str:
         shown = Lacking(self.kind, self.name).shown()
         if not self.release:
             return (f"`{shown}` is in none of the {self.library} releases looked at "
                     f"({', '.join(self.checked)})")
+        caveat = (f"; the wheels of {', '.join(self.unknown)} lack libcu++'s public headers "
+                  "and cannot say" if self.unknown else "")
         return (f"`{shown}` is in {self.library} from {self.release} on "
-                f"(toolkit {self.toolkit})")
+                f"(toolkit {self.toolkit}){caveat}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "checked": list(self.checked), "said": self.said()}
+        return {**asdict(self), "checked": list(self.checked), "unknown": list(self.unknown),
+                "said": self.said()}
 
 
 def lacking(log: str) -> Lacking | None:
@@ -187,9 +193,11 @@ def own_cccl(versions: Mapping[str, str], toolkit: str) -> Version | None:
 # A release's include folders and the version its wheel had (fetched where need be), or
 # EnvironmentUnavailable.
 Headers = Callable[[str], tuple[Sequence[str], str]]
-# A header every complete CCCL has: a wheel without it (12.0-12.2's carry only libcu++'s
-# internals) cannot say what its release lacks.
-_COMPLETE = Lacking("header", "cub/cub.cuh")
+# Headers every complete CCCL has: a wheel without them (12.0-12.2's carry CUB and Thrust
+# but of libcu++ only cuda/std, no cuda/pipeline, no nv/target) cannot say what its
+# release lacks.
+_COMPLETE = (Lacking("header", "cub/cub.cuh"), Lacking("header", "nv/target"),
+             Lacking("header", "cuda/pipeline"))
 
 
 class FirstReleases:
@@ -260,8 +268,9 @@ class FirstReleases:
         """Whether `release`'s headers have it (None: its wheel is incomplete and cannot
         say), and the version its wheel had."""
         version = self._version(release)
-        if not self._flag(f"complete@{release}",
-                          lambda: has(self.headers(release)[0], _COMPLETE)):
+        marks = ",".join(mark.name for mark in _COMPLETE)
+        if not self._flag(f"complete:{marks}@{release}",
+                          lambda: all(has(self.headers(release)[0], m) for m in _COMPLETE)):
             return None, version
         return self._flag(self._key(lack, release),
                           lambda: has(self.headers(release)[0], lack)), version
@@ -271,6 +280,7 @@ class FirstReleases:
         where a release before the answer could not be fetched (no network, a release
         the index does not have yet): an answer is only what the headers said."""
         checked: list[str] = []
+        unknown: list[str] = []
         missed = False
         for release in self.releases:
             if after is not None and Version(release) <= after:
@@ -281,11 +291,13 @@ class FirstReleases:
                 missed = True
                 continue
             if holds is None:
+                unknown.append(version)
                 continue
             checked.append(version)
             if holds:
                 return None if missed else SinceRelease(
-                    lack.kind, lack.name, version, toolkit_of(version), tuple(checked))
+                    lack.kind, lack.name, version, toolkit_of(version), tuple(checked),
+                    unknown=tuple(unknown))
         if missed or not checked:
             return None
         return SinceRelease(lack.kind, lack.name, "", "", tuple(checked))
