@@ -44,6 +44,8 @@ ELSEWHERE = {
     "build": "a build case's table (frontend = \"build\"): built every time, never keyed",
     "libraries": "a plan axis: a library's release is its own environment, keyed apart "
                  "(tests/unit/test_compile_key.py, 'library version')",
+    "torch_pairing": "a plan's choice of cells on a torch axis, no job's input "
+                     "(tests/unit/test_torch_pairing.py)",
     "options": "each frontend's own option schema (cupy's, which compiles only on a GPU): "
                "the options are a compile input as a whole (test_every_field_of_a_job...)",
 }

@@ -48,6 +48,7 @@ from .declarations import (
 )
 from .run_table import RUN_KEYS, RunTableReader
 from .sources import SourceSpec
+from .torch_cuda import PAIRINGS, TORCH
 
 # The variant's keys that are fields of VariantSettings with a scalar value: read and
 # checked by their declaration alone (_Reader.settings), so a new one is its field and its
@@ -101,6 +102,9 @@ class Variant(VariantSettings):
     # [variant.defines] once expanded: this variant's one value of each (NAME, VALUE),
     # its cells' -DNAME=VALUE; before, each NAME with all its values.
     defines: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Which toolkits its torch releases are planned with, in place of the tier's
+    # (config/torch_cuda.py); None: the tier's.
+    torch_pairing: str | None = None
 
     def flags_for(self, axes: Mapping[str, str | None]) -> tuple[str, ...]:
         """The cell's flags: the variant's, each flags_if's whose `when` matches, in order,
@@ -273,6 +277,8 @@ class _Reader(RunTableReader):
             flags_if.append((self.when(f"{at}.when", entry["when"], when_keys),
                              self.flag_list(f"{at}.flags", entry["flags"], directory)))
         defines = self.defines(f"{where}.defines", raw.get("defines", {}))
+        torch_pairing = self.torch_pairing(f"{where}.torch_pairing",
+                                           raw.get("torch_pairing"), frontend, libraries)
         return Variant(
             name=name,
             source=source,
@@ -295,7 +301,21 @@ class _Reader(RunTableReader):
             case_dir=directory.resolve(),
             flags_if=tuple(flags_if),
             defines=defines,
+            torch_pairing=torch_pairing,
         )
+
+    def torch_pairing(self, where: str, value: Any, frontend: str,
+                      libraries: tuple[str, ...]) -> str | None:
+        """A variant's own torch_pairing: one of PAIRINGS, on a variant with a torch axis."""
+        if value is None:
+            return None
+        if value not in PAIRINGS:
+            raise self.fail(where, f"expected one of {', '.join(map(repr, PAIRINGS))}, got "
+                            f"{value!r:.60}")
+        if registered()[frontend].library != TORCH and TORCH not in libraries:
+            raise self.fail(where, f"the variant has no torch axis (the {frontend} frontend "
+                            "brings none and its libraries do not name torch)")
+        return str(value)
 
     def settings(self, where: str, raw: Mapping[str, Any], frontend: str) -> dict[str, Any]:
         """The variant's settings its declaration alone checks (DECLARED_SETTINGS: a

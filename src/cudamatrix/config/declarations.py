@@ -20,6 +20,7 @@ from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, WHEN_KEYS
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
+from .torch_cuda import PAIRINGS
 
 SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # Where the schemas are published: the documentation site, in the report's docs/ folder
@@ -289,6 +290,10 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("resources", "table", "a resource budget per kernel", table=RESOURCES),
     Key("libraries", STRINGS, "the header library this variant builds against (one axis)",
         default=[], example='libraries = ["cccl"]'),
+    Key("torch_pairing", STRING, "which toolkits each torch release is planned with for "
+        "this variant, in place of the tier's `torch_pairing` (all, major, exact)",
+        allowed=PAIRINGS, example='torch_pairing = "exact"',
+        not_compiled="it chooses which cells exist"),
     Key("time", "table", "time the kernel", table=TIME),
     Key("flags_if", "array of tables", "flags some cells add", table=FLAGS_IF),
     Key("defines", "table", "a build option's values, a cell each (-DNAME=VALUE)",
@@ -323,6 +328,10 @@ TIER = Table("[tiers.NAME]", "A tier of the matrix, laid over the default tier o
       for library in LIBRARY_AXES),
     Key("host_compiler", STRINGS, "nvcc's host compilers as an axis",
         example='host_compiler = ["g++-11", "clang++-19"]'),
+    Key("torch_pairing", STRING, "which toolkits each torch release is planned with: all, "
+        "the major of the CUDA its wheels are built with (as cpp_extension accepts), or that "
+        "CUDA's major.minor exactly; the other cells are ruled out, each saying why",
+        default=PAIRINGS[0], allowed=PAIRINGS, example='torch_pairing = "major"'),
 ))
 
 LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a wheel), or a "

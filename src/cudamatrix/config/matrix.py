@@ -26,6 +26,7 @@ from ..common.versions import (
 from ..errors import UserError
 from .declarations import LIBRARY, LIBRARY_NAME_PATTERN
 from .sources import SourceSpec
+from .torch_cuda import PAIRINGS
 
 # The libraries a frontend brings an axis for (common/versions.py's LIBRARY_AXES); any
 # other [libraries.NAME] is a header library (`headers = true`) a variant names itself
@@ -125,6 +126,9 @@ class Tier:
     # nvcc's host compilers (programs on PATH): each nvcc cell once per compiler; empty:
     # one cell, with the newest GCC the toolkit accepts.
     host_compilers: tuple[str, ...] = ()
+    # Which toolkits each torch release is planned with (config/torch_cuda.py): "all",
+    # "major" (its CUDA's major) or "exact" (its CUDA's major.minor).
+    torch_pairing: str = "all"
 
 
 @dataclass(frozen=True)
@@ -398,7 +402,11 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(where, f"expected a table, got {entry!r:.60}")
             check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
-                                      "host_compiler", *libraries), self.fail)
+                                      "host_compiler", "torch_pairing", *libraries), self.fail)
+            pairing = entry.get("torch_pairing", PAIRINGS[0])
+            if pairing not in PAIRINGS:
+                raise self.fail(f"{where}.torch_pairing", f"expected one of "
+                                f"{', '.join(map(repr, PAIRINGS))}, got {pairing!r:.60}")
             compilers = entry.get("host_compiler", [])
             if not isinstance(compilers, list) or not all(
                     isinstance(c, str) and HOST_COMPILER.fullmatch(c) for c in compilers):
@@ -417,6 +425,7 @@ class _Reader:
                 exclude=self.rows(f"{where}.exclude", entry.get("exclude", []), list(libraries)),
                 cases=self.strings(f"{where}.case", entry.get("case", [])),
                 host_compilers=tuple(compilers),
+                torch_pairing=pairing,
             )
             result[name] = tier
         if not result:

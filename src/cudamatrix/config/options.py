@@ -157,13 +157,15 @@ class RunOptions:
     )
     # Releases of matrix libraries in place of the tier's (--library cutlass==3.7.0): the
     # plan's matrix chooses them (Matrix.choosing), a release the file does not list too.
+    # A selection's flag: it changes which cells there are (their ids name the release),
+    # so every command that plans takes it and a plan's jobs carry it.
     library_versions: Mapping[str, tuple[str, ...]] = flagged_factory(
         dict,
         flags.RunFlag(
             ("--library",),
             "this release of a library in place of the tier's (any release "
             "on the index, listed in the matrix or not); repeatable",
-            "run",
+            "selection",
             read=flags.library_pin,
             repeated=True,
             collect=flags.pins,
@@ -171,6 +173,7 @@ class RunOptions:
             spell=lambda pin: f"{pin[0]}=={pin[1]}",
             metavar="NAME==VERSION",
             section="toolkits",
+            job=True,
             not_in_repro="the cell's id names its library release",
         ),
     )

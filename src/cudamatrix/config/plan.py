@@ -7,6 +7,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -16,6 +17,7 @@ from ..stages.frontends import frontend, registered
 from .corpus import Case, Variant
 from .defaults import KNOWN_BUGS
 from .matrix import Matrix, Tier, row_matches
+from .torch_cuda import ALL, TORCH, unpaired
 
 # What a cell's toolkit column shows when its frontend brings its own compiler.
 BUNDLED = "bundled"
@@ -123,9 +125,11 @@ def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
 
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
            toolkits: Sequence[str] = (), archs: Sequence[str] = (),
-           host_compilers: Sequence[str] = (), prune: bool = True) -> list[Cell]:
+           host_compilers: Sequence[str] = (), prune: bool = True,
+           cache: Path | None = None) -> list[Cell]:
     """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given;
-    cells that cannot exist (`impossible`) are left out unless `prune` is false."""
+    cells that cannot exist (`impossible`) are left out unless `prune` is false. `cache`:
+    where the torch releases' CUDA is kept (the run's --cache; default the tool's)."""
     for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
                                (archs, matrix.archs, "arch")):
         unknown = [v for v in value if v not in known]
@@ -152,14 +156,23 @@ def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
                 cells.update(_variant_cells(case, variant, [row["toolkit"]], [row["arch"]], tier,
                                             compilers))
     kept = [c for c in cells if not any(row_matches(r, c.axes()) for r in tier.exclude)]
-    return sorted((c for c in kept if not prune or impossible(matrix, c) is None),
-                  key=Cell.sort_key)
+    pairings = torch_pairings(tier, in_tier)
+    return sorted((c for c in kept if not prune or impossible(
+        matrix, c, pairings.get((c.case, c.variant), ALL), cache) is None), key=Cell.sort_key)
 
 
-def impossible(matrix: Matrix, cell: Cell) -> str | None:
+def torch_pairings(tier: Tier, cases: Sequence[Case]) -> dict[tuple[str, str], str]:
+    """Each variant's torch_pairing: its own, else its tier's."""
+    return {(case.id, v.name): v.torch_pairing or tier.torch_pairing
+            for case in cases for v in case.variants}
+
+
+def impossible(matrix: Matrix, cell: Cell, pairing: str = ALL,
+               cache: Path | None = None) -> str | None:
     """Why a cell cannot exist, or None: its toolkit cannot build its arch (the matrix's
     first and last toolkit of each arch; each toolkit's own ptxas is checked against it
-    when prepared), or matrix.toml's library constraints rule the pair out."""
+    when prepared), matrix.toml's library constraints rule the pair out, or `pairing`
+    (a tier's or variant's torch_pairing) pairs its torch with other toolkits."""
     if cell.toolkit == BUNDLED:
         return None
     support = matrix.archs.get(cell.arch)
@@ -170,29 +183,39 @@ def impossible(matrix: Matrix, cell: Cell) -> str | None:
     library = matrix.libraries.get(cell.library or "")
     if library is None or not cell.library_version:
         return None
-    return library.impossible(cell.library_version, cell.toolkit)
+    why = library.impossible(cell.library_version, cell.toolkit)
+    if why is None and cell.library == TORCH and pairing != ALL:
+        if cache is None:
+            from .options import default_cache
+
+            cache = default_cache()
+        why = unpaired(cell.library_version, cell.toolkit, pairing, cache)
+    return why
 
 
 def ruled_out(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
               toolkits: Sequence[str] = (), archs: Sequence[str] = (),
-              host_compilers: Sequence[str] = ()) -> list[tuple[Cell, str]]:
+              host_compilers: Sequence[str] = (), cache: Path | None = None
+              ) -> list[tuple[Cell, str]]:
     """The cells the matrix's constraints rule out of a selection, each with the reason
     (`sm_90a first came with CUDA 12.0`): kept in the results as skips, never dropped."""
     found = []
+    pairings = torch_pairings(tier, cases)
     for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs,
                        host_compilers=host_compilers, prune=False):
-        why = impossible(matrix, cell)
+        why = impossible(matrix, cell, pairings.get((cell.case, cell.variant), ALL), cache)
         if why:
             found.append((cell, why))
     return found
 
 
 def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
-           archs: Sequence[str] = (), host_compilers: Sequence[str] = ()) -> dict[str, int]:
+           archs: Sequence[str] = (), host_compilers: Sequence[str] = (),
+           cache: Path | None = None) -> dict[str, int]:
     """The cells the constraints removed from a selection, counted by reason."""
     counts: dict[str, int] = {}
     for _, why in ruled_out(matrix, tier, cases, toolkits=toolkits, archs=archs,
-                            host_compilers=host_compilers):
+                            host_compilers=host_compilers, cache=cache):
         counts[why] = counts.get(why, 0) + 1
     return counts
 

@@ -55,9 +55,9 @@ def make_plan(options: RunOptions) -> Plan:
     if options.project_override:
         cases = [with_project(case, options.project_override) for case in cases]
     cells = expand(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
-                   host_compilers=options.host_compilers)
+                   host_compilers=options.host_compilers, cache=options.cache)
     removed = ruled_out(matrix, tier, cases, toolkits=options.toolkits, archs=options.archs,
-                        host_compilers=options.host_compilers)
+                        host_compilers=options.host_compilers, cache=options.cache)
     if options.variants:
         known = sorted({v.name for case in cases for v in case.variants})
         missing = [name for name in options.variants if name not in known]

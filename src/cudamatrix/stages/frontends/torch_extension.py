@@ -37,9 +37,9 @@ from typing import Any
 from ...common.versions import Arch
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.steps import Carried, Step
 from ..compile.flags import resolve_flags, shown
 from ..compile.logs import decisive_line, warning_lines
-from ..process.hang import enter_stage, tool_timed_out
 from ..process.limits import ToolRun, run_tool
 from .registry import Frontend, register
 from .torch_flags import TorchFlags, read_flags
@@ -49,8 +49,9 @@ OBJECTS = "objects"  # the cell's folder for the objects and the linked library
 # The case's [variant.options]: the rest of its sources, the extension's name, the host
 # compiler's own flags, and the smoke call the run stage makes (Python expressions, `torch`
 # and the imported extension `ext` in scope).
-OPTIONS: tuple[tuple[str, Any], ...] = (("sources", []), ("extension", ""), ("cxx_flags", []), ("call", ""),
-           ("args", "()"), ("expect", ""), ("rtol", 1e-5), ("atol", 1e-8))
+OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("sources", []), ("extension", ""), ("cxx_flags", []), ("call", ""), ("args", "()"),
+    ("expect", ""), ("rtol", 1e-5), ("atol", 1e-8))
 _ARCH_FLAGS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture")
 
 
@@ -306,33 +307,45 @@ def load_and_run(job: Job, library: Path) -> list[StageResult]:
     return stages
 
 
-def torch_extension_stages(job: Job) -> list[StageResult]:
-    """Every stage of a torch-extension cell."""
-    from .build_run import audit_outputs
-
-    enter_stage(job.work, "compile")
-    try:
-        built, outputs = compile_extension(job)
-    except subprocess.TimeoutExpired:
-        return [tool_timed_out(job.work, job.timeout)]
-    stages = [built]
-    if built.status != "ok":
-        return stages
-    enter_stage(job.work, "inspect")
-    inspected, _ = audit_outputs(job, outputs)
-    stages.append(inspected)
-    library = Path(built.details["outputs"][0])
-    if not job.gpu_stages or inspected.status == "error" or library.suffix != ".so" \
-            or not str(library).endswith(sysconfig.get_config_var("EXT_SUFFIX") or ".so"):
-        return stages
-    enter_stage(job.work, "load")
-    try:
-        stages += load_and_run(job, library)
-    except subprocess.TimeoutExpired:
-        stages.append(tool_timed_out(job.work, job.timeout))
-    return stages
+def torch_extension_steps(job: Job) -> list[Step]:
+    """A torch-extension cell's steps, run by the pipeline's loop: the compile (each file,
+    then the link), the inspect of what it made, and on a GPU the load and the run, one
+    step: the library is imported and called in one process of its own (torch's import
+    is most of its cost, and the call needs the module that import made)."""
+    cell = _ExtensionCell(job)
+    return [Step("compile", cell.compile, measured=True), Step("inspect", cell.inspect),
+            Step("load", cell.load_and_run, gpu=True)]
 
 
-register(Frontend(NAME, stages=torch_extension_stages, needs=("nvcc",), library="torch",
+class _ExtensionCell:
+    """What a torch-extension cell's steps hand each other: the files its compile made
+    for the inspect to read (the linked library, else the kernels' objects)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.outputs: list[Path] = []
+
+    def compile(self, carried: Carried) -> list[StageResult]:
+        built, self.outputs = compile_extension(self.job)
+        return [built]
+
+    def inspect(self, carried: Carried) -> list[StageResult]:
+        from .build_run import audit_outputs
+
+        inspected, _ = audit_outputs(self.job, self.outputs)
+        return [inspected]
+
+    def load_and_run(self, carried: Carried) -> list[StageResult]:
+        """Nothing to load where the compile stopped at the objects (a wheel's headers, no
+        torch libraries to link against): the cell ends at its inspect."""
+        built = carried.last("compile")
+        library = Path(built.details["outputs"][0]) if built is not None else Path()
+        if library.suffix != ".so" \
+                or not str(library).endswith(sysconfig.get_config_var("EXT_SUFFIX") or ".so"):
+            return []
+        return load_and_run(self.job, library)
+
+
+register(Frontend(NAME, steps=torch_extension_steps, needs=("nvcc",), library="torch",
                   cached=False, reports_resources=True, options=tuple(k for k, _ in OPTIONS),
                   option_defaults=OPTIONS))
