@@ -234,3 +234,14 @@ def test_list_validate_and_plan_print_the_chosen_release(tmp_path: Path, read_cl
     finally:
         os.chdir(here)
     assert [c.id for s in shards for c in s.cells] == ["scale/scale/13.0/sm_90/torch-2.7.1"]
+
+
+def test_a_pairing_that_leaves_no_cell_says_why(tmp_path: Path, offline: None) -> None:
+    """torch 2.7.1 (CUDA 12.6) paired exactly with toolkits that hold no 12.6: the empty
+    selection names the pairing, not only the axes."""
+    from cudamatrix.errors import UserError
+
+    cache = _kept_headers(tmp_path / "cache", "2.7.1")
+    with pytest.raises(UserError, match=r"3 ruled out: torch 2\.7\.1 is built with CUDA "
+                                        r"12\.6: torch_pairing = \"exact\""):
+        _planned(_project(tmp_path / "p", "exact", torch=("2.7.1",)), cache)

@@ -346,8 +346,8 @@ LIBRARY = Table("[libraries.NAME]", "A library's own versions (a checkout, a whe
     Key("versions", STRINGS, "its versions", example='versions = ["13.0"]'),
     Key("include", STRINGS, "its include folders inside the package",
         example='include = ["include/cccl"]'),
-    Key("files", STRINGS, "other files of the package kept beside its headers (globs), "
-        "which a frontend reads",
+    Key("files", STRINGS, "other files of the package (or of its headers_from wheels) "
+        "kept beside its headers (globs), which a frontend or a build reads",
         example='files = ["torch/utils/cpp_extension.py"]'),
 ))
 

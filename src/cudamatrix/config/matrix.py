@@ -90,8 +90,9 @@ class Library:
     # The package by CUDA major, where the name differs (nvidia-cuda-cccl-cu12, then
     # nvidia-cuda-cccl): a version's package is that of its own major.
     packages: Mapping[str, str] = field(default_factory=dict)
-    # Files of the wheel kept beside a header library's headers (globs): what a frontend
-    # reads of that release (torch's cpp_extension.py and TorchConfig.cmake, its flags).
+    # Files of the wheel kept beside a header library's headers, or beside those of its
+    # headers_from wheels (globs): what a frontend or a case's build reads of that release
+    # (torch's cpp_extension.py and TorchConfig.cmake, its flags).
     files: tuple[str, ...] = ()
 
     def impossible(self, version: str, toolkit: str) -> str | None:

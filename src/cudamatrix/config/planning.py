@@ -79,10 +79,12 @@ def make_plan(options: RunOptions) -> Plan:
         cells = [c for c in cells if c.id in kept]
         removed = [(c, why) for c, why in removed if c.id in kept]
     if not cells and not (options.cell_ids and removed):
+        # Where every cell was ruled out, why (a torch_pairing, an arch no toolkit builds).
+        why = f" ({len(removed)} ruled out: {removed[0][1]})" if removed else ""
         raise UserError("the selection is empty: no cell matches "
                         f"tier {tier.name!r}, cases {list(options.cases) or 'all'}, "
                         f"toolkits {list(options.toolkits) or list(tier.toolkits)}, "
-                        f"archs {list(options.archs) or list(tier.archs)}")
+                        f"archs {list(options.archs) or list(tier.archs)}{why}")
     counts: dict[str, int] = {}
     for _, why in removed:
         counts[why] = counts.get(why, 0) + 1

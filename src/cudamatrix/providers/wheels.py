@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -208,7 +207,7 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
         root = install(target, [f"{package}=={version}", *library.requires], ledger=ledger,
                        with_deps=True)
         headers = wheel_headers(target.with_name(target.name + "-headers"),
-                                library.headers_from, ledger)
+                                library.headers_from, ledger, library.files)
         return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                                   include_dirs=headers,
                                   packages={**installed_packages(root),
@@ -453,36 +452,36 @@ def prepare_build_tools(requires: Sequence[str], cache: Path, ledger: InputLedge
                               python_path=(str(root),), packages=installed_packages(root))
 
 
-def wheel_headers(target: Path, requirements: Sequence[str], ledger: InputLedger
-                  ) -> tuple[str, ...]:
-    """The include folders of wheels, extracted once: each wheel is downloaded on its own
-    (pip checks its hash), only its members under an ``include/`` folder are kept."""
+def wheel_headers(target: Path, requirements: Sequence[str], ledger: InputLedger,
+                  files: Sequence[str] = ()) -> tuple[str, ...]:
+    """The include folders of wheels, extracted once: each wheel's members under an
+    ``include/`` folder, and those matching `files` (globs: torch's cpp_extension.py and
+    TorchConfig.cmake, which a build script reads its flags from), read by ranges as a
+    header library's are (a few megabytes of torch's 900 MB wheel), else from the wheel
+    pip downloads whole (an index that serves no ranges)."""
     marker = target / MARKER
-    wanted = {"headers_from": list(requirements)}
+    wanted: dict[str, object] = {"headers_from": list(requirements)}
+    if files:
+        wanted["files"] = list(files)
     ledger.watch(marker, 0)
+
+    def member(name: str) -> bool:
+        return "/include/" in name or any(fnmatch.fnmatch(name, glob) for glob in files)
+
     with folder_lock(target):
         if read_marker(marker) != wanted:
             staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
             shutil.rmtree(staging, ignore_errors=True)
-            download = staging / ".download"
-            for requirement in requirements:
-                done = subprocess.run(
-                    [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                     "--only-binary=:all:", "--disable-pip-version-check", "--dest",
-                     str(download), requirement],
-                    capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
-                wheels = sorted(download.glob("*.whl"))
-                if done.returncode != 0 or not wheels:
-                    shutil.rmtree(staging, ignore_errors=True)
-                    raise EnvironmentUnavailable(f"pip could not download {requirement}: "
-                                                 f"{done.stderr.strip()[-300:]}")
-                for wheel in wheels:
-                    with zipfile.ZipFile(wheel) as archive:
-                        for member in archive.namelist():
-                            if "/include/" in member and ".." not in member.split("/"):
-                                archive.extract(member, staging)
-                    wheel.unlink()
-            shutil.rmtree(download, ignore_errors=True)
+            try:
+                for requirement in requirements:
+                    try:
+                        extract_members(wheel_for(Requirement(requirement)), member, staging)
+                    except IndexUnreachable:
+                        extract_downloaded(requirement, member, staging, PIP_TIMEOUT_S)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            staging.mkdir(parents=True, exist_ok=True)
             (staging / MARKER).write_text(json.dumps(wanted))
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)

@@ -3,7 +3,9 @@
 The extension CUTLASS's Python interface emits (kernel .cu, binding .cpp, setup.py) is
 compiled the way torch.utils.cpp_extension's CUDAExtension compiles it: the include
 folders and compile arguments are read from the emitted setup.py, nvcc gets PyTorch's
-own flags, and the PyTorch headers come from a torch wheel built for CUDA 12. Where the
+own flags and defines, read from that torch release's cpp_extension.py and
+TorchConfig.cmake (kept beside its headers: [libraries.cutlass_torch] files), and the
+PyTorch headers come from a torch wheel built for CUDA 12. Where the
 emitted nvcc arguments name no target, the cell's arch stands in for
 TORCH_CUDA_ARCH_LIST. The cell's toolkit gives nvcc and its host compiler. It exits
 non-zero with the compiler's first error when the extension does not build; no GPU is
@@ -31,6 +33,17 @@ host = os.environ.get("CUDAMATRIX_HOST_COMPILER") or "g++"
 headers = [p for p in os.environ.get("CUDAMATRIX_LIBRARY_INCLUDES", "").split(os.pathsep) if p]
 toolkit = [p for p in os.environ.get("CUDAMATRIX_TOOLKIT_INCLUDES", "").split(os.pathsep) if p]
 
+from cudamatrix.stages.frontends.torch_flags import TorchFlags, read_flags  # noqa: E402
+
+# The torch package whose headers these are (.../torch/include): its files give the flags.
+torch_package = next((Path(d).parent for d in headers if Path(d).name == "include"
+                      and Path(d).parent.name == "torch"), None)
+if torch_package is None:
+    sys.exit(f"no torch headers among the library's include folders: {headers}")
+torch_flags = read_flags(torch_package)
+if not isinstance(torch_flags, TorchFlags):
+    sys.exit(f"torch's CUDAExtension flags could not be read: {torch_flags.reason}")
+
 import cutlass  # noqa: E402  (after the environment is read: the import is the slow part)
 from cutlass.library_defaults import OptionRegistry  # noqa: E402
 
@@ -51,21 +64,19 @@ if not any(a.startswith(("-gencode", "--generate-code", "-arch")) for a in nvcc_
     nvcc_args.append(f"-gencode=arch=compute_{target},code=sm_{target}")
 includes = [f"-I{d}" for d in [*asked.get("include_dirs", []), *headers,
                                 sysconfig.get_paths()["include"], *toolkit]]
-# torch.utils.cpp_extension's own flags and defines (PyTorch 2.5, pip wheels: old C++ ABI).
-defines = ["-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=hopper_gemm",
-           "-D_GLIBCXX_USE_CXX11_ABI=0"]
-torch_nvcc = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
-              "--expt-relaxed-constexpr", "--compiler-options", "-fPIC"]
+# torch.utils.cpp_extension's own flags and defines, as the release gives them (2.5's pip
+# wheels: the old C++ ABI); the standard it adds where the emitted arguments name none.
+defines = torch_flags.defines_for("hopper_gemm")
 steps = [
     ("hopper_gemm_kernel.cu", [nvcc, "-ccbin", host, "-c", str(out / "hopper_gemm_kernel.cu"),
-                               "-o", str(work / "kernel.o"), *includes, *torch_nvcc,
-                               *nvcc_args, *defines]),
+                               "-o", str(work / "kernel.o"), *includes,
+                               *torch_flags.with_std([*torch_flags.nvcc, *nvcc_args, *defines])]),
     ("hopper_gemm.cpp", [host, "-c", str(out / "hopper_gemm.cpp"), "-o", str(work / "binding.o"),
-                         "-fPIC", *includes, *cxx_args, *defines]),
+                         "-fPIC", *includes, *torch_flags.with_std([*cxx_args, *defines])]),
 ]
 report: dict[str, object] = {"cutlass": cutlass.__version__, "arch": arch,
-                             "libraries": asked.get("libraries", []), "nvcc_args": nvcc_args}
+                             "libraries": asked.get("libraries", []), "nvcc_args": nvcc_args,
+                             "torch_nvcc_flags": list(torch_flags.nvcc), "torch_defines": defines}
 for name, command in steps:
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
