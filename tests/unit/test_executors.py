@@ -17,9 +17,11 @@ TOY = '''
 import os, signal, sys
 from cudamatrix.stages.frontends import Frontend, register
 from cudamatrix.stages.cell.result import StageResult
+from cudamatrix.stages.cell.steps import Step
 
 
-def stages(job):
+def build(carried):
+    job = carried.job
     what = job.options["do"]
     if what == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -29,7 +31,8 @@ def stages(job):
     return [StageResult("compile", "ok", "", f"built {job.cell_id}")]
 
 
-register(Frontend("toy-executor", stages=stages, toolkit_free=True, cached=False))
+register(Frontend("toy-executor", steps=lambda job: [Step("compile", build)],
+                  toolkit_free=True, cached=False))
 '''
 
 

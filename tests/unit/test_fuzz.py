@@ -551,7 +551,7 @@ def test_index_html_page() -> None:
 
 
 def test_plugin_frontends() -> None:
-    """A plugin's Frontend with any name and any pair of compile/stages: registered, or one
+    """A plugin's Frontend with any name and any pair of compile/steps: registered, or one
     UserError line; a built-in is never replaced."""
     from cudamatrix.stages.frontends import registry
 
@@ -562,10 +562,10 @@ def test_plugin_frontends() -> None:
 
     @given(st.one_of(st.sampled_from(sorted(built_in)), st.text(min_size=1, max_size=20)),
            st.booleans(), st.booleans())
-    def target(name: str, has_compile: bool, has_stages: bool) -> None:
+    def target(name: str, has_compile: bool, has_steps: bool) -> None:
         _count("plugin frontend")
         made = registry.Frontend(name, compile=compile_ if has_compile else None,
-                                 stages=compile_ if has_stages else None)  # type: ignore[arg-type]
+                                 steps=compile_ if has_steps else None)  # type: ignore[arg-type]
         try:
             registry.register(made)
         except UserError as exc:

@@ -40,8 +40,8 @@ def test_two_plugins_of_one_name_are_refused_not_ordered() -> None:
         registry._REGISTERED.pop("toy-twice", None)
 
 
-def test_a_frontend_with_neither_compile_nor_stages_is_one_line() -> None:
-    with pytest.raises(UserError, match="give exactly one of compile, steps or stages"):
+def test_a_frontend_with_neither_compile_nor_steps_is_one_line() -> None:
+    with pytest.raises(UserError, match="give exactly one of compile or steps"):
         register(Frontend("toy-empty"))
 
 

@@ -264,6 +264,8 @@ class ContainerExecutor:
     def run(self, job: Job) -> list[StageResult]:
         if self.stopping:
             raise KeyboardInterrupt
+        # No container to run the cell's worker in: the pipeline, which runs there, never
+        # starts, so the cell is its first stage saying why (as a job that cannot be made).
         image = job.env.image if job.env and job.env.image else self.base_image()
         if image is None:
             return [StageResult("compile", "error", "no base image for cells without a toolkit")]

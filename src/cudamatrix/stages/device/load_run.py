@@ -8,6 +8,18 @@ NumPy reference at its stated tolerance. Host-entry cases (CUTLASS) are called
 through their shared library instead of a bare kernel launch.
 
 Only imported inside a cell worker on a machine with a GPU.
+
+Why the load and the run are one step of a cell's pipeline (stages/runtime/pipeline.py's
+`gpu_step`), not two: they share one context (the cell's own, or the GPU server's), the
+module or library handle the load made, which the run launches from, and the clean-up
+that must follow them whichever ends the cell (the module unloaded, every allocation
+freed, then the server asks whether its context can serve the next cell). On a GPU's
+server both are one request: split, the server would hold a cell's module between two
+requests and the run's process would owe it a clean-up call, where today a server that
+dies is recorded at the stage it noted (`enter_stage` below) with nothing left behind.
+The one decision taken here, no run after a load that did not work or where the case
+asks no run, is the pipeline's rule (`goes_on`: a load that did not work ends the cell)
+applied inside the step.
 """
 
 from __future__ import annotations

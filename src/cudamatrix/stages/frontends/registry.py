@@ -1,7 +1,7 @@
 """The registry of frontends by name (the package's __init__ fills it): what each needs
 from a toolkit, which library axis it multiplies its cells by, whether it brings its own
-compiler, whether its compiles are cached, and how it builds (or runs its whole story, as
-CuPy does). Each built-in frontend is a module of this package (nvrtc, nvcc, clang, cupy,
+compiler, whether its compiles are cached, and how it builds (its compile, or its own
+steps, as CuPy's are). Each built-in frontend is a module of this package (nvrtc, nvcc, clang, cupy,
 cutlass, cute_dsl, cutlass_python, build) holding its cell-side part (its compile, the
 tools it needs, its option schema); its orchestrator-side part is
 orchestrator/job_preparation.py's, by the frontend's name (a plugin's is its `prepare`),
@@ -57,9 +57,6 @@ class Frontend:
     # Or: the frontend's own steps, each a stage (cell/steps.py), run by the pipeline's one
     # loop: CuPy compiles and loads through the driver, a build runs the project's test.
     steps: Callable[[Job], Sequence[Step]] | None = None
-    # Or: a story a plugin tells at once, every stage from one call (one step to the loop:
-    # a crash in it is recorded at the stage it noted, its stages are saved at its end).
-    stages: Callable[[Job], list[StageResult]] | None = None
     needs: tuple[str, ...] = ()  # tools the cell's toolkit must have (Environment fields)
     library: str | None = None  # the library axis (matrix.toml [libraries.<name>])
     toolkit_free: bool = False  # brings its own compiler: the toolkit axis does not apply
@@ -92,7 +89,7 @@ _LOADING: list[bool] = []  # started: the entry points and $CUDAMATRIX_FRONTENDS
 
 def _origin(frontend: Frontend) -> str:
     """Where a frontend comes from: the module of the function that runs it."""
-    runs = frontend.compile or frontend.steps or frontend.stages
+    runs = frontend.compile or frontend.steps
     return str(getattr(runs, "__module__", "?"))
 
 
@@ -101,10 +98,10 @@ def register(frontend: Frontend) -> Frontend:
     another that takes it (a plugin's "nvcc", two plugins' one name) is refused in one line
     naming both, whatever its entry point is called, never replacing the first by the
     order of loading."""
-    given = [f for f in (frontend.compile, frontend.steps, frontend.stages) if f is not None]
+    given = [f for f in (frontend.compile, frontend.steps) if f is not None]
     if len(given) != 1:
         raise UserError(f"frontend {frontend.name!r} ({_origin(frontend)}): give exactly one "
-                        "of compile, steps or stages")
+                        "of compile or steps")
     taken = _REGISTERED.get(frontend.name)
     if taken is not None and taken != frontend:
         raise UserError(f"frontend {frontend.name!r} of {_origin(frontend)}: the name is "

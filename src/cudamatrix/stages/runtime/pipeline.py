@@ -2,7 +2,7 @@
 
 The list is compile -> inspect -> load and run (the run timed where the case asks), or a
 frontend's own (`Frontend.steps`: CuPy compiles through the driver, a build runs the
-project's own test), or a story a plugin tells at once (`Frontend.stages`: one step).
+project's own test, a torch extension is imported and called by torch).
 
 The compile result comes one of four ways, each a compile step here:
 
@@ -186,19 +186,12 @@ def standard(compile_: Step, place: GpuPlace = in_this_process) -> list[Step]:
     return [compile_, inspect_step(), gpu_step(place)]
 
 
-def told(stages: Callable[[Job], list[StageResult]]) -> Step:
-    """A story a frontend tells at once (`Frontend.stages`, a plugin's): one step."""
-    return Step("compile", lambda carried: stages(carried.job), measured=True)
-
-
 def steps_for(job: Job, spec: Frontend | None = None) -> list[Step]:
     """The cell's steps: its frontend's own, or the standard ones around its compile; a
     prebuilt job's compile taken from its folder."""
     spec = spec or frontend(job.frontend)
     if spec.steps is not None:
         steps = list(spec.steps(job))
-    elif spec.stages is not None:
-        return [told(spec.stages)]
     else:
         assert spec.compile is not None
         steps = standard(fresh(spec.compile))
