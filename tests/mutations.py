@@ -8,6 +8,8 @@ a test missing: this exits 1 naming it.
 
     python tests/mutations.py            # every mutation
     python tests/mutations.py --list     # their names
+    python tests/mutations.py --only torch   # those whose name holds "torch"
+    python tests/mutations.py --lane --only torch  # each against the whole unit lane
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 KEYS = ("tests/unit/test_declared_keys.py",)
 FLAGS = ("tests/unit/test_run_flags.py", "-k", "repro_or_says or read_by_the_run")
 PIPELINE = ("tests/unit/test_pipeline.py",)
+RUNNER = ("tests/unit/test_cell_runner.py",)
+TORCH = ("tests/unit/test_torch_flags.py",)
+STRATEGY = ("tests/unit/test_compile_strategy.py",)
+ARCH = ("tests/unit/test_arch_guard.py",)
+FIRST = ("tests/unit/test_first_release.py",)
+DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,136 @@ MUTATIONS = (
     Mutation("an artifact check that failed stops the GPU stages", "stages/runtime/pipeline.py",
              '    return not (last.stage in GPU_STAGES and last.status != "ok")',
              '    return last.status == "ok"', PIPELINE),
+    # The pipeline's compile results and its loop (issue 67), made again by a reviewer.
+    Mutation("the pipeline goes on after a compile that erred", "stages/runtime/pipeline.py",
+             'if compiled.stage != "compile" or compiled.status != "ok":',
+             'if compiled.stage != "compile" or compiled.status == "failed":', PIPELINE),
+    Mutation("a fresh compile past the cell's limit is a tool's error",
+             "stages/runtime/pipeline.py",
+             "        except subprocess.TimeoutExpired:\n            raise\n", "", PIPELINE),
+    Mutation("a prebuilt compile read from the cell's own folder", "stages/runtime/pipeline.py",
+             'folder = Path(carried.job.prebuilt or "")', "folder = carried.job.work", PIPELINE),
+    Mutation("a cell's stages saved only when its steps are done", "stages/runtime/pipeline.py",
+             "        carried.stages.extend(said)\n        if in_worker:\n"
+             "            save_stages(job, carried.stages)\n",
+             "        carried.stages.extend(said)\n    if in_worker:\n"
+             "        save_stages(job, carried.stages)\n", PIPELINE),
+    Mutation("the GPU's server handed no module", "stages/runtime/pipeline.py",
+             "*((module.ptx, module.cubin, module.library)", "*((None, None, None)", PIPELINE),
+    Mutation("no GPU: a load skipped after the cell's own load", "stages/runtime/pipeline.py",
+             "goes_on(stages) and not any(s.stage in GPU_STAGES for s in stages)",
+             "goes_on(stages)", PIPELINE),
+    Mutation("a group's compile charges each cell all its CPU time",
+             "stages/runtime/pipeline.py",
+             "share = round(compiler.seconds / len(stages), 3)",
+             "share = round(compiler.seconds, 3)", PIPELINE),
+    # A cell's way through the run (orchestrator/cell_runner.py).
+    Mutation("a failed cached compile sent to a GPU's worker", "orchestrator/cell_runner.py",
+             'if cached is not None and not (cached.status == "ok" and self.device.present):',
+             "if cached is not None and not self.device.present:", RUNNER),
+    Mutation("one retry more than --retries asks", "orchestrator/cell_runner.py",
+             "len(attempts) < self.options.retries", "len(attempts) <= self.options.retries",
+             RUNNER),
+    Mutation("cells with other flags built by one group compile", "orchestrator/cell_runner.py",
+             "todo = [p for p in todo if p.job is not None and p.job.flags == first_flags]",
+             "todo = [p for p in todo if p.job is not None]", RUNNER),
+    Mutation("a cell the group's build skipped keeps the skip", "orchestrator/cell_runner.py",
+             "                    again.append(member)\n                    continue\n",
+             "                    again.append(member)\n", RUNNER),
+    Mutation("a project build that hit its limit counted as kept", "orchestrator/cell_runner.py",
+             'stages[0].status not in ("error", "timeout", "crashed")',
+             'stages[0].status not in ("error", "crashed")', RUNNER),
+    # A torch release's CUDAExtension flags, read from its files (issue 69).
+    Mutation("torch: the C++ ABI a table's, not TorchConfig.cmake's",
+             "stages/frontends/torch_flags.py",
+             'abi = cmake_abi(torch_config or "")', "abi = 0", TORCH),
+    Mutation("torch: ROCm's libraries linked for CUDA's", "stages/frontends/torch_flags.py",
+             "visit(statement.orelse)", "visit(statement.body)", TORCH),
+    Mutation("torch: py_limited_api's define taken as every build's",
+             "stages/frontends/torch_flags.py",
+             'and a.attr == "py_limited_api"', 'and a.attr == "limited_api"', TORCH),
+    Mutation("torch: -fPIC after COMMON_NVCC_FLAGS dropped", "stages/frontends/torch_flags.py",
+             "nvcc=(*common, *_after_common(tree))", "nvcc=tuple(common)", TORCH),
+    Mutation("torch: the shell's quotes kept on -fPIC", "stages/frontends/torch_flags.py",
+             "return [part for word in words for part in shlex.split(word)]",
+             "return list(words)", TORCH),
+    Mutation("torch: the standard added over the case's own", "stages/frontends/torch_flags.py",
+             'if self.std is None or any(f.startswith("-std=") for f in flags):',
+             "if self.std is None:", TORCH),
+    Mutation("torch: the extension's name define missed", "stages/frontends/torch_flags.py",
+             "            names_extension = True  # `define = f'-DTORCH_EXTENSION_NAME={name}'`",
+             "            pass", TORCH),
+    Mutation("torch: Python's headers left off", "stages/frontends/torch_extension.py",
+             "*job.env.include_dirs,\n                                   str(python_include()))]",
+             "*job.env.include_dirs)]", TORCH),
+    Mutation("torch: the binding compiled without torch's defines",
+             "stages/frontends/torch_extension.py",
+             "*flags.with_std([*cxx_own, *defines])", "*flags.with_std(cxx_own)", TORCH),
+    Mutation("torch: a second arch beside the case's own", "stages/frontends/torch_extension.py",
+             "any(f.startswith(_ARCH_FLAGS) for f in nvcc_own)", "False", TORCH),
+    # How a group of cells that differ only in arch is compiled (issue 72).
+    Mutation("strategy: threads counted into the compile key", "stages/cell/job.py",
+             "    threads: int = field(default=1, metadata=AFTER_COMPILE)\n",
+             "    threads: int = 1\n", STRATEGY),
+    Mutation("strategy: --threads given to the toolkit before it",
+             "orchestrator/compile_strategy.py",
+             "return Version(job.env.toolkit) >= Version(first)",
+             "return Version(job.env.toolkit) > Version(first)", STRATEGY),
+    Mutation("strategy: more threads than the group has archs",
+             "orchestrator/compile_strategy.py",
+             "return max(1, min(archs, 1 + self.idle()))", "return max(1, 1 + self.idle())",
+             STRATEGY),
+    Mutation("strategy: the cores a group's nvcc took never given back",
+             "orchestrator/compile_strategy.py",
+             "                self._busy -= threads - 1\n", "                pass\n", STRATEGY),
+    Mutation("strategy: a split's extra host passes not counted",
+             "orchestrator/compile_strategy.py",
+             "            work += (SPLIT_COST - 1) * whole\n", "", STRATEGY),
+    Mutation("strategy: a split cell costed at its share alone",
+             "orchestrator/compile_strategy.py",
+             "apart = SPLIT_COST * max(expected(c) for c in group)",
+             "apart = max(expected(c) for c in group)", STRATEGY),
+    # Since which arch a name exists (issue 71, point 1).
+    Mutation("arch search: the cell's own arch counted newer", "stages/compile/arch_guard.py",
+             "if parsed.capability > mine and not parsed.suffix:",
+             "if parsed.capability >= mine and not parsed.suffix:", ARCH),
+    Mutation("arch search: arch-specific targets tried as newer archs",
+             "stages/compile/arch_guard.py",
+             "if parsed.capability > mine and not parsed.suffix:",
+             "if parsed.capability > mine:", ARCH),
+    Mutation("arch search: the oldest newer arch skipped", "stages/compile/arch_guard.py",
+             "    for arch in newer:\n        text = newest",
+             "    for arch in newer[1:]:\n        text = newest", ARCH),
+    Mutation("arch search: NVRTC compiles again with less than the failed compile's time",
+             "stages/compile/arch_guard.py", "max(1.0, each)", "1.0", ARCH),
+    # Since which CCCL release (issue 71, point 2).
+    Mutation("CCCL: the cell's own release read again", "providers/first_release.py",
+             "if after is not None and Version(release) <= after:",
+             "if after is not None and Version(release) < after:", FIRST),
+    Mutation("CCCL: a lookup kept without its release", "providers/first_release.py",
+             'return f"{lack.kind}:{lack.name}@{release}"',
+             'return f"{lack.kind}:{lack.name}"', FIRST),
+    Mutation("CCCL: an incomplete wheel taken at its word", "providers/first_release.py",
+             "            return None, version\n", "            return False, version\n",
+             FIRST),
+    Mutation("CCCL: one matrix's lookups served to another's releases",
+             "providers/first_release.py",
+             "if found is None or found.releases != sorted(releases, key=Version):",
+             "if found is None:", FIRST),
+    # The diagnosis rules of issue 71.
+    Mutation("diagnosis: the measured finding tried after the compiler's words",
+             "record/diagnose.py", "found = _from_details(stage.details, message)",
+             "found = None", DIAGNOSIS),
+    Mutation("diagnosis: an arch rule's fix without its __CUDA_ARCH__ value",
+             "record/diagnose.py",
+             'values.setdefault("arch_number", _arch_number(values["arch"]))', "pass",
+             DIAGNOSIS),
 )
 
 
-def survives(mutation: Mutation, work: Path) -> bool:
-    """Whether the tests pass with the mutation made in a copy of the package at `work`."""
+def survives(mutation: Mutation, work: Path, lane: bool = False) -> bool:
+    """Whether the tests pass with the mutation made in a copy of the package at `work`:
+    its own tests, or with `lane` the whole unit lane (is any test there catching it?)."""
     package = work / "src" / "cudamatrix"
     shutil.rmtree(work / "src", ignore_errors=True)
     shutil.copytree(REPO / "src", work / "src",
@@ -82,27 +215,37 @@ def survives(mutation: Mutation, work: Path) -> bool:
     target.write_text(text.replace(mutation.old, mutation.new))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, (str(work / "src"), os.environ.get("PYTHONPATH"))))}
+    tests = ("tests/unit", "-n", "2") if lane else mutation.tests
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           *mutation.tests], cwd=REPO, env=env, capture_output=True, text=True)
+                           *tests], cwd=REPO, env=env, capture_output=True, text=True)
     return done.returncode == 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="name the mutations and stop")
+    parser.add_argument("--only", metavar="TEXT",
+                        help="only the mutations whose name holds TEXT (case-insensitive)")
+    parser.add_argument("--lane", action="store_true",
+                        help="run the whole unit lane (tests/unit, 2 workers) on each mutation, "
+                             "not only its own tests")
     args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.only or args.only.lower() in m.name.lower()]
     if args.list:
-        print("\n".join(m.name for m in MUTATIONS))
+        print("\n".join(m.name for m in chosen))
         return 0
+    if not chosen:
+        print(f"no mutation's name holds {args.only!r}", file=sys.stderr)
+        return 2
     survived = []
     with tempfile.TemporaryDirectory(prefix="cudamatrix-mutations-") as folder:
-        for number, mutation in enumerate(MUTATIONS, 1):
-            lived = survives(mutation, Path(folder))
-            print(f"[{number}/{len(MUTATIONS)}] {mutation.name}: "
+        for number, mutation in enumerate(chosen, 1):
+            lived = survives(mutation, Path(folder), args.lane)
+            print(f"[{number}/{len(chosen)}] {mutation.name}: "
                   f"{'SURVIVED (no test failed)' if lived else 'caught'}", flush=True)
             if lived:
                 survived.append(mutation.name)
-    print(f"{len(MUTATIONS) - len(survived)} caught, {len(survived)} survived")
+    print(f"{len(chosen) - len(survived)} caught, {len(survived)} survived")
     return 1 if survived else 0
 
 

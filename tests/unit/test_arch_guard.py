@@ -196,3 +196,13 @@ def test_where_no_preprocessor_can_be_asked_the_unit_is_compiled_again() -> None
     late = since_arch_compiled("x", "sm_75", ["sm_80"], still, time.monotonic() + 10, 30.0,
                                "NVRTC 13.0")
     assert late.arch == "" and asked == []
+
+
+def test_arch_specific_targets_are_never_the_archs_tried() -> None:
+    """A listing may hold arch-specific targets beside the plain archs (nvcc 12.x lists
+    compute_90a, 12.9 compute_100f): a name found there is found for code that only that
+    one GPU family builds, never "from sm_90 on", so only plain archs are tried."""
+    listed = ["compute_80", "compute_90", "compute_90a", "compute_100", "compute_100a",
+              "compute_100f", "compute_120a"]
+    assert newer_archs("sm_80", listed) == ["sm_90", "sm_100"]
+    assert newer_archs("sm_90a", listed) == ["sm_100"]

@@ -211,3 +211,24 @@ def test_what_cannot_be_told_apart_is_said(lines: list[str], why: str) -> None:
         reader.feed(line)
     split = reader.split(["sm_80", "sm_90"])
     assert isinstance(split, Failure) and why in split.reason, split
+
+
+def test_a_split_groups_extra_host_passes_count_against_the_next_split() -> None:
+    """4 cores: the 5-arch group of 50 s is split (12 s a piece; the work grows by its
+    extra host passes, 10 s, to 85 s: 21.25 s a core). The 2-arch group of 20 s then stays
+    whole: split, its own extra 4 s would put the work per core (22.25 s) past what the
+    run takes with it grouped (21.25 s)."""
+    big, pair = _group("big", FIVE), _group("pair", ("sm_80", "sm_90"))
+    one = [Cell("one", "nvcc", "13.0", "sm_90", "nvcc")]
+    expected = {**{c.id: 10.0 for c in big + pair}, one[0].id: 5.0}
+    groups = split_critical([one, pair, big], lambda c: expected[c.id], 4)
+    assert groups == [one, pair, *[[c] for c in big]]
+
+
+def test_a_group_one_arch_dominates_stays_whole_on_any_cores() -> None:
+    """sm_90a's compile is 10 s of the group's 11 s: alone it costs 1.2 x 10 s (its own
+    host pass) = 12 s, longer than the group's one 11 s compile: split, the run would end
+    later, however many cores wait."""
+    group = _group("hopper", ("sm_80", "sm_90a"))
+    expected = {group[0].id: 1.0, group[1].id: 10.0}
+    assert split_critical([group], lambda c: expected[c.id], 16) == [group]

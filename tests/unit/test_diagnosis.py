@@ -123,3 +123,23 @@ def test_an_intrinsic_of_a_newer_arch_says_from_which_arch_it_exists() -> None:
     assert intrinsic_archs()["__cluster_barrier_arrive"] == "sm_90"
     other = diagnose('k.cu(3): error: identifier "__my_helper" is undefined', ())
     assert other.rule != "intrinsic-from-newer-arch"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
+def test_every_placeholder_of_a_diagnosis_is_filled(path: Path) -> None:
+    """A rule's title, explanation and fix name what its pattern or finding caught ({arch},
+    its __CUDA_ARCH__ value {arch_number}, {first_release}): none is left as a word in
+    braces for the user to read."""
+    import re
+
+    sample = _sample(path)
+    diagnosis = diagnose_stage(sample["message"], StageResult(**sample["stage"]),
+                               sample.get("arch_reached"))
+    for text in (diagnosis.title, diagnosis.explanation, diagnosis.fix):
+        assert re.search(r"\{\w+\}", text) is None, (diagnosis.rule, text)
+
+
+def test_an_arch_found_by_the_search_gives_the_guard_to_write() -> None:
+    _, found = _diagnosed("declared-from-newer-arch")
+    assert found.rule == "declared-from-newer-arch"  # type: ignore[attr-defined]
+    assert "`#if __CUDA_ARCH__ >= 800`" in found.fix  # type: ignore[attr-defined]

@@ -142,3 +142,26 @@ def test_only_a_failed_compile_that_lacks_a_cccl_name_gets_the_finding(tmp_path:
     passed = StageResult("compile", "ok", "", sample["log"])
     assert with_first_release([passed], lookups, {}, "13.0") == [passed]
     assert with_first_release([failed], None, {}, "13.0") == [failed]
+
+
+def test_each_matrix_gets_the_lookups_of_its_own_releases(tmp_path: Path) -> None:
+    """One lookup object per cache folder and process, reused by the run's cells; a second
+    matrix in the same process (another run, a --rejudge) names other CCCL releases and
+    gets lookups over those, not the first matrix's."""
+    import dataclasses
+
+    from cudamatrix.common.up_to_date import InputLedger
+    from cudamatrix.config.matrix import load_matrix
+    from cudamatrix.providers.first_release import for_run
+
+    matrix = load_matrix(Path(__file__).parents[2] / "src" / "cudamatrix" / "config" / "data"
+                         / "matrix.toml")
+    cccl = matrix.libraries["cccl"]
+    first = for_run(matrix, tmp_path, InputLedger())
+    assert first is not None and "12.4.127" in first.releases
+    assert for_run(matrix, tmp_path, InputLedger()) is first  # read once a run
+    fewer = dataclasses.replace(matrix, libraries={
+        **matrix.libraries, "cccl": dataclasses.replace(cccl, versions=("toolkit", "13.0.85"))})
+    second = for_run(fewer, tmp_path, InputLedger())
+    assert second is not None and "12.4.127" not in second.releases
+    assert "13.0.85" in second.releases and "12.4" in second.releases

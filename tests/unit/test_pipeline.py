@@ -11,7 +11,10 @@ worker that dies is recorded at the stage it was in, after the stages it finishe
 from __future__ import annotations
 
 import json
+import os
+import resource
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +28,9 @@ from cudamatrix.stages.cell.result import StageResult
 from cudamatrix.stages.cell.specs import ArtifactCheck
 from cudamatrix.stages.cell.steps import Carried, Step
 from cudamatrix.stages.compile.built import Build
+from cudamatrix.stages.frontends.registry import Frontend, register
 from cudamatrix.stages.runtime.pipeline import (
+    compile_group,
     fresh,
     goes_on,
     recorded,
@@ -70,11 +75,13 @@ class Gpu:
 
     def __init__(self, load: str = "ok") -> None:
         self.handed: list[Job] = []
+        self.modules: list[Path | None] = []  # the PTX each load was handed
         self.load = load
 
     def __call__(self, job: Job, ptx: Path | None, cubin: Path | None,
                  library: Path | None) -> list[StageResult]:
         self.handed.append(job)
+        self.modules.append(ptx)
         if self.load != "ok":
             return [StageResult("load", self.load, "refused")]  # type: ignore[arg-type]
         return [StageResult("load", "ok"), StageResult("run", "ok")]
@@ -244,7 +251,10 @@ def executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalE
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "toy_crash.py").write_text(CRASHING)
     monkeypatch.setenv("CUDAMATRIX_FRONTENDS", "toy_crash")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "plugins"))
+    # The plugin beside the package under test (a copy of it where tests/mutations.py
+    # runs these tests), which the worker imports as this process does.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (
+        str(tmp_path / "plugins"), os.environ.get("PYTHONPATH")))))
     made = LocalExecutor()
     yield made
     made.close()
@@ -256,3 +266,97 @@ def test_a_worker_that_dies_is_recorded_at_its_stage(executor: LocalExecutor,
     stages = executor.run(job)
     assert _said(stages) == [("compile", "ok"), ("inspect", "failed"), ("load", "crashed")]
     assert stages[-1].message == "cell worker killed by SIGSEGV"
+
+
+# --- the compile results and the loop, each as a mistake would break it (tests/mutations.py)
+
+def test_a_compile_past_the_cells_limit_is_its_timeout(tmp_path: Path) -> None:
+    """A compiler stopped at the cell's limit is the cell's timeout, not the tool's error."""
+    def slow(job: Job) -> Build:
+        subprocess.run(["sleep", "5"], timeout=0.2, check=False)
+        raise AssertionError("the compiler was not stopped")
+
+    stages = run_steps(Carried(_job(tmp_path)), standard(fresh(slow), Gpu()))
+    assert _said(stages) == [("compile", "timeout")]
+    assert (tmp_path / "cell" / STAGE_FILE).read_text() == "compile"
+
+
+def test_a_prebuilt_compile_is_read_from_its_own_folder(tmp_path: Path) -> None:
+    """--prebuilt names another folder than the cell's (an earlier run's, another
+    machine's): the record and the module are read there."""
+    earlier = _job(tmp_path)
+    run_steps(Carried(earlier), standard(fresh(compile_saxpy), Gpu()))
+    elsewhere = tmp_path / "now"
+    elsewhere.mkdir()
+    job = replace(earlier, workdir=str(elsewhere), prebuilt=str(earlier.work))
+    gpu = Gpu()
+    steps = [recorded() if s.stage == "compile" else s for s in standard(fresh(compile_saxpy),
+                                                                        gpu)]
+    stages = run_steps(Carried(job), steps)
+    assert _said(stages) == [("compile", "ok"), ("inspect", "ok"), ("load", "ok"), ("run", "ok")]
+    assert stages[0].log == "built"
+    assert gpu.modules == [earlier.work / PTX]
+
+
+def test_each_steps_stages_are_saved_before_the_next_step_runs(tmp_path: Path) -> None:
+    """What a worker that dies in a later step leaves: the stages before it, on disk."""
+    seen: list[list[str]] = []
+
+    def load(carried: Carried) -> list[StageResult]:
+        saved = json.loads((carried.job.work / "stages.json").read_text())
+        seen.append([s["stage"] for s in saved])
+        return [StageResult("load", "ok")]
+
+    run_steps(Carried(_job(tmp_path)), [*standard(fresh(compile_saxpy))[:2],
+                                        Step("load", load, gpu=True)])
+    assert seen == [["compile", "inspect"]]
+
+
+def test_the_gpu_server_is_handed_the_module_the_worker_built(tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    worker = run_steps(Carried(replace(job, gpu_stages=False)),
+                       standard(fresh(compile_saxpy), Gpu()))
+    server = Gpu()
+    run_gpu_steps(job, worker, server)
+    assert server.modules == [job.work / PTX]
+
+
+def test_with_no_gpu_a_cell_that_ran_its_own_load_gets_no_other(tmp_path: Path) -> None:
+    """A frontend whose own steps load and run where no GPU is asked for (a build's test
+    command, CuPy's): nothing is skipped after them."""
+    ran = [StageResult("compile", "ok"), StageResult("load", "ok"), StageResult("run", "ok")]
+    assert without_gpu(ran, "no GPU here") == ran
+
+
+class Group:
+    """A frontend's compile_together: each arch built by a real compiler process (a
+    Python that counts, for its CPU time), a stage each."""
+
+    def __call__(self, job: Job) -> list[StageResult]:
+        for _ in job.group:
+            subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+        return [StageResult("compile", "ok", "", "built") for _ in job.group]
+
+
+GROUPED = Frontend("toy-grouped", compile=compile_saxpy, compile_together=Group(),
+                   toolkit_free=True, cached=False)
+
+
+def test_a_groups_compile_charges_each_cell_its_share(tmp_path: Path) -> None:
+    register(GROUPED)
+    members = []
+    for arch in ("sm_80", "sm_90", "sm_100"):
+        (tmp_path / arch).mkdir()
+        members.append({"cell_id": f"c/v/13.0/{arch}", "arch": arch,
+                        "workdir": str(tmp_path / arch)})
+    job = _job(tmp_path, frontend="toy-grouped", group=tuple(members))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    stages = compile_group(job)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    shares = [s.details["compiler_cpu_s"] for s in stages]
+    assert len(set(shares)) == 1  # alike: one compile built them all
+    assert sum(shares) == pytest.approx(spent, rel=0.25, abs=0.05)
+    for member in members:  # each cell's record, as its own compile leaves it
+        record = json.loads((Path(member["workdir"]) / COMPILE_RECORD).read_text())
+        assert record["details"]["compiler_cpu_s"] == shares[0]
