@@ -70,10 +70,10 @@ def test_a_damaged_or_unwritable_file_is_no_timing(tmp_path: Path) -> None:
 
 
 def test_a_group_built_together_goes_by_its_cells_together(tmp_path: Path) -> None:
-    """Cells that differ only in arch are built by one compile (runner.arch_groups): the
+    """Cells that differ only in arch are built by one compile (compile_strategy.arch_groups): the
     group's cost is its cells' together, so two 20-s CUTLASS archs go before one 30-s
     kernel, and every other cell stands alone."""
-    from cudamatrix.orchestrator.cell_runner import arch_groups
+    from cudamatrix.orchestrator.compile_strategy import arch_groups
 
     gemm = [Cell("gemm", "v", "13.0", arch, "cutlass") for arch in ("sm_90", "sm_90a")]
     kernel = _cell("k")

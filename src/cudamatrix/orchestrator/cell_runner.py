@@ -310,13 +310,3 @@ class Prepared:
     apart: str = ""  # why its group's compile could not stand for it
     # Its seconds so far: its preparation and its share of its group's compile.
     spent: float = 0.0
-
-
-def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
-    """The cells that differ only in arch, together (in the order of their first cell):
-    one compile can build them (compile_together); every other cell alone."""
-    groups: dict[Cell, list[Cell]] = {}
-    for cell in cells:
-        shares = frontend(cell.frontend).compile_together is not None
-        groups.setdefault(replace(cell, arch="") if shares else cell, []).append(cell)
-    return list(groups.values())

@@ -89,8 +89,8 @@ class CellTimings:
         return sorted(cells, key=lambda c: -self.expected(c))
 
     def schedule_groups(self, groups: Sequence[Sequence[Cell]]) -> list[Sequence[Cell]]:
-        """Groups of cells built together (runner.arch_groups), the longest expected in all
-        first (ties in the order given)."""
+        """Groups of cells built together (compile_strategy.arch_groups), the longest
+        expected in all first (ties in the order given)."""
         return sorted(groups, key=lambda g: -sum(self.expected(c) for c in g))
 
     def record(self, results: Iterable[CellResult]) -> None:

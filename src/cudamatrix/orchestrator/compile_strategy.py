@@ -41,12 +41,23 @@ from ..config.options import CompileStrategy, RunOptions
 from ..config.plan import Cell
 from ..record.diagnose import option_releases
 from ..stages.cell.job import Job
+from ..stages.frontends import frontend
 
 # What one arch's compile alone costs, against its share of the group's one compile:
 # the host pass is paid once per arch (five nvccs of sgemm_sm80 took about 20% more CPU
 # than one nvcc of the five archs, issue 72).
 SPLIT_COST = 1.2
 THREADS_OPTION = "--threads"
+
+
+def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """The cells that differ only in arch, together (in the order of their first cell):
+    one compile can build them (compile_together); every other cell alone."""
+    groups: dict[Cell, list[Cell]] = {}
+    for cell in cells:
+        shares = frontend(cell.frontend).compile_together is not None
+        groups.setdefault(replace(cell, arch="") if shares else cell, []).append(cell)
+    return list(groups.values())
 
 
 def strategy_of(options: RunOptions) -> CompileStrategy:

@@ -46,9 +46,9 @@ from ..record.results import (
 )
 from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
-from .cell_runner import CellRunner, Prepared, arch_groups
+from .cell_runner import CellRunner, Prepared
 from .cell_timings import CellTimings
-from .compile_strategy import CompileCores, split_critical, strategy_of
+from .compile_strategy import CompileCores, arch_groups, split_critical, strategy_of
 from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
