@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.config.options import RunOptions
+from cudamatrix.config.options import CompileStrategy, RunOptions
 from cudamatrix.config.plan import Cell
 from cudamatrix.errors import Failure
 from cudamatrix.orchestrator.compile_strategy import (
     SPLIT_COST,
     CompileCores,
+    compile_groups,
     split_critical,
     strategy_of,
     takes_threads,
@@ -232,3 +233,23 @@ def test_a_group_one_arch_dominates_stays_whole_on_any_cores() -> None:
     group = _group("hopper", ("sm_80", "sm_90a"))
     expected = {group[0].id: 1.0, group[1].id: 10.0}
     assert split_critical([group], lambda c: expected[c.id], 16) == [group]
+
+
+@pytest.mark.parametrize(("strategy", "cores", "sizes"), [
+    ("apart", 16, [1] * 8),     # every cell its own compile, whatever the cores
+    ("grouped", 16, [3, 5]),    # the five archs one compile, the kernel's three another
+    ("threads", 16, [3, 5]),    # grouped as above: its threads come when a compile starts
+    ("auto", 16, [1] * 5 + [3]),  # the five-arch compile would end the run alone: split
+    ("auto", 2, [1] * 5 + [3]),  # two cores and little else: two archs at a time win
+    ("auto", 1, [3, 5]),        # one core: nothing runs beside it, a split only adds work
+])
+def test_the_runs_units_of_work_by_strategy(strategy: CompileStrategy, cores: int,
+                                             sizes: list[int]) -> None:
+    """What the run hands its pool (runner._execute): the strategy and the cores decide
+    which cells share one compile; every cell is there exactly once."""
+    cute = _group("cute", FIVE)
+    kernel = _group("kernel", ("sm_75", "sm_80", "sm_90"))
+    expected = {**{c.id: 20.52 for c in cute}, **{c.id: 0.4 for c in kernel}}
+    groups = compile_groups([*cute, *kernel], strategy, lambda c: expected[c.id], cores)
+    assert sorted(len(g) for g in groups) == sizes, groups
+    assert sorted(c.id for g in groups for c in g) == sorted(c.id for c in [*cute, *kernel])

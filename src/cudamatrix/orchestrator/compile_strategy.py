@@ -60,6 +60,17 @@ def arch_groups(cells: Sequence[Cell]) -> list[list[Cell]]:
     return list(groups.values())
 
 
+def compile_groups(cells: Sequence[Cell], strategy: CompileStrategy,
+                   expected: Callable[[Cell], float], cores: int) -> list[list[Cell]]:
+    """The run's units of work: every cell alone under `apart`; the cells one compile can
+    build together under `grouped` and `threads`; under `auto` those groups, each that
+    would end the run alone split into its cells (split_critical)."""
+    if strategy == "apart":
+        return [[cell] for cell in cells]
+    groups = arch_groups(cells)
+    return split_critical(groups, expected, cores) if strategy == "auto" else groups
+
+
 def strategy_of(options: RunOptions) -> CompileStrategy:
     """The run's strategy: --compile-apart (compile_together off) is `apart` whatever
     --compile-strategy says."""

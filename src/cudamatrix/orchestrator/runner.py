@@ -48,7 +48,7 @@ from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
 from .cell_runner import CellRunner, Prepared
 from .cell_timings import CellTimings
-from .compile_strategy import CompileCores, arch_groups, split_critical, strategy_of
+from .compile_strategy import CompileCores, compile_groups, strategy_of
 from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
@@ -186,9 +186,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     # Longest first, by what each cell took last time, so the run does not end on one; a
     # group that would end it alone split into its cells where the cores let it
     # (compile_strategy.split_critical).
-    groups = arch_groups(todo) if strategy != "apart" else [[c] for c in todo]
-    if strategy == "auto":
-        groups = split_critical(groups, timings.expected, options.jobs)
+    groups = compile_groups(todo, strategy, timings.expected, options.jobs)
     ordered = timings.schedule_groups(groups) if options.order == "cost" \
         else list(reversed(groups)) if options.order == "reversed" else list(groups)
     progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs)
