@@ -159,6 +159,12 @@ MUTATIONS = (
              "orchestrator/compile_strategy.py",
              "apart = SPLIT_COST * max(expected(c) for c in group)",
              "apart = max(expected(c) for c in group)", STRATEGY),
+    Mutation("strategy: --compile-strategy apart still groups",
+             "orchestrator/compile_strategy.py",
+             "        return [[cell] for cell in cells]\n", "        pass\n", STRATEGY),
+    Mutation("strategy: grouped splits as auto does", "orchestrator/compile_strategy.py",
+             'if strategy == "auto" else groups', 'if strategy != "apart" else groups',
+             STRATEGY),
     # Since which arch a name exists (issue 71, point 1).
     Mutation("arch search: the cell's own arch counted newer", "stages/compile/arch_guard.py",
              "if parsed.capability > mine and not parsed.suffix:",
