@@ -1,6 +1,6 @@
 # One device call, many checks: each step's own script with its own $OUT folder, all
 # packed into one archive (the device returns 8 files at most).
-#   bash bench/evidence/session-gpu/call.sh STEP...   STEP: torch | pipeline | speed | cold | gputests
+#   bash bench/evidence/session-gpu/call.sh STEP...   STEP: torch | setuppy | pipeline | speed | cold | gputests
 set -u
 FINAL=$OUT
 mkdir -p /tmp/steps
@@ -9,6 +9,7 @@ for step in "$@"; do
   start=$(date +%s)
   case $step in
     torch) timeout 300 bash bench/evidence/torch-ext/run.sh ;;
+    setuppy) timeout 500 bash bench/evidence/torch-ext/setup_py.sh ;;
     pipeline) sed '/^bash bench\/gpu\/run.sh/d' bench/evidence/pipeline-h100/run.sh > /tmp/pipe.sh
               timeout 420 bash /tmp/pipe.sh ;;
     speed) timeout 400 bash bench/gpu/run.sh 2 ;;

@@ -16,7 +16,7 @@ from ..compile.flags import resolve_flags, shown
 from ..compile.logs import decisive_line
 from ..compile.nvrtc import Nvrtc, driver_command
 from ..inspect.kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
-from ..process.limits import address_space_limit, run_tool
+from ..process.limits import memory_limit, run_tool
 from .registry import Frontend, register
 
 
@@ -72,7 +72,7 @@ def since_arch_found(job: Job, nvrtc: Nvrtc, options: list[str], log: str,
 
     def still(arch: str) -> bool | None:
         asked = [f"--gpu-architecture={arch}" if o == own else o for o in options]
-        with address_space_limit(job.memory_bytes):
+        with memory_limit(job.memory_bytes):
             output = nvrtc.compile(source.read_bytes(), source.name, asked)
         if output.accident:
             return None
@@ -106,14 +106,14 @@ def compile_nvrtc(job: Job) -> Build:
     source = Path(job.source)
     options, expressions = nvrtc_options(job), name_expressions(job)
     nvrtc = Nvrtc(job.env.nvrtc)
-    with address_space_limit(job.memory_bytes):
+    with memory_limit(job.memory_bytes):
         output = nvrtc.compile(source.read_bytes(), source.name, options, expressions)
     details: dict[str, object] = {"nvrtc": nvrtc.version, "options": shlex.join(options)}
     if not output.ok and expressions and not output.accident:
         # Refused with the kernel's name: compiled without it, NVRTC says whether the
         # code or the name is at fault (an overload, a template with no arguments, a
         # name the source lacks); the name's refusal is then the case's error.
-        with address_space_limit(job.memory_bytes):
+        with memory_limit(job.memory_bytes):
             plain = nvrtc.compile(source.read_bytes(), source.name, options)
         if plain.ok:
             details[KERNEL_REFUSED] = decisive_line(output.log)

@@ -281,7 +281,10 @@ def load_and_run(job: Job, library: Path) -> list[StageResult]:
                str(opts.get("call", "")), str(opts.get("args", "()")),
                str(opts.get("expect", "")), str(opts.get("rtol", 1e-5)),
                str(opts.get("atol", 1e-8))]
-    tool = run_tool(command, max(1.0, job.timeout), memory_bytes=None, env=env, cwd=job.work)
+    # Under the cell's memory limit as every tool: written memory, which a CUDA process's
+    # reservations do not count against (process/limits.py).
+    tool = run_tool(command, max(1.0, job.timeout), memory_bytes=job.memory_bytes, env=env,
+                    cwd=job.work)
     log = tool.output.strip()
     loaded = _said(tool.output, "loaded")
     seconds = time.monotonic() - started

@@ -2,7 +2,7 @@
 and leaving nothing behind.
 
 A compile is the user's code at work (a template recursion, ``#include "/dev/zero"``),
-so every tool runs in a session of its own under an address-space limit, writes its
+so every tool runs in a session of its own under a memory limit, writes its
 output to a file rather than a pipe (a helper that keeps the pipe open cannot turn a
 finished compile into a timeout; 200 MB of output costs no memory), and has its whole
 process group killed when it ends or its time runs out (no orphaned ``cicc`` compiling
@@ -103,10 +103,19 @@ def read_bounded(path: Path, keep: int = KEPT_OUTPUT_BYTES) -> str:
         return ""
 
 
+# The cell's memory limit is RLIMIT_DATA, the memory a process writes (its heap and its
+# private writable mappings), never RLIMIT_AS, the address space it reserves: every CUDA
+# process reserves far more than it uses, and torch 2.11 with CUDA 13.0 could not count its
+# GPUs under a 7.9 GiB RLIMIT_AS on a lent H200 ("Error 2: out of memory") while under the
+# same RLIMIT_DATA it ran and a 12 GiB bytearray was refused
+# (bench/evidence/torch-ext/rlimit-h200.txt). A compiler's runaway growth is written memory.
+_MEMORY = resource.RLIMIT_DATA
+
+
 def _limit_child(memory_bytes: int | None) -> None:
     """In the tool's process, before exec: its own limits (it is already in its own session)."""
     if memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(_MEMORY, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
 
 
@@ -178,30 +187,32 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
     return ToolRun(code, output.strip(), accident)
 
 
-def _address_space_bytes() -> int:
+def _written_bytes() -> int:
+    """What this process has written so far, as RLIMIT_DATA counts it (VmData)."""
     with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
+            if line.startswith("VmData:"):
                 return int(line.split()[1]) * 1024
     return 0
 
 
 @contextlib.contextmanager
-def address_space_limit(memory_bytes: int | None) -> Iterator[None]:
-    """Bound this process's own growth while an in-process compiler (NVRTC) runs in it.
+def memory_limit(memory_bytes: int | None) -> Iterator[None]:
+    """Bound this process's own growth while an in-process compiler (NVRTC) runs in it:
+    `memory_bytes` more than it has written already.
 
-    Only the soft limit moves, and it moves back: the GPU stages after the compile map
-    far more address space than they use, as every CUDA process does.
+    Only the soft limit moves, and it moves back: the GPU stages after the compile are
+    the cell's own to bound as any tool's (_MEMORY says why it is written memory).
     """
     if not memory_bytes:
         yield
         return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = _address_space_bytes() + memory_bytes
+    soft, hard = resource.getrlimit(_MEMORY)
+    wanted = _written_bytes() + memory_bytes
     if hard != resource.RLIM_INFINITY:
         wanted = min(wanted, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    resource.setrlimit(_MEMORY, (wanted, hard))
     try:
         yield
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        resource.setrlimit(_MEMORY, (soft, hard))
