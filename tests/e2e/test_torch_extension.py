@@ -1,6 +1,6 @@
 """PyTorch extensions as their projects build them: the torch-extension frontend.
 
-Real parts only: torch's own cpp_extension.py and TorchConfig.cmake of two releases, read
+Real parts only: torch's own cpp_extension.py and TorchConfig.cmake of three releases, read
 from PyPI's wheels by ranges (a megabyte of a 900 MB wheel, cached as the torch library
 axis caches it), and causal-conv1d 1.7.0's csrc/ from its sdist (the tool's `sdist:`
 source, checked against the index's sha256), compiled by CUDA 13.0's nvcc and the host
@@ -36,28 +36,40 @@ def torch_files(version: str) -> Path:
     return Path(prepared.root) / "torch"
 
 
+COMMON_NVCC_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+                     "--expt-relaxed-constexpr")
+CUDA_LIBRARIES = ("c10", "torch", "torch_cpu", "torch_python", "cudart", "c10_cuda",
+                  "torch_cuda")
+PYBIND11 = ("COMPILER_TYPE", "STDLIB", "BUILD_ABI")
+
+
 @pytest.mark.parametrize(("version", "abi", "pybind11"), [
-    ("2.5.1", 0, ("COMPILER_TYPE", "STDLIB", "BUILD_ABI")),
+    ("2.5.1", 0, PYBIND11),
+    ("2.7.1", 1, PYBIND11),
     ("2.9.1", None, ()),
 ])
 def test_flags_read_from_the_release(version: str, abi: int | None,
                                      pybind11: tuple[str, ...]) -> None:
     """Each release's own flags: 2.5 builds with the old C++ ABI (TorchConfig.cmake says
-    0) and passes pybind11's ABI names; 2.9 passes neither (the new ABI is the compiler's
-    default); both give nvcc the same COMMON_NVCC_FLAGS and -fPIC to the host compiler."""
+    0) and passes pybind11's ABI names; 2.7 the new ABI (1) and still the names, its
+    py_limited_api branch's define not taken; 2.9 passes neither (the new ABI is the
+    compiler's default). All give nvcc the same COMMON_NVCC_FLAGS and -fPIC to the host
+    compiler, and link CUDAExtension's CUDA libraries, not its ROCm ones. The unit lane's
+    texts (tests/unit/test_torch_flags.py) stand for these three."""
     flags = read_flags(torch_files(version))
     assert isinstance(flags, TorchFlags), flags
-    assert flags.nvcc[:5] == ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
-                              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                              "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr")
-    assert flags.nvcc[5:] == ("--compiler-options", "-fPIC")
+    assert flags.nvcc == (*COMMON_NVCC_FLAGS, "--compiler-options", "-fPIC")
     assert flags.std == "c++17"
     assert flags.cxx11_abi == abi
     assert flags.pybind11_names == pybind11
-    assert "torch_python" in flags.libraries and "amdhip64" not in flags.libraries
-    defines = flags.defines_for("ext")
-    assert defines[:2] == ["-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=ext"]
-    assert ("-D_GLIBCXX_USE_CXX11_ABI=0" in defines) == (abi == 0)
+    assert flags.defines == ("-DTORCH_API_INCLUDE_EXTENSION_H",)
+    assert flags.names_extension
+    assert flags.libraries == CUDA_LIBRARIES
+    abi_define = [] if abi is None else [f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+    assert flags.defines_for("ext") == ["-DTORCH_API_INCLUDE_EXTENSION_H",
+                                        "-DTORCH_EXTENSION_NAME=ext", *abi_define]
+    assert flags.with_std(["-O3"]) == ["-O3", "-std=c++17"]
 
 
 def test_abi_define_from_torch_config() -> None:
