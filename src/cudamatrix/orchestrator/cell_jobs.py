@@ -66,7 +66,7 @@ class CellJobs:
         versions: dict[str, str] = {}
         workdir = self.options.out / ARTIFACTS_DIR / cell.slug
         prebuilt: Path | None = None
-        if self.options.prebuilt and cell.frontend not in self.options.compile_here:
+        if not self.compiled_here(cell):
             imported = self.import_prebuilt(cell, workdir, versions)
             if isinstance(imported, NoJob):
                 return imported, versions
@@ -99,15 +99,11 @@ class CellJobs:
             reason = f"{spec.needs_gpu_to_compile}: {self.device.reason}"
             return NoJob([StageResult("compile", "unavailable", reason)]), versions
         library: LibraryEnvironment | None = None
-        # A prebuilt cell needs no compiler-side library (CUTLASS headers, the DSL).
-        own = cell.library_version == TOOLKIT_OWN and self.envs.matrix.libraries.get(
-            cell.library or "") is not None and self.envs.matrix.libraries[
-            cell.library or ""].headers
-        if own:  # the toolkit's own copy of a header library: nothing put ahead of it
-            versions[f"{cell.library} (the toolkit's own)"] = TOOLKIT_OWN
-        if cell.library and cell.library_version and prebuilt is None and not own:
-            major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
-            lib = self.envs.library(cell.library, cell.library_version, major, env)
+        if self.toolkit_own(cell):  # the toolkit's own copy of a header library: nothing
+            versions[f"{cell.library} (the toolkit's own)"] = TOOLKIT_OWN  # put ahead of it
+        request = self.library_request(cell) if prebuilt is None else None
+        if request is not None:
+            lib = self.envs.library(*request, env)
             if isinstance(lib, Failure):
                 said = f"{cell.library} environment: {lib.reason}"
                 return NoJob([StageResult("compile", "error", said)]), versions
@@ -160,6 +156,47 @@ class CellJobs:
                 return NoJob([prepared]), versions
             job = prepared
         return job, versions
+
+    def toolkit_own(self, cell: Cell) -> bool:
+        """Whether the cell takes its header library from its toolkit (`toolkit-own`)."""
+        declared = self.envs.matrix.libraries.get(cell.library or "")
+        return cell.library_version == TOOLKIT_OWN and declared is not None \
+            and bool(declared.headers)
+
+    def library_request(self, cell: Cell) -> tuple[str, str, int | None] | None:
+        """The library environment a cell compiled here asks for (name, version, CUDA
+        major: CuPy's wheels are per major), or None (no library axis, the toolkit's own)."""
+        if not (cell.library and cell.library_version) or self.toolkit_own(cell):
+            return None
+        major = int(cell.toolkit.split(".")[0]) if cell.library == "cupy" else None
+        return cell.library, cell.library_version, major
+
+    def compiled_here(self, cell: Cell) -> bool:
+        """Whether the cell's build is made by this run (not taken from --prebuilt)."""
+        return not self.options.prebuilt or cell.frontend in self.options.compile_here
+
+    def environment_need(self, cell: Cell) -> tuple[str, tuple[str, str, int | None] | None] \
+            | None:
+        """The toolkit and library environments the cell's job will ask for (its group's
+        too: they differ only in arch), or None where it asks for none."""
+        if not self.compiled_here(cell):
+            return None
+        toolkit = "" if cell.toolkit == BUNDLED else cell.toolkit
+        request = self.library_request(cell)
+        return (toolkit, request) if toolkit or request else None
+
+    def prepare_environments(self, cell: Cell) -> None:
+        """The environments `environment_need` names, prepared ahead of the cell (the run's
+        prefetch): Environments keeps each, failures included, for job_for to find."""
+        env: Environment | None = None
+        if cell.toolkit != BUNDLED:
+            got = self.envs.toolkit(cell.toolkit)
+            if isinstance(got, Failure):
+                return
+            env = got
+        request = self.library_request(cell)
+        if request is not None:
+            self.envs.library(*request, env)
 
     def runtime_for_prebuilt(self, cell: Cell, prebuilt: Path) -> Environment | None:
         """A prebuilt shared library (a host-entry case's libcase.so, linked against its

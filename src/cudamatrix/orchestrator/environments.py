@@ -1,8 +1,9 @@
 """The run's toolkit and library environments, from the provider the run settled on.
 
-Each environment is prepared once, on first demand, under a lock (cells ask from
-many threads), and a failure is kept as its reason: the user's to fix, reported
-once the other cells are done.
+Each environment is prepared once, on first demand, under its own lock (cells ask from
+many threads, and the run prepares the next ones ahead of them: prefetch.py): one toolkit's download never holds up a cell whose toolkit is
+ready, nor another toolkit's download. A failure is kept as its reason: the user's to
+fix, reported once the other cells are done.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ class Environments:
         self.sources: dict[str, Source | Failure] = {}
         # What could not be installed or found, by environment: the user's to fix.
         self.failures: dict[str, str] = {}
-        # Cells ask from many threads; each environment must be prepared exactly once.
-        self._lock = threading.Lock()
+        # Cells ask from many threads; each environment must be prepared exactly once, and
+        # each under its own lock: one lock for all held every cell of a ready toolkit
+        # behind another toolkit's download.
+        self._locks: dict[object, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
         # The toolkits laid out as build systems and CuPy expect them (folders of links).
         self.layouts = ToolkitLayouts(cache)
         self._sass_tools: list[str | None] = []  # prepared once, on first use
@@ -85,12 +89,17 @@ class Environments:
         choice = self.toolkit_provider.executor(site)
         return make_executor(choice.kind, choice.options)
 
+    def _once(self, key: object) -> threading.Lock:
+        """The lock that prepares the environment `key` names (one per environment)."""
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
+
     def docker_client(self) -> object:
         return engine()  # one connection per process, made when the provider was chosen
 
     def base_image(self) -> str | None:
         """The docker provider's base image (for cells that bring their own toolchain)."""
-        with self._lock:
+        with self._once("docker base image"):
             if self._base is None:
                 try:
                     ensure_base_image(self.docker_client())
@@ -103,7 +112,7 @@ class Environments:
     def source(self, spec: str, base: Path) -> Source | Failure:
         """A build's project (path, sdist, wheel, git), fetched once per run; or why not."""
         key = f"{spec}@{base}"
-        with self._lock:
+        with self._once(("source", key)):
             if key not in self.sources:
                 started = time.monotonic()
                 try:
@@ -122,7 +131,7 @@ class Environments:
         """A build's own tools from PyPI (cmake, scikit-build-core, pybind11), installed
         once per set of requirements; or why not."""
         key = ("(build tools)", ",".join(requires), None)
-        with self._lock:
+        with self._once(key):
             if key not in self.libraries:
                 self.progress.note(f"preparing build tools {' '.join(requires)}")
                 try:
@@ -134,7 +143,7 @@ class Environments:
 
     def with_clang(self, env: Environment) -> Environment:
         """The toolkit with clang as its CUDA compiler, made once per run and toolkit."""
-        with self._lock:
+        with self._once(("toolkit", env.toolkit)):
             known = self.toolkits.get(env.toolkit)
             if isinstance(known, Environment) and (known.clang or known.clang_unusable):
                 return known
@@ -163,7 +172,7 @@ class Environments:
     def sass_tools(self) -> str | None:
         """The run's cuobjdump (NVIDIA's 13.x wheels, once per run), for a cell whose own
         toolkit is not prepared here (a prebuilt one)."""
-        with self._lock:
+        with self._once("sass tools"):
             if not self._sass_tools:
                 self._sass_tools.append(prepare_sass_tools(self.cache, self.ledger))
             return self._sass_tools[0]
@@ -172,7 +181,7 @@ class Environments:
         """The environment, or the reason it could not be had. A toolkit the cells could do
         without (`wanted=False`: a prebuilt library's runtime) is tried, but its failure is
         neither the run's environment error nor kept for a cell that needs it."""
-        with self._lock:
+        with self._once(("toolkit", version)):
             return self._toolkit(version, wanted)
 
     def _toolkit(self, version: str, wanted: bool = True) -> Environment | Failure:
@@ -215,7 +224,7 @@ class Environments:
         if spec is not None:
             return self._library_from_source(name, version, spec, toolkit)
         key = (name, version, cuda_major)
-        with self._lock:
+        with self._once(key):
             return self._library(key)
 
     def _library_from_source(self, name: str, version: str, spec: str,
@@ -232,7 +241,7 @@ class Environments:
             home = str(self.layouts.cuda_home(toolkit))
             build_env = {"CUDA_HOME": home, "CUDA_PATH": home, "CUDACXX": f"{home}/bin/nvcc",
                          "PATH": f"{home}/bin:{os.environ.get('PATH', '')}"}
-        with self._lock:
+        with self._once(key):
             if key not in self.libraries:
                 started = time.monotonic()
                 self.progress.note(f"preparing {name} {version} from {spec}")
@@ -251,7 +260,7 @@ class Environments:
         """A component's libraries, for the cells whose flags link them (`flag`), once per
         toolkit; said in the run's progress, as every environment is."""
         key = (f"{component} (libraries)", env.toolkit, None)
-        with self._lock:
+        with self._once(key):
             if key not in self.libraries:
                 started = time.monotonic()
                 try:

@@ -13,6 +13,7 @@ import platform
 import re
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -28,7 +29,7 @@ from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
 from ..config.corpus import Case
 from ..config.options import CACHE_ENV, RunOptions
-from ..config.plan import BUNDLED, Cell
+from ..config.plan import Cell
 from ..config.planning import Plan, make_plan
 from ..config.run_flags import repro_arguments
 from ..errors import UserError
@@ -52,6 +53,7 @@ from .compile_strategy import CompileCores, compile_groups, strategy_of
 from .environments import Environments
 from .executors import Executor
 from .gpu import DeviceInfo, run_device
+from .prefetch import EnvironmentPrefetch, GroupQueue
 from .progress import Progress
 
 
@@ -137,20 +139,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                         options.docker_flavour, container_timeout=options.container_timeout,
                         cuda_compat=options.cuda_compat, ledger=ledger)
     todo = [c for c in plan.cells if c.id not in done]
-    compiled_here = [c for c in todo
-                     if not options.prebuilt or c.frontend in options.compile_here]
-    # The toolkit the longest expected cell needs is prepared before any cell starts, so
-    # that cell starts first; every other toolkit when its first cell needs it, while the
-    # long cell already compiles (a first run prepared all four first: 36 s on its
-    # critical path).
     timings = CellTimings(options.cache)
-    longest: dict[str, float] = {}
-    for cell in compiled_here:
-        if cell.toolkit != BUNDLED:
-            longest[cell.toolkit] = max(longest.get(cell.toolkit, 0.0), timings.expected(cell))
-    for toolkit in sorted(longest, key=lambda v: (-longest[v],
-                                                  tuple(int(p) for p in v.split("."))))[:1]:
-        envs.toolkit(toolkit)
     # The project's [paths] trees are read like case folders (read-only in a container).
     # The driver's PTX JIT kept per driver (and, by its server, per GPU kind): a warm re-run
     # JIT-compiled every sm_80 module again (29.6 s of 35 on an H200); cold without the
@@ -190,8 +179,17 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     ordered = timings.schedule_groups(groups) if options.order == "cost" \
         else list(reversed(groups)) if options.order == "reversed" else list(groups)
     progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs)
-    unwritten = _run_pool(ordered, runner, executor, options,
-                          progress, on_result, results, cores)
+    # Each environment prepared ahead of its cells, in the schedule's order, and each group
+    # taken up as its environments are ready (prefetch.py).
+    changed = threading.Condition()
+    prefetch = EnvironmentPrefetch(ordered, runner.jobs.environment_need,
+                                   runner.jobs.prepare_environments, changed)
+    queue = GroupQueue(ordered, prefetch.ready, changed)
+    try:
+        unwritten = _run_pool(queue, len(ordered), runner, executor, options,
+                              progress, on_result, results, cores)
+    finally:
+        prefetch.close()
     timings.record(r for r in results if r.cell.id not in done)
     removal.wait()
     if unwritten:
@@ -214,41 +212,51 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     return info, results
 
 
-def _started(progress: Progress, runner: CellRunner, group: Sequence[Cell],
-             cores: CompileCores) -> list[CellResult]:
-    """The group's cells run, said to the progress as a worker takes them up (so a log
-    names the cells running, not only those done), holding a core while they run."""
+class Taken(NamedTuple):
+    """A group a worker took up, and its cells' results (or what stopped its writing)."""
+
+    group: Sequence[Cell]
+    results: list[CellResult]
+    unwritable: OSError | None = None
+
+
+def _started(progress: Progress, runner: CellRunner, queue: GroupQueue,
+             cores: CompileCores) -> Taken:
+    """The next group's cells run, said to the progress as a worker takes them up (so a
+    log names the cells running, not only those done), holding a core while they run."""
+    group = queue.take()
     progress.cells_started(c.id for c in group)
     with cores.running():
-        return runner.run_cells(group)
+        try:
+            return Taken(group, runner.run_cells(group))
+        except OSError as exc:  # the run could not write a cell's folder
+            return Taken(group, [], exc)
 
 
-def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Executor,
+def _run_pool(queue: GroupQueue, groups: int, runner: CellRunner, executor: Executor,
               options: RunOptions, progress: Progress,
               on_result: Callable[[CellResult], None] | None,
               results: list[CellResult], cores: CompileCores) -> list[str]:
-    """Run the groups of cells (see arch_groups) on a thread pool, saving each result as it
-    comes; the cells the run could not write (a full disk, a read-only folder), where it
-    then stopped."""
+    """Run the `groups` groups of cells (see arch_groups) the queue hands out on a thread
+    pool, saving each result as it comes; the cells the run could not write (a full disk,
+    a read-only folder), where it then stopped."""
     out = options.out
     # Where the run could not write (a full disk, a read-only folder): it stops there.
     unwritten: list[str] = []
-    cells_of: dict[Future[list[CellResult]], Sequence[Cell]] = {}
 
     def stop_writing(cell: Cell, exc: OSError) -> None:
         unwritten.append(f"{cell.id}: {exc.strerror} writing {exc.filename or out / CELLS_DIR}")
         for pending in futures:
             pending.cancel()
 
-    def finished(future: Future[list[CellResult]]) -> None:
-        if future.cancelled():
+    def finished(future: Future[Taken]) -> None:
+        if future.cancelled() or future.exception() is not None:
             return
-        failure = future.exception()
-        if isinstance(failure, OSError):
-            stop_writing(cells_of[future][0], failure)
-        if failure is not None:
+        taken = future.result()
+        if taken.unwritable is not None:
+            stop_writing(taken.group[0], taken.unwritable)
             return
-        for result in future.result():
+        for result in taken.results:
             if not result.stages[0].not_started:
                 try:
                     save_cell(out, result)
@@ -263,15 +271,13 @@ def _run_pool(todo: Sequence[Sequence[Cell]], runner: CellRunner, executor: Exec
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     futures = []
     try:
-        for group in todo:  # in the order given: the schedule
-            future = pool.submit(_started, progress, runner, group, cores)
-            cells_of[future] = group
+        for _ in range(groups):  # one call per group: the queue says which (its schedule)
+            future = pool.submit(_started, progress, runner, queue, cores)
             future.add_done_callback(finished)
             futures.append(future)
         wait(futures)
         for future in futures:  # a cell the run broke on (not one it cancelled) is raised
-            failure = None if future.cancelled() else future.exception()
-            if failure is not None and not isinstance(failure, OSError):
+            if not future.cancelled() and future.exception() is not None:
                 future.result()
     except KeyboardInterrupt:
         # Cancel what has not started before stopping what has, so no queued cell starts

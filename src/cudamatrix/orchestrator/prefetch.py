@@ -1,0 +1,104 @@
+"""The environments the schedule will need, prepared ahead of the cells, and the groups of
+cells handed to the workers as their environments become ready (issue 72).
+
+A first run fetches and unpacks each toolkit's wheels and each library's (CUTLASS's torch
+headers alone took 31 to 40 s) while the cores should be compiling. Prepared inside a
+worker, a download held a compile's place: on 2 cores the first `nox -s matrix` was 1.32x
+its compile floor, its cells' own seconds 1.20x. Here a small pool of its own prepares
+each environment in the order the schedule first needs it, and a worker takes the first
+group in the schedule's order whose environments are ready; only the head of the
+schedule (the longest work left) is waited for by one worker rather than passed over, so
+the longest cell still starts first and the others fill the cores meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from ..config.plan import Cell
+
+# Downloads and unpacks side by side: the network's and the disk's work, not the cores'.
+PREFETCH_WORKERS = 2
+
+
+class EnvironmentPrefetch:
+    """Each distinct environment need of the schedule (`need_of` a group's first cell:
+    None for none), prepared once by `prepare` on a pool of its own, in the order the
+    schedule first needs it. A failure is the environment's to keep (Environments keeps
+    it as its reason); an exception here leaves the cell to ask again and say it."""
+
+    def __init__(self, groups: Sequence[Sequence[Cell]], need_of: Callable[[Cell], Hashable],
+                 prepare: Callable[[Cell], None], changed: threading.Condition,
+                 workers: int = PREFETCH_WORKERS) -> None:
+        self._need_of, self._changed = need_of, changed
+        self._done: dict[Hashable, Future[None]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=workers,
+                                        thread_name_prefix="cudamatrix-prefetch")
+        for group in groups:
+            need = need_of(group[0]) if group else None
+            if need is None or need in self._done:
+                continue
+            future = self._pool.submit(self._prepare, prepare, group[0])
+            future.add_done_callback(self._said)
+            self._done[need] = future
+
+    @staticmethod
+    def _prepare(prepare: Callable[[Cell], None], cell: Cell) -> None:
+        try:
+            prepare(cell)
+        except Exception:  # the cell asks again and says what went wrong
+            return
+
+    def _said(self, _: Future[None]) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def ready(self, group: Sequence[Cell]) -> bool:
+        """Whether the group's environments are prepared (or failed, or were never asked
+        ahead of it): its worker will not wait for a download."""
+        need = self._need_of(group[0]) if group else None
+        future = self._done.get(need) if need is not None else None
+        return future is None or future.done()
+
+    def close(self) -> None:
+        """Stop what has not started (an interrupted run); what runs finishes on its own."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class GroupQueue:
+    """The schedule's groups, handed out in its order but ready first: a worker takes the
+    first group whose environments are ready; the head of the schedule, not ready, is
+    waited for by one worker (so it starts the moment it can) and passed over by the
+    others; with nothing ready, a worker waits for the next environment."""
+
+    def __init__(self, groups: Sequence[Sequence[Cell]], ready: Callable[[Sequence[Cell]], bool],
+                 changed: threading.Condition) -> None:
+        self._pending = list(groups)
+        self._ready, self._changed = ready, changed
+        self._head_awaited = False
+
+    def take(self) -> Sequence[Cell]:
+        """The next group for a worker (the run makes one call per group, so one is left
+        for each call)."""
+        with self._changed:
+            awaited: Sequence[Cell] | None = None  # the head this worker waits for
+            try:
+                while True:
+                    head = self._pending[0]
+                    if self._ready(head):
+                        return self._pending.pop(0)
+                    if awaited is not None and awaited is not head:
+                        awaited, self._head_awaited = None, False  # taken: a new head
+                    if not self._head_awaited:
+                        awaited, self._head_awaited = head, True
+                    if awaited is None:
+                        chosen = next((i for i, g in enumerate(self._pending)
+                                       if i and self._ready(g)), None)
+                        if chosen is not None:
+                            return self._pending.pop(chosen)
+                    self._changed.wait(timeout=1.0)
+            finally:
+                if awaited is not None:
+                    self._head_awaited = False

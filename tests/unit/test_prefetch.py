@@ -1,0 +1,173 @@
+"""Environments prepared ahead of their cells, and groups taken up as they are ready
+(orchestrator/prefetch.py, issue 72): a download never holds a compile's place."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.common.up_to_date import InputLedger
+from cudamatrix.config.defaults import DEFAULT_MATRIX
+from cudamatrix.config.matrix import load_matrix
+from cudamatrix.config.plan import Cell
+from cudamatrix.errors import Failure
+from cudamatrix.orchestrator.environments import Environments
+from cudamatrix.orchestrator.prefetch import EnvironmentPrefetch, GroupQueue
+from cudamatrix.providers.toolkits import (
+    CellSite,
+    ExecutorChoice,
+    ProviderSetting,
+    toolkit_providers,
+)
+from cudamatrix.stages.cell.environment import Environment
+
+WAIT_S = 20.0
+
+
+class Quiet:
+    def note(self, text: str) -> None:
+        pass
+
+
+class SlowFirstToolkits:
+    """A provider whose 12.4 takes until its 13.0 has been prepared (a long download
+    beside a short one)."""
+
+    name, local, unwatched = "slow-first", True, ""
+    prepared_13 = threading.Event()
+
+    def __init__(self, setting: ProviderSetting) -> None:
+        self.cache = setting.cache
+
+    def toolkit(self, version: str) -> Environment:
+        if version == "12.4" and not self.prepared_13.wait(WAIT_S):
+            raise AssertionError("13.0 was never prepared while 12.4 was")
+        if version == "13.0":
+            self.prepared_13.set()
+        return Environment(toolkit=version, provider="slow-first", root=str(self.cache),
+                           cuobjdump=str(self.cache / "cuobjdump"))
+
+    def executor(self, site: CellSite) -> ExecutorChoice:
+        return ExecutorChoice("local")
+
+    def host_compiler(self, name: str) -> tuple[str, str] | Failure:
+        return Failure(f"no {name}")
+
+
+def test_one_toolkits_preparation_holds_up_no_other(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """One lock for every environment held each cell of a ready toolkit, and every other
+    toolkit's preparation, behind the one being downloaded: here 12.4 cannot finish
+    before 13.0 is prepared beside it."""
+    SlowFirstToolkits.prepared_13 = threading.Event()
+    monkeypatch.setitem(toolkit_providers(), "slow-first", SlowFirstToolkits)
+    envs = Environments(load_matrix(DEFAULT_MATRIX), "slow-first", tmp_path, Quiet(),
+                        ledger=InputLedger())
+    got: dict[str, object] = {}
+    slow = threading.Thread(target=lambda: got.update(slow=envs.toolkit("12.4")))
+    slow.start()
+    time.sleep(0.2)  # 12.4 is being prepared
+    quick = threading.Thread(target=lambda: got.update(quick=envs.toolkit("13.0")))
+    quick.start()
+    quick.join(WAIT_S)
+    slow.join(WAIT_S)
+    assert not quick.is_alive() and not slow.is_alive()
+    assert isinstance(got["quick"], Environment) and isinstance(got["slow"], Environment)
+    # Each prepared once: asked again, the same environment without a second preparation.
+    assert envs.toolkit("12.4") is got["slow"]
+
+
+def _cell(toolkit: str, arch: str = "sm_80") -> Cell:
+    return Cell("case", "v", toolkit, arch, "nvrtc")
+
+
+def _take_in_thread(queue: GroupQueue) -> tuple[threading.Thread, list[Sequence[Cell]]]:
+    taken: list[Sequence[Cell]] = []
+    thread = threading.Thread(target=lambda: taken.append(queue.take()), daemon=True)
+    thread.start()
+    return thread, taken
+
+
+def test_the_head_is_waited_for_by_one_worker_and_passed_over_by_the_others() -> None:
+    long, quick, other = [_cell("12.4")], [_cell("13.0")], [_cell("13.0", "sm_90")]
+    ready = {id(long): False, id(quick): True, id(other): True}
+    changed = threading.Condition()
+    queue = GroupQueue([long, quick, other], lambda g: ready[id(g)], changed)
+    first, first_took = _take_in_thread(queue)
+    time.sleep(0.2)
+    assert first.is_alive()  # it waits for the head rather than taking a later group
+    assert queue.take() is quick  # a second worker passes the head over: ready first
+    with changed:
+        ready[id(long)] = True
+        changed.notify_all()
+    first.join(WAIT_S)
+    assert first_took == [long]
+    assert queue.take() is other
+
+
+def test_a_ready_head_goes_first_and_nothing_ready_waits_for_the_next() -> None:
+    head, later = [_cell("12.4")], [_cell("11.8")]
+    ready = {id(head): False, id(later): False}
+    changed = threading.Condition()
+    queue = GroupQueue([head, later], lambda g: ready[id(g)], changed)
+    waiting_head, took_head = _take_in_thread(queue)
+    time.sleep(0.1)
+    waiting_any, took_any = _take_in_thread(queue)
+    time.sleep(0.2)
+    assert waiting_head.is_alive() and waiting_any.is_alive()  # nothing ready: both wait
+    with changed:
+        ready[id(later)] = True
+        changed.notify_all()
+    waiting_any.join(WAIT_S)
+    assert took_any == [later] and waiting_head.is_alive()
+    with changed:
+        ready[id(head)] = True
+        changed.notify_all()
+    waiting_head.join(WAIT_S)
+    assert took_head == [head]
+    # All ready: the schedule's order.
+    a, b = [_cell("13.0")], [_cell("12.4")]
+    in_order = GroupQueue([a, b], lambda g: True, threading.Condition())
+    assert in_order.take() is a and in_order.take() is b
+
+
+def test_each_need_prepared_once_in_the_schedules_order() -> None:
+    cells = [[_cell("12.4")], [_cell("13.0")], [_cell("12.4", "sm_90")], [_cell("bundled")]]
+    prepared: list[str] = []
+    changed = threading.Condition()
+    gate = threading.Event()
+
+    def prepare(cell: Cell) -> None:
+        gate.wait(WAIT_S)
+        prepared.append(cell.toolkit)
+
+    def need(cell: Cell) -> str | None:
+        return None if cell.toolkit == "bundled" else cell.toolkit
+
+    prefetch = EnvironmentPrefetch(cells, need, prepare, changed, workers=1)
+    assert not prefetch.ready(cells[0]) and not prefetch.ready(cells[2])
+    assert prefetch.ready(cells[3])  # nothing to prepare for it
+    gate.set()
+    deadline = time.monotonic() + WAIT_S
+    while not all(prefetch.ready(g) for g in cells) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert prepared == ["12.4", "13.0"]
+    prefetch.close()
+
+
+def test_a_preparation_that_raises_leaves_the_group_ready_for_its_cell_to_say_why() -> None:
+    cells = [[_cell("12.4")]]
+
+    def prepare(cell: Cell) -> None:
+        raise RuntimeError("boom")
+
+    prefetch = EnvironmentPrefetch(cells, lambda c: c.toolkit, prepare, threading.Condition())
+    deadline = time.monotonic() + WAIT_S
+    while not prefetch.ready(cells[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert prefetch.ready(cells[0])
+    prefetch.close()
