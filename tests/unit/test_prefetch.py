@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 import pytest
@@ -137,35 +137,57 @@ def test_a_ready_head_goes_first_and_nothing_ready_waits_for_the_next() -> None:
 
 def test_each_need_prepared_once_in_the_schedules_order() -> None:
     cells = [[_cell("12.4")], [_cell("13.0")], [_cell("12.4", "sm_90")], [_cell("bundled")]]
-    prepared: list[str] = []
+    prepared: list[object] = []
     changed = threading.Condition()
     gate = threading.Event()
 
-    def prepare(cell: Cell) -> None:
+    def prepare(cell: Cell, need: Hashable) -> None:
         gate.wait(WAIT_S)
-        prepared.append(cell.toolkit)
+        prepared.append(need)
 
-    def need(cell: Cell) -> str | None:
-        return None if cell.toolkit == "bundled" else cell.toolkit
+    def needs(cell: Cell) -> tuple[Hashable, ...]:
+        # A toolkit and a library, prepared side by side; none for a bundled cell.
+        return () if cell.toolkit == "bundled" else (cell.toolkit, f"lib-{cell.toolkit}")
 
-    prefetch = EnvironmentPrefetch(cells, need, prepare, changed, workers=1)
+    prefetch = EnvironmentPrefetch(cells, needs, prepare, changed, workers=1)
     assert not prefetch.ready(cells[0]) and not prefetch.ready(cells[2])
     assert prefetch.ready(cells[3])  # nothing to prepare for it
     gate.set()
     deadline = time.monotonic() + WAIT_S
     while not all(prefetch.ready(g) for g in cells) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert prepared == ["12.4", "13.0"]
+    assert prepared == ["12.4", "lib-12.4", "13.0", "lib-13.0"]
+    prefetch.close()
+
+
+def test_a_group_is_ready_when_all_its_needs_are() -> None:
+    cells = [[_cell("12.4")]]
+    release = {"toolkit": threading.Event(), "library": threading.Event()}
+
+    def prepare(cell: Cell, need: Hashable) -> None:
+        release[str(need)].wait(WAIT_S)
+
+    prefetch = EnvironmentPrefetch(cells, lambda c: ("toolkit", "library"), prepare,
+                                   threading.Condition())
+    release["toolkit"].set()
+    time.sleep(0.3)
+    assert not prefetch.ready(cells[0])  # its library is still being prepared
+    release["library"].set()
+    deadline = time.monotonic() + WAIT_S
+    while not prefetch.ready(cells[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert prefetch.ready(cells[0])
     prefetch.close()
 
 
 def test_a_preparation_that_raises_leaves_the_group_ready_for_its_cell_to_say_why() -> None:
     cells = [[_cell("12.4")]]
 
-    def prepare(cell: Cell) -> None:
+    def prepare(cell: Cell, need: Hashable) -> None:
         raise RuntimeError("boom")
 
-    prefetch = EnvironmentPrefetch(cells, lambda c: c.toolkit, prepare, threading.Condition())
+    prefetch = EnvironmentPrefetch(cells, lambda c: (c.toolkit,), prepare,
+                                   threading.Condition())
     deadline = time.monotonic() + WAIT_S
     while not prefetch.ready(cells[0]) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -175,28 +175,33 @@ class CellJobs:
         """Whether the cell's build is made by this run (not taken from --prebuilt)."""
         return not self.options.prebuilt or cell.frontend in self.options.compile_here
 
-    def environment_need(self, cell: Cell) -> tuple[str, tuple[str, str, int | None] | None] \
-            | None:
+    def environment_needs(self, cell: Cell) -> tuple[tuple[str, ...], ...]:
         """The toolkit and library environments the cell's job will ask for (its group's
-        too: they differ only in arch), or None where it asks for none."""
+        too: they differ only in arch), each as `prepare_environment` takes it."""
         if not self.compiled_here(cell):
-            return None
-        toolkit = "" if cell.toolkit == BUNDLED else cell.toolkit
+            return ()
+        toolkit = () if cell.toolkit == BUNDLED else (("toolkit", cell.toolkit),)
         request = self.library_request(cell)
-        return (toolkit, request) if toolkit or request else None
+        library = () if request is None else (("library", request[0], request[1],
+                                               str(request[2])),)
+        return (*toolkit, *library)
 
-    def prepare_environments(self, cell: Cell) -> None:
-        """The environments `environment_need` names, prepared ahead of the cell (the run's
-        prefetch): Environments keeps each, failures included, for job_for to find."""
-        env: Environment | None = None
-        if cell.toolkit != BUNDLED:
-            got = self.envs.toolkit(cell.toolkit)
-            if isinstance(got, Failure):
-                return
-            env = got
+    def prepare_environment(self, cell: Cell, need: object) -> None:
+        """One of `environment_needs`, prepared ahead of the cell (the run's prefetch):
+        Environments keeps it, failures included, for job_for to find."""
+        if need == ("toolkit", cell.toolkit):
+            self.envs.toolkit(cell.toolkit)
+            return
         request = self.library_request(cell)
-        if request is not None:
-            self.envs.library(*request, env)
+        if request is None:
+            return
+        # The toolkit, where the library is built from source with it (else unused).
+        built = request[0] in self.envs.matrix.libraries \
+            and request[1] in self.envs.matrix.libraries[request[0]].sources
+        env = self.envs.toolkit(cell.toolkit) if built and cell.toolkit != BUNDLED else None
+        if isinstance(env, Failure):
+            return
+        self.envs.library(*request, env)
 
     def runtime_for_prebuilt(self, cell: Cell, prebuilt: Path) -> Environment | None:
         """A prebuilt shared library (a host-entry case's libcase.so, linked against its

@@ -1,9 +1,10 @@
 """The run's toolkit and library environments, from the provider the run settled on.
 
-Each environment is prepared once, on first demand, under its own lock (cells ask from
-many threads, and the run prepares the next ones ahead of them: prefetch.py): one toolkit's download never holds up a cell whose toolkit is
-ready, nor another toolkit's download. A failure is kept as its reason: the user's to
-fix, reported once the other cells are done.
+Each environment is prepared once, on first demand, under its own lock: cells ask
+from many threads, and the run prepares the next ones ahead of them (prefetch.py), so
+one toolkit's download never holds up a cell whose toolkit is ready, nor another
+toolkit's download. A failure is kept as its reason: the user's to fix, reported once
+the other cells are done.
 """
 
 from __future__ import annotations

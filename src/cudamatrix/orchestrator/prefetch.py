@@ -24,30 +24,34 @@ PREFETCH_WORKERS = 2
 
 
 class EnvironmentPrefetch:
-    """Each distinct environment need of the schedule (`need_of` a group's first cell:
-    None for none), prepared once by `prepare` on a pool of its own, in the order the
-    schedule first needs it. A failure is the environment's to keep (Environments keeps
-    it as its reason); an exception here leaves the cell to ask again and say it."""
+    """Each distinct environment the schedule needs (`needs_of` a group's first cell: its
+    toolkit, its library), prepared once by `prepare` on a pool of its own, in the order
+    the schedule first needs it; a toolkit and a library side by side (a library built
+    from source waits for its toolkit there). A failure is the environment's to keep
+    (Environments keeps it as its reason); an exception here leaves the cell to ask again
+    and say it."""
 
-    def __init__(self, groups: Sequence[Sequence[Cell]], need_of: Callable[[Cell], Hashable],
-                 prepare: Callable[[Cell], None], changed: threading.Condition,
+    def __init__(self, groups: Sequence[Sequence[Cell]],
+                 needs_of: Callable[[Cell], Sequence[Hashable]],
+                 prepare: Callable[[Cell, Hashable], None], changed: threading.Condition,
                  workers: int = PREFETCH_WORKERS) -> None:
-        self._need_of, self._changed = need_of, changed
+        self._needs_of, self._changed = needs_of, changed
         self._done: dict[Hashable, Future[None]] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers,
                                         thread_name_prefix="cudamatrix-prefetch")
         for group in groups:
-            need = need_of(group[0]) if group else None
-            if need is None or need in self._done:
-                continue
-            future = self._pool.submit(self._prepare, prepare, group[0])
-            future.add_done_callback(self._said)
-            self._done[need] = future
+            for need in needs_of(group[0]) if group else ():
+                if need in self._done:
+                    continue
+                future = self._pool.submit(self._prepare, prepare, group[0], need)
+                future.add_done_callback(self._said)
+                self._done[need] = future
 
     @staticmethod
-    def _prepare(prepare: Callable[[Cell], None], cell: Cell) -> None:
+    def _prepare(prepare: Callable[[Cell, Hashable], None], cell: Cell, need: Hashable
+                 ) -> None:
         try:
-            prepare(cell)
+            prepare(cell, need)
         except Exception:  # the cell asks again and says what went wrong
             return
 
@@ -58,9 +62,8 @@ class EnvironmentPrefetch:
     def ready(self, group: Sequence[Cell]) -> bool:
         """Whether the group's environments are prepared (or failed, or were never asked
         ahead of it): its worker will not wait for a download."""
-        need = self._need_of(group[0]) if group else None
-        future = self._done.get(need) if need is not None else None
-        return future is None or future.done()
+        return all(self._done[need].done() for need in (self._needs_of(group[0]) if group
+                                                         else ()) if need in self._done)
 
     def close(self) -> None:
         """Stop what has not started (an interrupted run); what runs finishes on its own."""

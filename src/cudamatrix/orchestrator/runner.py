@@ -182,8 +182,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     # Each environment prepared ahead of its cells, in the schedule's order, and each group
     # taken up as its environments are ready (prefetch.py).
     changed = threading.Condition()
-    prefetch = EnvironmentPrefetch(ordered, runner.jobs.environment_need,
-                                   runner.jobs.prepare_environments, changed)
+    prefetch = EnvironmentPrefetch(ordered, runner.jobs.environment_needs,
+                                   runner.jobs.prepare_environment, changed)
     queue = GroupQueue(ordered, prefetch.ready, changed)
     try:
         unwritten = _run_pool(queue, len(ordered), runner, executor, options,
