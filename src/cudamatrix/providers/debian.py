@@ -55,7 +55,7 @@ def _fetch(url: str) -> bytes:
         raise EnvironmentUnavailable(f"cannot fetch {url}: {exc}") from None
 
 
-def _verified_release(suite: str, scratch: Path) -> str:
+def verified_release(suite: str, scratch: Path) -> str:
     """The suite's InRelease text, its signature checked against Debian's keyring."""
     if not KEYRING.is_file() or shutil.which("gpgv") is None:
         raise EnvironmentUnavailable(f"checking Debian's signatures needs gpgv and {KEYRING} "
@@ -79,20 +79,50 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _package_entry(release: str, suite: str, version_prefix: str) -> dict[str, str]:
-    """The nvidia-cuda-toolkit stanza of the suite's non-free index, the index verified."""
-    listed = re.search(rf"^ ([0-9a-f]{{64}})\s+\d+\s+{re.escape(INDEX)}$", release, re.MULTILINE)
+def verified_index(release: str, suite: str, index: str) -> str:
+    """The suite's `index` (``main/binary-amd64/Packages.xz``), fetched and checked against
+    the SHA-256 its verified InRelease gives, as text."""
+    listed = re.search(rf"^ ([0-9a-f]{{64}})\s+\d+\s+{re.escape(index)}$", release, re.MULTILINE)
     if not listed:
-        raise EnvironmentUnavailable(f"Debian {suite}: InRelease lists no {INDEX}")
-    index = _fetch(f"{ARCHIVE}/dists/{suite}/{INDEX}")
-    if _sha256(index) != listed.group(1):
-        raise EnvironmentUnavailable(f"Debian {suite}: {INDEX} does not match its SHA-256")
-    for stanza in lzma.decompress(index).decode().split("\n\n"):
+        raise EnvironmentUnavailable(f"Debian {suite}: InRelease lists no {index}")
+    data = _fetch(f"{ARCHIVE}/dists/{suite}/{index}")
+    if _sha256(data) != listed.group(1):
+        raise EnvironmentUnavailable(f"Debian {suite}: {index} does not match its SHA-256")
+    return lzma.decompress(data).decode(errors="replace")
+
+
+def package_stanza(text: str, package: str, version_prefix: str = "") -> dict[str, str] | None:
+    """The fields of `package`'s first stanza in a Packages index whose version starts
+    with `version_prefix`, or None. Found by its Package line, not by splitting the whole
+    index (main's is 60,000 stanzas)."""
+    for found in re.finditer(rf"^Package: {re.escape(package)}$", text, re.MULTILINE):
+        end = text.find("\n\n", found.start())
+        stanza = text[found.start():end if end >= 0 else len(text)]
         fields = dict(re.findall(r"^([A-Za-z0-9-]+): (.*)$", stanza, re.MULTILINE))
-        if fields.get("Package") == PACKAGE and fields.get("Version", "").startswith(
-                version_prefix):
+        if fields.get("Version", "").startswith(version_prefix):
             return fields
-    raise EnvironmentUnavailable(f"Debian {suite} non-free has no {PACKAGE} {version_prefix}")
+    return None
+
+
+def package_entry(release: str, suite: str, index: str, package: str,
+                  version_prefix: str = "") -> dict[str, str]:
+    """`package`'s stanza in the suite's `index` (its section's Packages.xz), the index
+    verified; a package the index lacks raises, naming the suite and the section."""
+    fields = package_stanza(verified_index(release, suite, index), package, version_prefix)
+    if fields is None:
+        section = index.split("/")[0]
+        raise EnvironmentUnavailable(f"Debian {suite} {section} has no {package} "
+                                     f"{version_prefix}".rstrip())
+    return fields
+
+
+def fetch_deb(entry: dict[str, str], into: Path) -> Path:
+    """The .deb a stanza names, fetched into `into` and checked against its SHA-256."""
+    deb = into / "package.deb"
+    deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
+    if _sha256(deb.read_bytes()) != entry["SHA256"]:
+        raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+    return deb
 
 
 def _from_here(folder: str, nvcc_dir: Path | None) -> str:
@@ -135,12 +165,9 @@ def unpack_debian_toolkit(suite: str, toolkit: str, cache: Path, ledger: InputLe
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         try:
-            release = _verified_release(suite, staging)
-            entry = _package_entry(release, suite, f"{toolkit}.")
-            deb = staging / "package.deb"
-            deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
-            if _sha256(deb.read_bytes()) != entry["SHA256"]:
-                raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+            release = verified_release(suite, staging)
+            entry = package_entry(release, suite, INDEX, PACKAGE, f"{toolkit}.")
+            deb = fetch_deb(entry, staging)
             subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
                            capture_output=True)
             deb.unlink()
