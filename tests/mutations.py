@@ -130,7 +130,7 @@ MUTATIONS = (
              "            names_extension = True  # `define = f'-DTORCH_EXTENSION_NAME={name}'`",
              "            pass", TORCH),
     Mutation("torch: Python's headers left off", "stages/frontends/torch_extension.py",
-             "*job.env.include_dirs,\n                                   str(python_include()))]",
+             "*job.env.include_dirs,\n                                   *python.include_dirs)]",
              "*job.env.include_dirs)]", TORCH),
     Mutation("torch: the binding compiled without torch's defines",
              "stages/frontends/torch_extension.py",

@@ -46,6 +46,8 @@ ELSEWHERE = {
                  "(tests/unit/test_compile_key.py, 'library version')",
     "torch_pairing": "a plan's choice of cells on a torch axis, no job's input "
                      "(tests/unit/test_torch_pairing.py)",
+    "python": "a plan axis of the frontends that include Python's headers: each Python's "
+              "headers are prepared by the run and keyed apart (tests/unit/test_python_axis.py)",
     "options": "each frontend's own option schema (cupy's, which compiles only on a GPU): "
                "the options are a compile input as a whole (test_every_field_of_a_job...)",
 }

@@ -26,7 +26,8 @@ def _list(args: argparse.Namespace, invocation: Invocation) -> int:
             return {"id": cell.id, "case": cell.case, "variant": cell.variant,
                     "toolkit": cell.toolkit, "arch": cell.arch, "frontend": cell.frontend,
                     "library": cell.library, "library_version": cell.library_version,
-                    "host_compiler": cell.host_compiler, "ruled_out": ruled_out}
+                    "host_compiler": cell.host_compiler, "python": cell.python,
+                    "ruled_out": ruled_out}
 
         cells = [described(c, None) for c in listed.cells]
         cells += [described(c, str(why)) for c, why in listed.ruled_out]

@@ -36,7 +36,13 @@ VERSION_AXES = ("toolkit", "driver", *LIBRARY_AXES)
 # nvcc's host compiler, by the program a case or tier names: g++-12, clang++-19, g++.
 HOST_COMPILER = re.compile(r"(g\+\+|clang\+\+)(-\d+)?")
 NAME_AXES = ("host_compiler",)  # compared by name, not as versions
-WHEN_KEYS = ("arch", *VERSION_AXES, *NAME_AXES)
+# The Python whose headers a cell's extension is built against, where its frontend
+# includes them (torch-extension): the interpreter running the cell (INSTALLED), or a
+# release "3.N" whose headers come from Debian. Compared as a version ("3.13", ">=3.13"),
+# "installed" only by itself.
+PYTHON = "python"
+PYTHON_VALUE = re.compile(rf"{INSTALLED}|3\.\d{{1,2}}")
+WHEN_KEYS = ("arch", *VERSION_AXES, *NAME_AXES, PYTHON)
 # An expectation may also depend on the GPU a cell ran on (known only at run time).
 EXPECT_KEYS = (*WHEN_KEYS, "gpu_arch")
 ARCH_AXES = ("arch", "gpu_arch")
@@ -147,6 +153,10 @@ def check_specifier(key: str, spec: str | Sequence[str]) -> None:
                 raise ValueError(f"{one!r} is not a host compiler program (g++-12, clang++-19)")
         elif key in ARCH_AXES:
             arch_matches(one, Arch.parse("sm_80"))
+        elif key == PYTHON:  # "installed", or a specifier of versions
+            if one.strip() == TOOLKIT_OWN:
+                raise ValueError(f"{one!r} is not a Python (installed, 3.13, >=3.13)")
+            version_matches(one, "3.13")
         elif one.strip() not in NAMED_VALUES:  # a header library's own value, or a specifier
             version_matches(one, "1.0")
 

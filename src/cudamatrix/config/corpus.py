@@ -21,7 +21,7 @@ from typing import Any
 from ..common.folders import walk
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
-from ..common.versions import HOST_COMPILER, WHEN_KEYS
+from ..common.versions import HOST_COMPILER, PYTHON, WHEN_KEYS
 from ..errors import UserError
 from ..stages.cell.job import VariantSettings
 from ..stages.cell.specs import (
@@ -105,6 +105,9 @@ class Variant(VariantSettings):
     # Which toolkits its torch releases are planned with, in place of the tier's
     # (config/torch_cuda.py); None: the tier's.
     torch_pairing: str | None = None
+    # The Pythons whose headers its cells are built against (a frontend that includes
+    # them): with a tier's `python`, the values both list; empty: the tier's.
+    python: tuple[str, ...] = ()
 
     def flags_for(self, axes: Mapping[str, str | None]) -> tuple[str, ...]:
         """The cell's flags: the variant's, each flags_if's whose `when` matches, in order,
@@ -279,6 +282,7 @@ class _Reader(RunTableReader):
         defines = self.defines(f"{where}.defines", raw.get("defines", {}))
         torch_pairing = self.torch_pairing(f"{where}.torch_pairing",
                                            raw.get("torch_pairing"), frontend, libraries)
+        python = self.pythons(f"{where}.{PYTHON}", raw.get(PYTHON), frontend)
         return Variant(
             name=name,
             source=source,
@@ -302,6 +306,7 @@ class _Reader(RunTableReader):
             flags_if=tuple(flags_if),
             defines=defines,
             torch_pairing=torch_pairing,
+            python=python,
         )
 
     def torch_pairing(self, where: str, value: Any, frontend: str,
@@ -316,6 +321,22 @@ class _Reader(RunTableReader):
             raise self.fail(where, f"the variant has no torch axis (the {frontend} frontend "
                             "brings none and its libraries do not name torch)")
         return str(value)
+
+    def pythons(self, where: str, value: Any, frontend: str) -> tuple[str, ...]:
+        """A variant's own Pythons, as its declaration checks them, on a frontend whose
+        compiles include Python's headers (no other has the axis)."""
+        if value is None:
+            return ()
+        refused = VARIANT.key(PYTHON).refusal(value)
+        if refused:
+            raise self.fail(where, refused)
+        if not registered()[frontend].python_headers:
+            having = ", ".join(n for n, f in registered().items() if f.python_headers)
+            raise self.fail(where, f"the {frontend} frontend includes no Python headers "
+                            f"(the python axis is for those that do: {having or 'none'})")
+        if not value:
+            raise self.fail(where, "give at least one Python (installed, 3.N)")
+        return tuple(dict.fromkeys(value))
 
     def settings(self, where: str, raw: Mapping[str, Any], frontend: str) -> dict[str, Any]:
         """The variant's settings its declaration alone checks (DECLARED_SETTINGS: a

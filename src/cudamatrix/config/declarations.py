@@ -12,11 +12,12 @@ everything a reader of the file needs to write it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, WHEN_KEYS
+from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, PYTHON, PYTHON_VALUE, WHEN_KEYS
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
@@ -31,6 +32,7 @@ SCHEMA_BASE = "https://cudamatrix.github.io/cudamatrix/docs/schema"
 # A value's kind, as TOML writes it.
 STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
 STRINGS = "string or array of strings"
+STRING_LIST = "array of strings"  # a list even of one (an axis's values)
 INTEGERS = "array of integers"
 NUMBERS = "array of numbers"
 ANY = "any value"
@@ -67,6 +69,23 @@ class Key:
     # The frontends that take the key, where only some do: the case reader refuses it on
     # another, and each named frontend's compiler lines must change with it (the test).
     frontends: tuple[str, ...] = ()
+    # A regular expression each of its strings matches whole, where its values have a
+    # shape (a Python: installed or 3.N): the readers refuse another, the schema says it.
+    pattern: str | None = None
+
+    def refusal(self, value: Any) -> str | None:
+        """Why `value` is not one this key takes, by its declaration alone (a list of
+        strings where it is one, each of the declared shape), or None: the readers say
+        it after the file and the key's place."""
+        such = self.example.split("=", 1)[-1].strip()
+        if self.kind == STRING_LIST and (
+                not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            return f"expected a list of strings such as {such}, got {value!r:.60}"
+        if self.pattern is not None:
+            for one in value if isinstance(value, list) else [value]:
+                if not isinstance(one, str) or not re.fullmatch(self.pattern, one):
+                    return f"got {one!r:.40}; expected values such as {such}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -115,7 +134,8 @@ _SELECTOR_DOC = ("each axis a specifier or a list of them: a version range (`\">
 WHEN = Table("when", "Which cells: every axis given must match.", tuple(
     Key(axis, STRINGS, f"the `{axis}` axis", example=f'{axis} = ">=12.4"'
         if axis in ("toolkit", "driver") else f'{axis} = "<sm_80"' if axis == "arch"
-        else f'{axis} = "clang++-19"' if axis == "host_compiler" else f'{axis} = ">=3.5"')
+        else f'{axis} = "clang++-19"' if axis == "host_compiler"
+        else f'{axis} = ">=3.13"' if axis == PYTHON else f'{axis} = ">=3.5"')
     for axis in WHEN_KEYS), extra=STRINGS, extra_names=LIBRARY_NAME_PATTERN,
     extra_doc="a header library the variant names (`libraries = [\"cccl\"]`), by its version "
     "(the schema takes any name shaped like a library's; validate, only the variant's)")
@@ -286,6 +306,10 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
         example="options = { jitify = true }"),
     Key("host_compiler", STRING, "nvcc's host compiler for this variant (-ccbin)",
         example='host_compiler = "g++-11"'),
+    Key(PYTHON, STRING_LIST, "the Pythons whose headers a torch-extension cell's binding "
+        "is built against, a cell each: \"installed\" (the interpreter running the cell) or "
+        "\"3.N\" (Debian's libpython3.N-dev); with a tier's `python`, the values both list",
+        pattern=PYTHON_VALUE.pattern, example='python = ["3.13"]'),
     Key("build", "table", "the project's own build (frontend = \"build\")", table=BUILD),
     Key("resources", "table", "a resource budget per kernel", table=RESOURCES),
     Key("libraries", STRINGS, "the header library this variant builds against (one axis)",
@@ -328,6 +352,10 @@ TIER = Table("[tiers.NAME]", "A tier of the matrix, laid over the default tier o
       for library in LIBRARY_AXES),
     Key("host_compiler", STRINGS, "nvcc's host compilers as an axis",
         example='host_compiler = ["g++-11", "clang++-19"]'),
+    Key(PYTHON, STRING_LIST, "the Pythons whose headers a torch-extension cell's binding "
+        "is built against, a cell each: \"installed\" (the interpreter running the cell) or "
+        "\"3.N\" (Debian's libpython3.N-dev); none: the installed one alone",
+        pattern=PYTHON_VALUE.pattern, example='python = ["installed", "3.13", "3.14"]'),
     Key("torch_pairing", STRING, "which toolkits each torch release is planned with: all, "
         "the major of the CUDA its wheels are built with (as cpp_extension accepts), or that "
         "CUDA's major.minor exactly; the other cells are ruled out, each saying why",
@@ -397,6 +425,8 @@ def _kind_schema(kind: str) -> dict[str, Any]:
         return {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     if kind == INTEGERS:
         return {"type": "array", "items": {"type": "integer"}}
+    if kind == STRING_LIST:
+        return {"type": "array", "items": {"type": "string"}}
     if kind == NUMBERS:
         return {"type": "array", "items": {"type": "number"}}
     if kind == ANY:
@@ -420,6 +450,8 @@ def _key_schema(owner: Table, key: Key) -> dict[str, Any]:
     made["description"] = key.doc
     if key.allowed and key.kind == STRING:
         made["enum"] = list(key.allowed)
+    if key.pattern is not None and key.kind == STRING_LIST:
+        made["items"]["pattern"] = f"^({key.pattern})$"
     if key.default is not None:
         made["default"] = key.default
     if key.minimum is not None:

@@ -17,6 +17,7 @@ from ..common.versions import (
     HOST_COMPILER,
     LIBRARY_AXES,
     NAMED_VALUES,
+    PYTHON,
     Arch,
     axis_matches,
     check_specifier,
@@ -24,14 +25,14 @@ from ..common.versions import (
     version_matches,
 )
 from ..errors import UserError
-from .declarations import LIBRARY, LIBRARY_NAME_PATTERN
+from .declarations import LIBRARY, LIBRARY_NAME_PATTERN, TIER
 from .sources import SourceSpec
 from .torch_cuda import PAIRINGS
 
 # The libraries a frontend brings an axis for (common/versions.py's LIBRARY_AXES); any
 # other [libraries.NAME] is a header library (`headers = true`) a variant names itself
 # (`libraries = ["cccl"]`).
-ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler")
+ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler", PYTHON)
 LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 LIBRARY_KEYS = ("package", "versions", "requires", "constraint", "headers_from", "sources",
                 "headers", "include", "files")
@@ -130,6 +131,9 @@ class Tier:
     # Which toolkits each torch release is planned with (config/torch_cuda.py): "all",
     # "major" (its CUDA's major) or "exact" (its CUDA's major.minor).
     torch_pairing: str = "all"
+    # The Pythons whose headers a cell of a frontend that includes them is built against
+    # ("installed", "3.13"): each such cell once per Python; empty: the installed one.
+    pythons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -403,7 +407,12 @@ class _Reader:
             if not isinstance(entry, dict):
                 raise self.fail(where, f"expected a table, got {entry!r:.60}")
             check_keys(where, entry, ("toolkit", "arch", "include", "exclude", "case",
-                                      "host_compiler", "torch_pairing", *libraries), self.fail)
+                                      "host_compiler", "torch_pairing", PYTHON, *libraries),
+                       self.fail)
+            pythons = entry.get(PYTHON, [])
+            refused = TIER.key(PYTHON).refusal(pythons)
+            if refused:
+                raise self.fail(f"{where}.{PYTHON}", refused)
             pairing = entry.get("torch_pairing", PAIRINGS[0])
             if pairing not in PAIRINGS:
                 raise self.fail(f"{where}.torch_pairing", f"expected one of "
@@ -427,6 +436,7 @@ class _Reader:
                 cases=self.strings(f"{where}.case", entry.get("case", [])),
                 host_compilers=tuple(compilers),
                 torch_pairing=pairing,
+                pythons=tuple(dict.fromkeys(pythons)),
             )
             result[name] = tier
         if not result:
@@ -509,7 +519,7 @@ def _check_includes(reader: _Reader, matrix: Matrix, tier: Tier) -> None:
                               + (f", last {support.last}" if support.last else "") + ")")
     for i, row in enumerate(tier.exclude):
         for key, value in row.items():
-            if key in ("toolkit", "arch") or key in matrix.libraries:
+            if key in ("toolkit", "arch", PYTHON) or key in matrix.libraries:
                 try:
                     check_specifier(key, value)
                 except ValueError as exc:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..common.versions import Arch
+from ..common.versions import INSTALLED, PYTHON, Arch
 from ..errors import UserError
 from ..stages.frontends import frontend, registered
 from .corpus import Case, Variant
@@ -49,6 +49,10 @@ class Cell:
     runner: str = ""
     # nvcc's host compiler where the tier makes it an axis (tier.host_compiler).
     host_compiler: str | None = None
+    # The Python whose headers it is built against ("3.13"), where its frontend includes
+    # them and the tier or variant names one; None: the interpreter running it (the
+    # "installed" value, whose cell keeps the id it had before the axis).
+    python: str | None = None
 
     @property
     def id(self) -> str:
@@ -57,6 +61,8 @@ class Cell:
             parts.append(f"{self.library}-{self.library_version}")
         if self.host_compiler:
             parts.append(self.host_compiler)
+        if self.python:
+            parts.append(f"py{self.python}")
         return "/".join(parts) + (f"@{self.runner}" if self.runner else "")
 
     @property
@@ -77,12 +83,35 @@ class Cell:
             values[self.library] = self.library_version
         if self.host_compiler:
             values["host_compiler"] = self.host_compiler
+        if self.python or _includes_python(self.frontend):
+            values[PYTHON] = self.python or INSTALLED
         return values
 
-    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str, str]:
+    def sort_key(self) -> tuple[str, str, tuple[int, ...], Arch, str, str, str,
+                                tuple[int, ...]]:
         toolkit = () if self.toolkit == BUNDLED else tuple(int(p) for p in self.toolkit.split("."))
+        python = tuple(int(p) for p in self.python.split(".")) if self.python else ()
         return (self.case, self.variant, toolkit, Arch.parse(self.arch),
-                self.library_version or "", self.runner, self.host_compiler or "")
+                self.library_version or "", self.runner, self.host_compiler or "", python)
+
+
+@functools.lru_cache(maxsize=256)
+def _includes_python(name: str) -> bool:
+    """Whether a frontend's compiles include Python's headers (its cells have the python
+    axis); a name no frontend registers (an audit's cells) does not."""
+    spec = registered().get(name)
+    return spec is not None and spec.python_headers
+
+
+def _pythons(spec_includes_python: bool, variant: Variant, tier: Tier) -> list[str | None]:
+    """The Pythons a variant's cells are built against: the variant's, narrowed to the
+    tier's where the tier names some, else the tier's; None for the installed one (and
+    for a frontend that includes no Python headers)."""
+    if not spec_includes_python:
+        return [None]
+    wanted = [p for p in variant.python if not tier.pythons or p in tier.pythons] \
+        if variant.python else list(tier.pythons) or [INSTALLED]
+    return list(dict.fromkeys(None if p == INSTALLED else p for p in wanted))
 
 
 def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs: Sequence[str],
@@ -97,15 +126,19 @@ def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs:
     compilers: Sequence[str | None] = (None,)
     if host_compilers and "nvcc" in spec.needs and not variant.host_compiler:
         compilers = host_compilers
+    # The python axis multiplies only the cells whose frontend includes Python's headers.
+    pythons = _pythons(spec.python_headers, variant, tier)
     cells = []
     for toolkit in chosen_toolkits:
         for arch in archs:
             for version in versions:
                 for compiler in compilers:
-                    cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
-                                library if version else None, version, host_compiler=compiler)
-                    if variant.selects(cell.axes()):
-                        cells.append(cell)
+                    for python in pythons:
+                        cell = Cell(case.id, variant.name, toolkit, arch, variant.frontend,
+                                    library if version else None, version,
+                                    host_compiler=compiler, python=python)
+                        if variant.selects(cell.axes()):
+                            cells.append(cell)
     return cells
 
 
@@ -256,8 +289,9 @@ def check_only(matrix: Matrix, cases: Sequence[Case]) -> None:
                       {name: lib.versions for name, lib in matrix.libraries.items()}, (), (), ())
     for case in cases:
         for variant in case.variants:
-            # A driver or GPU is known only on a runner: such an `only` is judged there.
-            if not variant.only or set(variant.only) & {"driver", "gpu_arch"}:
+            # A driver or GPU is known only on a runner: such an `only` is judged there;
+            # a tier's Pythons are any "3.N": one it names is judged with its tier.
+            if not variant.only or set(variant.only) & {"driver", "gpu_arch", PYTHON}:
                 continue
             if not _variant_cells(case, variant, everything.toolkits, everything.archs,
                                   everything):

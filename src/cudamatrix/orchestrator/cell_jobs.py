@@ -109,6 +109,14 @@ class CellJobs:
                 return NoJob([StageResult("compile", "error", said)]), versions
             library = lib
             versions.update(lib.packages)
+        # The python axis: another Python's headers for the binding, prepared once a run.
+        python = self.envs.python_headers(cell.python) if cell.python and prebuilt is None \
+            else None
+        if isinstance(python, Failure):
+            said = f"Python {cell.python}'s headers: {python.reason}"
+            return NoJob([StageResult("compile", "error", said)]), versions
+        if python is not None:
+            versions["python headers"] = python.package
         # A component whose library the case links (-lcublas): its libraries, fetched now.
         if env is not None and env.from_wheels:
             for component, flag in linked_components(variant.flags_for(cell.axes())).items():
@@ -141,7 +149,8 @@ class CellJobs:
             host_compiler_version=host[1] if host else None,
             disassembler=self.envs.sass_tools() if prebuilt is not None
             and (variant.artifacts or variant.build) else None,
-            case_dir=self.resolved(variant.case_dir or variant.source.parent))
+            case_dir=self.resolved(variant.case_dir or variant.source.parent),
+            python_headers=python)
         prepare = preparation(spec)
         if prepare is not None:
             try:

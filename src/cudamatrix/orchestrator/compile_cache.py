@@ -254,6 +254,12 @@ def compile_key(job: Job, provider: str, folders: list[Path] | None = None,
     # The variables nvcc and the host compiler read as flags and include paths: a cell's
     # compiler inherits this process's environment. Only the ones set go in, so every
     # key made without them stays what it was.
+    # The Python headers of a cell of the python axis, by release and package (where the
+    # cache unpacked them is no input); only where set, so every other key stays.
+    if job.python_headers is not None:
+        material["python_headers"] = {"version": job.python_headers.version,
+                                      "package": job.python_headers.package,
+                                      "ext_suffix": job.python_headers.ext_suffix}
     said = {name: os.environ[name] for name in COMPILER_ENVIRONMENT if name in os.environ}
     if said:
         material["environment"] = said

@@ -24,6 +24,7 @@ from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.clang_cuda import cuda_path, find_clang
 from ..providers.docker import BASE_TAG, engine, ensure_base_image
+from ..providers.python_headers import prepare_python_headers
 from ..providers.sass_tools import prepare_sass_tools
 from ..providers.toolkit_layouts import ToolkitLayouts
 from ..providers.toolkits import (
@@ -40,6 +41,7 @@ from ..providers.wheels import (
     prepare_library,
     prepare_library_source,
 )
+from ..stages.cell.environment import PythonHeaders
 from .executors import Executor, make_executor
 
 
@@ -290,3 +292,24 @@ class Environments:
                 self.libraries[key] = Failure(str(exc))
             self.progress.note(f"{name} {version}: done ({time.monotonic() - started:.1f}s)")
         return self.libraries[key]
+
+    def python_headers(self, version: str) -> PythonHeaders | Failure:
+        """Python `version`'s headers for the cells of the python axis ("3.13": Debian's
+        libpython3.13-dev), prepared once a run, failures kept and said in the run's
+        progress as every environment's."""
+        prepared: dict[str, PythonHeaders | Failure] = self.__dict__.setdefault(
+            "_python_headers", {})  # made on first use: no other method of the class moves
+        with self._once(("python headers", version)):
+            if version not in prepared:
+                started = time.monotonic()
+                self.progress.note(f"preparing Python {version}'s headers")
+                try:
+                    prepared[version] = prepare_python_headers(version, self.cache, self.ledger)
+                except (EnvironmentUnavailable, OSError) as exc:
+                    self.failures[f"Python {version} headers"] = str(exc)
+                    prepared[version] = Failure(str(exc))
+                got = prepared[version]
+                said = got.package if isinstance(got, PythonHeaders) else f"unavailable: {got}"
+                self.progress.note(f"Python {version}'s headers: {said} "
+                                   f"({time.monotonic() - started:.1f}s)")
+            return prepared[version]

@@ -144,6 +144,8 @@ class CellResult:
             "library_version": self.cell.library_version,
             "runner": self.cell.runner,
             "host_compiler": self.cell.host_compiler,
+            # Only where set: a cell without the axis keeps the record it had.
+            **({"python": self.cell.python} if self.cell.python else {}),
             "outcome": self.outcome,
             "stage": self.stage,
             "reached": self.reached,
@@ -182,7 +184,8 @@ class CellResult:
                     recorded.text(data, "frontend"), recorded.optional_text(data, "library"),
                     recorded.optional_text(data, "library_version"),
                     recorded.text(data, "runner", ""),
-                    recorded.optional_text(data, "host_compiler"))
+                    recorded.optional_text(data, "host_compiler"),
+                    recorded.optional_text(data, "python"))
         stages = data.get("stages", [])
         if not isinstance(stages, list):
             raise ValueError(f"stages: expected a list, got {type(stages).__name__}")

@@ -1,5 +1,5 @@
 """How a report names a row of cells: the toolkit and whatever else sets the row apart
-(library version, host compiler, runner), shared by every report format."""
+(library version, host compiler, Python, runner), shared by every report format."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def row_label(cell: Cell) -> str:
         label += f" · {cell.library} {cell.library_version}"
     if cell.host_compiler:
         label += f" · {cell.host_compiler}"
+    if cell.python:
+        label += f" · Python {cell.python}"
     if cell.runner:
         label += f" · on {cell.runner}"
     return label

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +130,34 @@ class LibraryEnvironment:
         data["python_path"] = tuple(data.get("python_path", ()))
         data["library_dirs"] = tuple(data.get("library_dirs", ()))
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class PythonHeaders:
+    """The Python headers a binding is compiled against (Python.h and pyconfig.h's
+    folders) and the file-name suffix its library takes, as setuptools gives them: the
+    interpreter's own, or a release's unpacked from Debian (providers/python_headers.py)."""
+
+    version: str  # "3.13"
+    include_dirs: tuple[str, ...]
+    ext_suffix: str  # ".cpython-313-x86_64-linux-gnu.so"
+    # Where they come from, as a cell's versions say it ("libpython3.13-dev 3.13.5-2
+    # (trixie)"); empty for the interpreter's own.
+    package: str = ""
+
+    @classmethod
+    def of_this_interpreter(cls) -> PythonHeaders:
+        """The running interpreter's, as setuptools reads them (sysconfig)."""
+        return cls(f"{sys.version_info.major}.{sys.version_info.minor}",
+                   (sysconfig.get_paths()["include"],),
+                   str(sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PythonHeaders:
+        return cls(**{**data, "include_dirs": tuple(data.get("include_dirs", ()))})
 
 
 def installed_packages(root: Path) -> dict[str, str]:

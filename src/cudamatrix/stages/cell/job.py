@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .environment import Environment, LibraryEnvironment
+from .environment import Environment, LibraryEnvironment, PythonHeaders
 from .specs import (
     ArtifactCheck,
     BuildSetting,
@@ -98,6 +98,10 @@ class Job(VariantSettings):
     # The GPU (its UUID) a cell that runs GPU work in its own process is lent for it,
     # while no GPU server times a cell there; empty: the process sees every GPU.
     gpu: str = field(default="", metadata=AFTER_COMPILE)
+    # The Python headers a cell of the python axis is built against ("3.13": Debian's
+    # libpython3.13-dev), prepared by the run; None: the worker's own interpreter's. Keyed
+    # by its version and package, not by where the cache put them.
+    python_headers: PythonHeaders | None = field(default=None, metadata=KEYED_APART)
 
     def compile_inputs(self) -> dict[str, Any]:
         """Every field that changes what a compile makes, by name, as JSON takes it: all but
@@ -140,4 +144,6 @@ class Job(VariantSettings):
         data["env"] = Environment.from_dict(data["env"]) if data["env"] else None
         data["library"] = (LibraryEnvironment.from_dict(data["library"])
                            if data["library"] else None)
+        data["python_headers"] = (PythonHeaders.from_dict(data["python_headers"])
+                                  if data.get("python_headers") else None)
         return cls(**data)

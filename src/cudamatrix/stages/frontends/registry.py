@@ -76,6 +76,9 @@ class Frontend:
     # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump
     # -res-usage): [variant.resources] applies.
     reports_resources: bool = False
+    # Its compiles include Python's headers (a pybind11 binding, as setuptools builds it):
+    # the `python` axis of a tier or variant multiplies its cells, and no other's.
+    python_headers: bool = False
     # A plugin's orchestrator side: what the job needs beyond its case (a folder of links,
     # a fetched project, a warm-up), or the stage that says why it cannot have it; a
     # function, or its name as "module:function" (resolved by the run, never here). The

@@ -8,7 +8,8 @@ their users' builds go through setuptools and cpp_extension, never a bare nvcc l
 case that typed torch's flags by hand tested another build than theirs. Here the flags
 and defines are the release's own (torch_flags.py reads them from its files), Python's
 headers are those of the interpreter running the cell (setuptools passes its sysconfig
-include; a missing ``Python.h`` is this machine's gap, said as such), and the case adds
+include; a missing ``Python.h`` is this machine's gap, said as such), or, on the python
+axis, a release's from Debian (the job's ``python_headers``), and the case adds
 only what its project's setup.py adds (the variant's ``flags`` for nvcc, its
 ``options.cxx_flags`` for the host compiler).
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ...common.versions import Arch
+from ..cell.environment import PythonHeaders
 from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.steps import Carried, Step
@@ -91,6 +94,19 @@ def python_include() -> Path:
     return Path(sysconfig.get_paths()["include"])
 
 
+def python_headers(job: Job) -> PythonHeaders:
+    """The Python headers the cell's binding is built against: those the run prepared for
+    its python axis ("3.13"), else the interpreter's running it."""
+    return job.python_headers or PythonHeaders.of_this_interpreter()
+
+
+def built_for(library: Path) -> str | None:
+    """The Python a CPython extension's file name says it was built for (``3.13`` of
+    ``.cpython-313-x86_64-linux-gnu.so``), or None where it says none."""
+    found = re.search(r"\.cpython-3(\d+)[^.]*\.so$", library.name)
+    return f"3.{found.group(1)}" if found else None
+
+
 def installed_pybind11(package: Path, names: tuple[str, ...]) -> dict[str, str] | None:
     """The pybind11 ABI names' values of a torch that imports here (torch._C has them);
     None for a wheel's headers, which hold no compiled torch."""
@@ -115,14 +131,16 @@ def build_plan(job: Job, flags: TorchFlags) -> Plan:
     host = job.host_compiler_path or job.env.host_compiler or "g++"
     pybind11 = installed_pybind11(package, flags.pybind11_names)
     defines = flags.defines_for(name, pybind11)
+    python = python_headers(job)
     includes = [f"-I{d}" for d in (*job.library.include_dirs, *job.env.include_dirs,
-                                   str(python_include()))]
+                                   *python.include_dirs)]
     nvcc_own = resolve_flags(job.flags, job.case_folder, job.env)
     cxx_own = resolve_flags(_listed(job, "cxx_flags"), job.case_folder, job.env)
     arch = [] if not job.arch_flag or any(f.startswith(_ARCH_FLAGS) for f in nvcc_own) else [
         f"-gencode=arch={Arch.parse(job.arch).compute},code={Arch.parse(job.arch).name}"]
     # setuptools compiles a .cpp with the interpreter's own C flags (sysconfig's CFLAGS and
-    # CCSHARED), then the extension's.
+    # CCSHARED), then the extension's; another Python's headers get this one's flags (its
+    # own are in its stdlib's sysconfig, not in the headers' package).
     python_cflags = shlex.split(str(sysconfig.get_config_var("CFLAGS") or "")) + shlex.split(
         str(sysconfig.get_config_var("CCSHARED") or ""))
     folder = job.work / OBJECTS
@@ -139,7 +157,7 @@ def build_plan(job: Job, flags: TorchFlags) -> Plan:
             command = [host, *python_cflags, *includes, "-c", source, "-o", str(obj),
                        *flags.with_std([*cxx_own, *defines])]
         compiles.append((source, command))
-    library = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    library = folder / f"{name}{python.ext_suffix}"
     torch_lib = package / "lib"
     link: list[str] | None = None
     note = ""
@@ -151,7 +169,8 @@ def build_plan(job: Job, flags: TorchFlags) -> Plan:
         note = (f"torch {job.library.version} here is its wheel's headers, not its libraries: "
                 "built to objects, not linked")
     facts: dict[str, Any] = {
-        "torch": job.library.version, "extension": name, "python_include": str(python_include()),
+        "torch": job.library.version, "extension": name, "python": python.version,
+        "python_include": list(python.include_dirs),
         "torch_nvcc_flags": list(flags.nvcc), "torch_defines": defines,
         "cxx11_abi": flags.cxx11_abi, "libraries": list(flags.libraries)}
     if flags.pybind11_names and pybind11 is None:
@@ -176,7 +195,7 @@ def compile_extension(job: Job) -> tuple[StageResult, list[Path]]:
     if job.library is None or job.env is None or job.env.nvcc is None:
         return StageResult("compile", "error", "a torch-extension cell needs the torch "
                            "library axis and a toolkit with nvcc"), []
-    header = python_include() / "Python.h"
+    header = Path(python_headers(job).include_dirs[0]) / "Python.h"
     if not header.is_file():
         return StageResult("compile", "unavailable", f"no {header} for the extension's "
                            f"binding: this Python's headers are not installed (Debian: "
@@ -340,15 +359,21 @@ class _ExtensionCell:
 
     def load_and_run(self, carried: Carried) -> list[StageResult]:
         """Nothing to load where the compile stopped at the objects (a wheel's headers, no
-        torch libraries to link against): the cell ends at its inspect."""
+        torch libraries to link against): the cell ends at its inspect. A library built
+        against another Python's headers (the python axis) is not imported by this one:
+        the load says so, a stage not run here, not a failure of the case."""
         built = carried.last("compile")
         library = Path(built.details["outputs"][0]) if built is not None else Path()
-        if library.suffix != ".so" \
-                or not str(library).endswith(sysconfig.get_config_var("EXT_SUFFIX") or ".so"):
+        if library.suffix != ".so":
             return []
+        here = PythonHeaders.of_this_interpreter()
+        if not library.name.endswith(here.ext_suffix):
+            built_against = built_for(library) or "another Python"
+            return [StageResult("load", "skipped", f"built against Python {built_against}'s "
+                                f"headers; this Python is {here.version}: not imported")]
         return load_and_run(self.job, library)
 
 
 register(Frontend(NAME, steps=torch_extension_steps, needs=("nvcc",), library="torch",
-                  cached=False, reports_resources=True, options=tuple(k for k, _ in OPTIONS),
-                  option_defaults=OPTIONS))
+                  cached=False, reports_resources=True, python_headers=True,
+                  options=tuple(k for k, _ in OPTIONS), option_defaults=OPTIONS))
