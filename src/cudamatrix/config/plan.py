@@ -6,7 +6,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -261,8 +261,7 @@ def known_bug_ids() -> frozenset[str]:
 
 def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
     """Every exclude row of a tier must remove at least one cell of the full tier."""
-    unfiltered = Tier(tier.name, tier.toolkits, tier.archs, tier.libraries, tier.include, (),
-                      tier.cases)
+    unfiltered = replace(tier, exclude=())  # every axis kept (its Pythons, its compilers)
     cells = expand(matrix, unfiltered, cases)
     loaded = {c.id for c in cases}
     used = {v.frontend for c in cases for v in c.variants}
