@@ -33,6 +33,7 @@ STRATEGY = ("tests/unit/test_compile_strategy.py",)
 ARCH = ("tests/unit/test_arch_guard.py",)
 FIRST = ("tests/unit/test_first_release.py",)
 DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
+PYTHON = ("tests/unit/test_python_axis.py",)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,23 @@ MUTATIONS = (
              "record/diagnose.py",
              'values.setdefault("arch_number", _arch_number(values["arch"]))', "pass",
              DIAGNOSIS),
+    # The python axis (issue 69, item 2): its declaration and its multiplication rule.
+    Mutation("python: the axis multiplies every frontend's cells", "config/plan.py",
+             "    if not spec_includes_python:\n        return [None]\n", "", PYTHON),
+    Mutation("python: the installed Python's cell given an id of its own", "config/plan.py",
+             "None if p == INSTALLED else p for p in wanted", "p for p in wanted", PYTHON),
+    Mutation("python: a variant's Pythons not narrowed to the tier's", "config/plan.py",
+             "if not tier.pythons or p in tier.pythons", "if True", PYTHON),
+    Mutation("python: the declared shape of a value left unchecked", "config/declarations.py",
+             "        if self.pattern is not None:\n", "        if False:\n", PYTHON),
+    Mutation("python: a tier's value not read by its declaration", "config/matrix.py",
+             "            refused = TIER.key(PYTHON).refusal(pythons)\n",
+             "            refused = None\n", PYTHON),
+    Mutation("python: the key taken on a frontend without Python's headers", "config/corpus.py",
+             "if not registered()[frontend].python_headers:", "if False:", PYTHON),
+    Mutation("python: the headers' release left out of the compile key",
+             "orchestrator/compile_cache.py", "    if job.python_headers is not None:\n",
+             "    if False:\n", PYTHON),
 )
 
 
