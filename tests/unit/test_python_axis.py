@@ -221,7 +221,9 @@ def test_the_headers_folders_and_suffix_of_a_release() -> None:
     root = Path("/cache/debian/libpython3.13-dev")
     assert include_dirs(root, "3.13") == (
         "/cache/debian/libpython3.13-dev/usr/include/python3.13",
-        "/cache/debian/libpython3.13-dev/usr/include/x86_64-linux-gnu/python3.13")
+        "/cache/debian/libpython3.13-dev/usr/include/x86_64-linux-gnu/python3.13",
+        # python3.13/pyconfig.h includes <x86_64-linux-gnu/python3.13/pyconfig.h>.
+        "/cache/debian/libpython3.13-dev/usr/include")
     assert ext_suffix("3.14") == ".cpython-314-x86_64-linux-gnu.so"
     assert built_for(Path(f"scale_ext{ext_suffix('3.13')}")) == "3.13"
     assert built_for(Path("scale_ext.so")) is None

@@ -5,7 +5,8 @@ A PyTorch extension's binding includes ``Python.h`` (pybind11), and setuptools c
 it with the headers of the Python that runs the build. A cell that names another Python
 ("3.13") is compiled against that release's headers as a user of that Python builds it:
 Debian's ``libpython3.N-dev`` holds them (``usr/include/python3.N`` and, multiarch,
-``pyconfig.h`` under ``usr/include/x86_64-linux-gnu/python3.N``). PyPI has no package of
+``pyconfig.h`` under ``usr/include/x86_64-linux-gnu/python3.N``, which the first folder's
+``pyconfig.h`` includes by its path below ``usr/include``). PyPI has no package of
 CPython's headers, and NVIDIA's and the python.org builds are installers, not archives
 this tool can check; Debian's is signed. The first suite of SUITES whose ``main`` index
 lists the package gives it; its InRelease is checked with gpgv against Debian's keyring,
@@ -48,9 +49,14 @@ def ext_suffix(version: str) -> str:
 
 
 def include_dirs(root: Path, version: str) -> tuple[str, ...]:
-    """The unpacked package's include folders: Python.h's, then pyconfig.h's (multiarch)."""
-    return (str(root / "usr" / "include" / f"python{version}"),
-            str(root / "usr" / "include" / MULTIARCH / f"python{version}"))
+    """The unpacked package's include folders: Python.h's, pyconfig.h's (multiarch), and
+    the usr/include above them, where a system's own compiler looks: Debian's
+    python3.N/pyconfig.h is a wrapper that includes <x86_64-linux-gnu/python3.N/pyconfig.h>
+    (without it, every binding stopped at that line). The package holds nothing else
+    there."""
+    include = root / "usr" / "include"
+    return (str(include / f"python{version}"), str(include / MULTIARCH / f"python{version}"),
+            str(include))
 
 
 def releases_listed(text: str) -> list[str]:
@@ -107,7 +113,7 @@ def debian_headers(version: str, cache: Path, ledger: InputLedger) -> PythonHead
             shutil.rmtree(root, ignore_errors=True)
             staging.rename(root)
     folders = include_dirs(root, version)
-    for folder, header in zip(folders, ("Python.h", "pyconfig.h"), strict=True):
+    for folder, header in zip(folders, ("Python.h", "pyconfig.h"), strict=False):
         if not (Path(folder) / header).is_file():
             raise EnvironmentUnavailable(f"{facts['package']} holds no {folder}/{header}")
     return PythonHeaders(version, folders, ext_suffix(version), str(facts["package"]))
