@@ -54,7 +54,7 @@ OBJECTS = "objects"  # the cell's folder for the objects and the linked library
 # and the imported extension `ext` in scope).
 OPTIONS: tuple[tuple[str, Any], ...] = (
     ("sources", []), ("extension", ""), ("cxx_flags", []), ("call", ""), ("args", "()"),
-    ("expect", ""), ("rtol", 1e-5), ("atol", 1e-8))
+    ("expect", ""), ("rtol", 1e-5), ("atol", 1e-8), ("result", "got"))
 _ARCH_FLAGS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture")
 
 
@@ -241,7 +241,7 @@ def compile_extension(job: Job) -> tuple[StageResult, list[Path]]:
 
 SMOKE = r"""
 import importlib.util, json, sys, time
-path, name, call, args, expect, rtol, atol = sys.argv[1:8]
+path, name, call, args, expect, rtol, atol, result = sys.argv[1:9]
 said = {}
 started = time.monotonic()
 import torch
@@ -258,8 +258,11 @@ scope = {"torch": torch, "ext": ext}
 given = eval(args, scope)
 given = given if isinstance(given, tuple) else (given,)
 got = getattr(ext, call)(*given)
-if torch.is_tensor(got):
-    torch.cuda.synchronize()
+torch.cuda.synchronize()
+# What is compared: the call's value, or what `result` picks (a tensor the call wrote into,
+# one of a list it returned); `expect` sees the arguments too.
+scope.update(args=given, got=got)
+got = eval(result or "got", scope)
 wanted = eval(expect, scope) if expect else None
 if torch.is_tensor(got) or torch.is_tensor(wanted):
     got_t, wanted_t = torch.as_tensor(got).cpu(), torch.as_tensor(wanted).cpu()
@@ -299,7 +302,7 @@ def load_and_run(job: Job, library: Path) -> list[StageResult]:
     command = [sys.executable, "-c", SMOKE, str(library), extension_name(job),
                str(opts.get("call", "")), str(opts.get("args", "()")),
                str(opts.get("expect", "")), str(opts.get("rtol", 1e-5)),
-               str(opts.get("atol", 1e-8))]
+               str(opts.get("atol", 1e-8)), str(opts.get("result", "got"))]
     # Under the cell's memory limit as every tool: written memory, which a CUDA process's
     # reservations do not count against (process/limits.py).
     tool = run_tool(command, max(1.0, job.timeout), memory_bytes=job.memory_bytes, env=env,
