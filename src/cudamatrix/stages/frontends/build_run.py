@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from ..compile.logs import (
     error_lines,
     warning_lines,
 )
-from ..inspect.budgets import judge_budget
+from ..inspect.budgets import judge_budget, with_ptxas_figures
 from ..inspect.kernel_names import cpp_names
 from ..process.limits import run_tool
 
@@ -267,9 +267,11 @@ def _resource_usage(path: Path, label: str, cuobjdump: str, gpu: Arch) -> list[d
     return [{**r, "name": name, "file": label} for r, name in zip(records, names, strict=True)]
 
 
-def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[bytes]]:
+def audit_outputs(job: Job, outputs: list[Path], ptxas: Sequence[Mapping[str, Any]] = ()
+                  ) -> tuple[StageResult, list[bytes]]:
     """The inspect stage: what each output ships, per module, for the cell's arch; and
-    the modules' fatbinaries, for the driver on a GPU."""
+    the modules' fatbinaries, for the driver on a GPU. `ptxas`: the figures ptxas printed
+    while they were compiled (-v), for the spills no cubin records."""
     started = time.monotonic()
     cuobjdump = job.cuobjdump
     if not cuobjdump:
@@ -299,6 +301,10 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
             return StageResult("inspect", "error", f"cannot read the build's outputs: {exc}",
                                seconds=time.monotonic() - started), []
     with_kernels = [s for s in summaries if s["kernels"]]
+    said_by = f"cuobjdump -res-usage, {gpu.name}"
+    if ptxas:
+        resources = with_ptxas_figures(resources, ptxas)
+        said_by = f"cuobjdump -res-usage and ptxas -v, {gpu.name}"
     details: dict[str, Any] = {"modules": summaries, "resources": resources}
     lines = [f"{s['file']} module {s['module']}: {s['ships']}" for s in summaries]
     if not with_kernels:
@@ -311,7 +317,7 @@ def audit_outputs(job: Job, outputs: list[Path]) -> tuple[StageResult, list[byte
         return StageResult("inspect", "failed", message, "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries
     if job.resources is not None:
-        judged = judge_budget(job.resources, resources, f"cuobjdump -res-usage, {gpu.name}")
+        judged = judge_budget(job.resources, resources, said_by)
         if isinstance(judged, Failure):
             return StageResult("inspect", "error", judged.reason,
                                "\n".join([*lines, judged.reason]),

@@ -42,7 +42,7 @@ from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.steps import Carried, Step
 from ..compile.flags import resolve_flags, shown
-from ..compile.logs import decisive_line, warning_lines
+from ..compile.logs import PtxasFigures, decisive_line, warning_lines
 from ..process.limits import ToolRun, run_tool
 from .registry import Frontend, register
 from .torch_flags import TorchFlags, read_flags
@@ -56,6 +56,8 @@ OPTIONS: tuple[tuple[str, Any], ...] = (
     ("sources", []), ("extension", ""), ("cxx_flags", []), ("call", ""), ("args", "()"),
     ("expect", ""), ("rtol", 1e-5), ("atol", 1e-8), ("result", "got"))
 _ARCH_FLAGS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture")
+# The compile stage's details: what ptxas printed for each kernel of the cell's arch.
+PTXAS_FIGURES = "ptxas_resources"
 
 
 @dataclass(frozen=True)
@@ -211,15 +213,20 @@ def compile_extension(job: Job) -> tuple[StageResult, list[Path]]:
     (job.work / OBJECTS).mkdir(parents=True, exist_ok=True)
     logs: list[str] = []
 
-    def run(command: list[str]) -> ToolRun:
+    # Each file's ptxas figures (where its flags ask for -v), read off its whole output:
+    # the spills a budget judges, which the built library's cubins do not record.
+    figures = [PtxasFigures() for _ in plan.compiles]
+
+    def run(command: list[str], reader: PtxasFigures | None = None) -> ToolRun:
         remaining = max(1.0, job.timeout - (time.monotonic() - started))
-        return run_tool(command, remaining, memory_bytes=job.memory_bytes, cwd=job.work)
+        return run_tool(command, remaining, memory_bytes=job.memory_bytes, cwd=job.work,
+                        reader=reader)
 
     # The files at once, as ninja builds them for build_ext (a job per core); the first
     # file that fails, in the case's order, decides.
     workers = max(1, min(len(plan.compiles), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        runs = list(pool.map(run, [command for _, command in plan.compiles]))
+        runs = list(pool.map(run, [command for _, command in plan.compiles], figures))
     steps = [*zip([c for _, c in plan.compiles], runs, strict=True)]
     if plan.link and all(r.code == 0 for r in runs):
         steps.append((plan.link, run(plan.link)))
@@ -232,7 +239,8 @@ def compile_extension(job: Job) -> tuple[StageResult, list[Path]]:
         logs.append(f"# {plan.note}")
     log = "\n".join(logs)
     facts = {**plan.facts, "warnings": warning_lines(log),
-             "outputs": [str(p) for p in ([plan.library] if plan.link else plan.objects)]}
+             "outputs": [str(p) for p in ([plan.library] if plan.link else plan.objects)],
+             PTXAS_FIGURES: [r for f in figures for r in f.for_arch(job.arch)]}
     kernels = [o for (source, _), o in zip(plan.compiles, plan.objects, strict=True)
                if source.endswith(".cu")]
     return (StageResult("compile", "ok", plan.note, log, time.monotonic() - started, facts),
@@ -357,7 +365,9 @@ class _ExtensionCell:
     def inspect(self, carried: Carried) -> list[StageResult]:
         from .build_run import audit_outputs
 
-        inspected, _ = audit_outputs(self.job, self.outputs)
+        built = carried.last("compile")
+        ptxas = built.details.get(PTXAS_FIGURES, []) if built is not None else []
+        inspected, _ = audit_outputs(self.job, self.outputs, ptxas)
         return [inspected]
 
     def load_and_run(self, carried: Carried) -> list[StageResult]:

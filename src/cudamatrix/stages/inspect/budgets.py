@@ -27,6 +27,25 @@ BUDGET_FIELDS: dict[str, tuple[str, str]] = {
     "max_shared": ("smem_bytes", "bytes of static shared memory"),
 }
 BUDGET_KEYS = (*BUDGET_FIELDS, "kernel")
+# Why a figure can be missing: a built module's cubins record no spills (cuobjdump
+# -res-usage reads registers, stack and shared memory); only ptxas -v prints them.
+_SPILLS_FROM_PTXAS = (": a built module records no spills, only ptxas prints them (give "
+                      "the compile --ptxas-options=-v)")
+UNREPORTED = {"spill_store_bytes": _SPILLS_FROM_PTXAS, "spill_load_bytes": _SPILLS_FROM_PTXAS}
+
+
+def with_ptxas_figures(resources: Sequence[Mapping[str, Any]],
+                       ptxas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A built module's figures (cuobjdump's, per kernel and arch) with the spills ptxas
+    printed for the same kernel and arch where its compile asked for them (-v): what a
+    budget on spills is judged by; a kernel ptxas did not report keeps what it had."""
+    spills = {(str(p.get("kernel")), str(p.get("arch"))): p for p in ptxas}
+    merged = []
+    for record in resources:
+        said = spills.get((str(record.get("kernel")), str(record.get("arch"))), {})
+        merged.append({**record, **{k: said[k] for k in ("spill_store_bytes",
+                                                         "spill_load_bytes") if k in said}})
+    return merged
 
 
 @dataclass
@@ -69,8 +88,11 @@ def judge_budget(budget: ResourceBudget, resources: Sequence[Mapping[str, Any]],
     for name in chosen:
         record, short = kernels[name], labels[name]
         for key, (field_name, words) in BUDGET_FIELDS.items():
-            if key not in limits or field_name not in record:
+            if key not in limits:
                 continue
+            if field_name not in record:  # a limit left unjudged passed as if kept
+                return Failure(f"[variant.resources] {key}: {said_by} gives no {words} for "
+                               f"{short}{UNREPORTED.get(field_name, '')}")
             value, limit = int(record[field_name]), limits[key]
             if value > limit:
                 verdict.broken.append(f"{short}: {value} {words} > {key} {limit} ({said_by})")
