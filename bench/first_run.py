@@ -29,11 +29,22 @@ REPO = Path(__file__).resolve().parents[1]
 README_COMMAND = "python3 -m pip install -q nox && python3 -m nox -s matrix"
 
 
-def _timed(command: str, cwd: Path, env: dict[str, str]) -> tuple[float, int, str]:
+def _timed(command: str, cwd: Path, env: dict[str, str], log: Path | None = None
+           ) -> tuple[float, int, str]:
+    """The command's wall seconds, exit status and output; each line of it written to
+    `log` with the second it came at, so a run's timeline (which environment was prepared
+    when, which cell ran beside which) can be read afterwards."""
     started = time.monotonic()
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
-                          text=True, check=False)
-    return time.monotonic() - started, done.returncode, done.stdout + done.stderr
+    lines: list[str] = []
+    with subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as running:
+        assert running.stdout is not None
+        for line in running.stdout:
+            lines.append(f"{time.monotonic() - started:8.1f} {line}")
+    if log is not None:
+        log.write_text("".join(lines))
+    said = "".join(line[9:] for line in lines)
+    return time.monotonic() - started, running.returncode, said
 
 
 def compile_floor(cells: list[dict[str, Any]], cores: int) -> tuple[float, float, str]:
@@ -58,6 +69,8 @@ def main() -> int:
     parser.add_argument("--no-docker", action="store_true",
                         help="no engine answers (DOCKER_HOST at a dead socket)")
     parser.add_argument("--keep", type=Path, help="do it in this folder and keep it")
+    parser.add_argument("--revision", default="HEAD",
+                        help="the commit the clone is at (an earlier one: its before)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="cudamatrix-first-run-"))
     clone, home = work / "clone", work / "home"
@@ -65,12 +78,13 @@ def main() -> int:
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", args.revision], check=True)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CUDAMATRIX_", "NOX_", "VIRTUAL_ENV"))}
     env.update(HOME=str(home), PATH=os.environ.get("PATH", "/usr/bin:/bin"))
     if args.no_docker:
         env["DOCKER_HOST"] = f"unix://{work}/no-engine.sock"
-    first, code, said = _timed(README_COMMAND, clone, env)
+    first, code, said = _timed(README_COMMAND, clone, env, work / "first-run.log")
     results = json.loads((clone / "reports" / "latest" / "results.json").read_text())
     cells = results["cells"]
     longest = max(cells, key=lambda c: c.get("seconds", 0.0))
