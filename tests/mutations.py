@@ -33,6 +33,8 @@ STRATEGY = ("tests/unit/test_compile_strategy.py",)
 ARCH = ("tests/unit/test_arch_guard.py",)
 FIRST = ("tests/unit/test_first_release.py",)
 DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
+PREFETCH = ("tests/unit/test_prefetch.py",)
+BUDGET = ("tests/unit/test_budget_spills.py",)
 PYTHON = ("tests/unit/test_python_axis.py",)
 
 
@@ -218,6 +220,24 @@ MUTATIONS = (
     Mutation("python: the headers' release left out of the compile key",
              "orchestrator/compile_cache.py", "    if job.python_headers is not None:\n",
              "    if False:\n", PYTHON),
+    # Environments prepared ahead of their cells (issue 72).
+    Mutation("prefetch: every worker passes the schedule's head over", "orchestrator/prefetch.py",
+             "                    if not self._head_awaited:\n", "                    if False:\n",
+             PREFETCH),
+    Mutation("prefetch: a group ready when any of its needs is", "orchestrator/prefetch.py",
+             "return all(self._done[need].done()", "return any(self._done[need].done()",
+             PREFETCH),
+    Mutation("prefetch: one lock for every environment", "orchestrator/environments.py",
+             "return self._locks.setdefault(key, threading.Lock())",
+             'return self._locks.setdefault("all", threading.Lock())', PREFETCH),
+    # A budget's limit is judged by a figure, or says why it cannot be (issue 69, point 4).
+    Mutation("budget: a limit with no figure passes", "stages/inspect/budgets.py",
+             "# a limit left unjudged passed as if kept\n",
+             "# a limit left unjudged passed as if kept\n                continue\n", BUDGET),
+    Mutation("budget: ptxas's spills joined from another arch", "stages/inspect/budgets.py",
+             'spills = {(str(p.get("kernel")), str(p.get("arch"))): p for p in ptxas}',
+             'spills = {(str(p.get("kernel")), str(record.get("arch"))): p for p in ptxas '
+             "for record in resources}", BUDGET),
 )
 
 

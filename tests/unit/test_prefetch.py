@@ -25,7 +25,7 @@ from cudamatrix.providers.toolkits import (
 )
 from cudamatrix.stages.cell.environment import Environment
 
-WAIT_S = 20.0
+WAIT_S = 10.0
 
 
 class Quiet:
