@@ -81,8 +81,13 @@ def build_environment(job: Job) -> dict[str, str]:
                LIBRARY_PATH=os.pathsep.join([*libraries, env.get("LIBRARY_PATH", "")]).strip(":"),
                LD_LIBRARY_PATH=os.pathsep.join(
                    [*libraries, env.get("LD_LIBRARY_PATH", "")]).strip(":"))
-    if setting and setting.tools_path:
-        env["PYTHONPATH"] = os.pathsep.join([*setting.tools_path, env.get("PYTHONPATH", "")])
+    # The build's own tools, and the cell's library where it is a Python package installed
+    # for the cell (a torch wheel from PyPI that a setup.py's BuildExtension imports).
+    python_path = [*(setting.tools_path if setting else ()),
+                   *(job.library.python_path if job.library else ())]
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join([*python_path, env.get("PYTHONPATH", "")]).strip(
+            os.pathsep)
     host = job.host_compiler_path or (job.env.host_compiler if job.env else None)
     env.update(cell_variables(job.arch, cuda_home, host))
     env.update({name: fill(value, job) for name, value in (job.build.env if job.build else ())})
