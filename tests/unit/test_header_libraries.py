@@ -4,6 +4,7 @@ in matrix.toml or a project's cudamatrix.toml, named by a variant (`libraries = 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,9 +102,32 @@ def test_a_project_declares_its_own(tmp_path: Path) -> None:
                            when='flashinfer = "<0.7.2"'))
     cells = expand(matrix, matrix.tiers["pr"], [case], toolkits=["13.0"], archs=["sm_90a"])
     assert sorted(c.library_version or "" for c in cells) == ["0.7.1", "0.7.2"]
-    not_headers = {"libraries": {"mylib": {"package": "mylib", "versions": ["1.0"]}}}
-    with pytest.raises(UserError, match="no frontend brings this library"):
-        load_matrix(DEFAULT_MATRIX, not_headers)
+
+
+
+def test_a_project_library_without_headers_is_a_build_variants_python_package(
+        tmp_path: Path) -> None:
+    """A project's library that is not headers is a Python package installed for the cell
+    (a torch wheel a setup.py builds against): a build variant names it and gets a cell
+    per version; a kernel variant naming it is refused in one line saying why."""
+    wheel = {"libraries": {"torch_wheel": {"package": "torch", "versions": ["2.9.1"]}}}
+    matrix = load_matrix(DEFAULT_MATRIX, wheel)
+    assert not matrix.libraries["torch_wheel"].headers
+    kernel = load_case(_case(tmp_path, libraries='["torch_wheel"]', only='arch = "sm_90a"',
+                             when='torch_wheel = "2.9.1"'))
+    with pytest.raises(UserError, match=r"torch_wheel is a Python package .*only a build "
+                                        r"variant"):
+        expand(matrix, matrix.tiers["pr"], [kernel], toolkits=["13.0"], archs=["sm_90a"])
+    build = tmp_path / "b"
+    build.mkdir()
+    (build / "case.toml").write_text(
+        'title = "t"\n[[variant]]\nname = "v"\nfrontend = "build"\n'
+        'libraries = ["torch_wheel"]\n  [variant.build]\n'
+        '  commands = ["{python} setup.py build_ext"]\n  outputs = ["*.so"]\n')
+    tier = replace(matrix.tiers["pr"], libraries={**matrix.tiers["pr"].libraries,
+                                                  "torch_wheel": ("2.9.1",)})
+    cells = expand(matrix, tier, [load_case(build)], toolkits=["12.4"], archs=["sm_90"])
+    assert [(c.library, c.library_version) for c in cells] == [("torch_wheel", "2.9.1")]
 
 
 def test_the_toolkits_own_is_a_value_of_the_axis(tmp_path: Path) -> None:

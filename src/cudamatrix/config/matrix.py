@@ -15,7 +15,6 @@ from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
 from ..common.versions import (
     HOST_COMPILER,
-    LIBRARY_AXES,
     NAMED_VALUES,
     PYTHON,
     Arch,
@@ -30,8 +29,9 @@ from .sources import SourceSpec
 from .torch_cuda import PAIRINGS
 
 # The libraries a frontend brings an axis for (common/versions.py's LIBRARY_AXES); any
-# other [libraries.NAME] is a header library (`headers = true`) a variant names itself
-# (`libraries = ["cccl"]`).
+# other [libraries.NAME] a variant names itself (`libraries = ["cccl"]`): a header library
+# (`headers = true`), or a Python package installed for the cell with its dependencies,
+# which a build variant's commands import (a torch wheel a setup.py builds against).
 ROW_KEYS = ("case", "variant", "frontend", "toolkit", "arch", "host_compiler", PYTHON)
 LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 LIBRARY_KEYS = ("package", "versions", "requires", "constraint", "headers_from", "sources",
@@ -306,11 +306,6 @@ class _Reader:
             if not isinstance(headers, bool):
                 raise self.fail(f"libraries.{name}.headers", f"expected true or false, got "
                                 f"{headers!r:.60}")
-            if name not in LIBRARY_AXES and not headers:
-                raise self.fail(f"libraries.{name}", "no frontend brings this library: declare "
-                                "it a header library (headers = true), which any variant may "
-                                f"name (libraries = [\"{name}\"]); frontends' own: "
-                                f"{', '.join(LIBRARY_AXES)}")
             sources = entry.get("sources", {})
             if not isinstance(sources, dict):
                 raise self.fail(f"libraries.{name}.sources", "expected a table of "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..common.versions import INSTALLED, PYTHON, Arch
+from ..common.versions import INSTALLED, LIBRARY_AXES, PYTHON, Arch
 from ..errors import UserError
 from ..stages.frontends import frontend, registered
 from .corpus import Case, Variant
@@ -143,7 +143,8 @@ def _variant_cells(case: Case, variant: Variant, toolkits: Sequence[str], archs:
 
 
 def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
-    """A variant's header libraries are header libraries of the matrix."""
+    """A variant's libraries are the matrix's: header libraries, or for a build variant a
+    Python package its commands import (installed for the cell, on their PYTHONPATH)."""
     for name in variant.libraries:
         library = matrix.libraries.get(name)
         where = f"{case.directory / 'case.toml'}: variant {variant.name!r}.libraries"
@@ -152,8 +153,14 @@ def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
             raise UserError(f"{where}: unknown library {name!r} (header libraries of "
                             f"{matrix.path.name}: {headers or 'none'}; a project declares "
                             f"its own as [libraries.{name}] headers = true)")
-        if not library.headers:
+        if library.headers:
+            continue
+        if name in LIBRARY_AXES:
             raise UserError(f"{where}: {name} is not a header library (its frontend's axis)")
+        if not frontend(variant.frontend).builds_project:
+            raise UserError(f"{where}: {name} is a Python package (no headers = true): only a "
+                            "build variant ([variant.build]) imports one, from its "
+                            "PYTHONPATH")
 
 
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
