@@ -1,6 +1,6 @@
 # One device call, many checks: each step's own script with its own $OUT folder, all
 # packed into one archive (the device returns 8 files at most).
-#   bash bench/evidence/session-gpu/call.sh STEP...   STEP: torch | setuppy | pipeline | speed | cold | gputests | realworld
+#   bash bench/evidence/session-gpu/call.sh STEP...   STEP: torch | setuppy | pipeline | speed | cold | gputests | realworld | pyaxis
 set -u
 FINAL=$OUT
 mkdir -p /tmp/steps
@@ -16,6 +16,7 @@ for step in "$@"; do
     gputests) timeout 260 bash bench/gpu/run.sh 1 ;;
     cold) timeout 560 bash bench/evidence/cold-path/run.sh ;;
     realworld) timeout 585 bash bench/evidence/torch-ext/real-world/gpu.sh ;;
+    pyaxis) timeout 400 bash bench/evidence/torch-ext/python-axis.sh ;;
   esac > $OUT/console.log 2>&1
   echo "$step: rc=$? $(( $(date +%s) - start )) s" | tee -a /tmp/steps/walls.txt
   tail -15 $OUT/console.log
