@@ -83,6 +83,15 @@ source = "csrc/selective_scan/selective_scan_fwd_fp32.cu"
 flags = {_toml_list([*SETUP_NVCC[:1], "-std=c++17", *SETUP_NVCC[1:], "-Icsrc/selective_scan"])}
 options = {{ extension = "selective_scan_cuda", cxx_flags = ["-O3", "-std=c++17"] }}
 
+# The forward kernel in fp32 and the extension's binding (selective_scan.cpp: torch's
+# and Python's headers), to objects where only torch's headers are (no GPU, no link).
+[[variant]]
+name = "fwd-fp32-binding"
+frontend = "torch-extension"
+source = "csrc/selective_scan/selective_scan_fwd_fp32.cu"
+flags = {_toml_list([*SETUP_NVCC[:1], "-std=c++17", *SETUP_NVCC[1:], "-Icsrc/selective_scan"])}
+options = {{ sources = ["csrc/selective_scan/selective_scan.cpp"], extension = "selective_scan_cuda", cxx_flags = ["-O3", "-std=c++17"] }}
+
 # The same file as the issue's user first wrote it: the nvcc frontend with torch's headers
 # (`libraries = ["torch"]`), one nvcc for every arch of the cells (setup.py's gencode
 # list), whose ptxas output of over 512 KiB once gave sm_90's figures to sm_89.
