@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,41 +150,67 @@ def nvcc_profile(include_dirs: tuple[str, ...], library_dirs: tuple[str, ...],
             f"LIBRARIES =+ $(_SPACE_) {libraries}\n")
 
 
+def unpack_once(root: Path, marker_name: str, ledger: InputLedger, what: str, label: str,
+                find: Callable[[Path], tuple[dict[str, str], str]],
+                tidy: Callable[[Path], None] | None = None) -> dict[str, object]:
+    """A Debian package unpacked once into `root`, known by its marker (`marker_name`,
+    watched in `ledger`): the marker's facts. `find` gives, from a scratch folder, the
+    package's stanza (its index verified) and how the marker names it; `tidy` takes out
+    what the unpacked tree must not keep. Whole or not at all: unpacked beside `root`,
+    renamed into place. `what` (dpkg-deb's absence) and `label` (a failure) say which
+    package. The caller holds the folder's lock."""
+    marker = root / marker_name
+    ledger.watch(marker, 0)  # the unpacked package, known by its marker
+    facts = read_marker(marker)
+    if isinstance(facts, dict) and "package" in facts:
+        return facts
+    if shutil.which("dpkg-deb") is None:
+        raise EnvironmentUnavailable(f"unpacking {what} needs dpkg-deb")
+    staging = root.with_name(root.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        entry, named = find(staging)
+        deb = fetch_deb(entry, staging)
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
+                       capture_output=True)
+        deb.unlink()
+        (staging / "InRelease").unlink(missing_ok=True)
+        if tidy is not None:
+            tidy(staging)
+    except (OSError, subprocess.CalledProcessError, KeyError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise EnvironmentUnavailable(f"{label}: {exc}") from None
+    except EnvironmentUnavailable:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    facts = {"package": named}
+    (staging / marker_name).write_text(json.dumps(facts))
+    shutil.rmtree(root, ignore_errors=True)
+    staging.rename(root)
+    return facts
+
+
 def unpack_debian_toolkit(suite: str, toolkit: str, cache: Path, ledger: InputLedger
                           ) -> tuple[Path, dict[str, object]]:
     """Debian `suite`'s nvidia-cuda-toolkit for `toolkit` (e.g. trixie, 12.4), unpacked once
     into the cache (its marker watched in `ledger`): its root and the marker's facts. The
     caller holds the folder's lock."""
     root = cache / "debian" / f"{suite}-{toolkit}"
-    marker = root / MARKER
-    ledger.watch(marker, 0)  # the unpacked package, known by its marker
-    facts = read_marker(marker)
-    if not isinstance(facts, dict) or "package" not in facts:
-        if shutil.which("dpkg-deb") is None:
-            raise EnvironmentUnavailable("unpacking Debian's nvcc needs dpkg-deb")
-        staging = root.with_name(root.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        try:
-            release = verified_release(suite, staging)
-            entry = package_entry(release, suite, INDEX, PACKAGE, f"{toolkit}.")
-            deb = fetch_deb(entry, staging)
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
-                           capture_output=True)
-            deb.unlink()
-            (staging / "InRelease").unlink()
-        except (OSError, subprocess.CalledProcessError, KeyError) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise EnvironmentUnavailable(f"Debian {suite} {PACKAGE}: {exc}") from None
-        bin_dir = staging / DEBIAN_NVCC_BIN
+
+    def find(staging: Path) -> tuple[dict[str, str], str]:
+        entry = package_entry(verified_release(suite, staging), suite, INDEX, PACKAGE,
+                              f"{toolkit}.")
+        return entry, f"{PACKAGE} {entry['Version']} ({suite})"
+
+    def tidy(staging: Path) -> None:
         # Debian's gcc/g++ wrappers pick a host compiler by their own list: the cell's
         # host compiler is chosen by the run instead (-ccbin), and said.
         for wrapper in ("gcc", "g++", "nvcc.profile"):
-            (bin_dir / wrapper).unlink(missing_ok=True)
-        facts = {"package": f"{PACKAGE} {entry['Version']} ({suite})"}
-        (staging / MARKER).write_text(json.dumps(facts))
-        shutil.rmtree(root, ignore_errors=True)
-        staging.rename(root)
+            (staging / DEBIAN_NVCC_BIN / wrapper).unlink(missing_ok=True)
+
+    facts = unpack_once(root, MARKER, ledger, "Debian's nvcc", f"Debian {suite} {PACKAGE}",
+                        find, tidy)
     return root, facts
 
 

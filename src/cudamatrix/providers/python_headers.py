@@ -16,19 +16,15 @@ nvcc), and ``dpkg-deb -x`` unpacks it once into the cache.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from ..common.files import read_marker
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..common.versions import INSTALLED
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import PythonHeaders
-from .debian import fetch_deb, package_stanza, verified_index, verified_release
+from .debian import package_stanza, unpack_once, verified_index, verified_release
 
 # Debian's suites, oldest first: the first that packages a release gives its headers
 # (3.11 bookworm, 3.13 trixie, 3.14 forky and sid, as of 2026-11).
@@ -85,33 +81,14 @@ def debian_headers(version: str, cache: Path, ledger: InputLedger) -> PythonHead
     """Python `version`'s headers from Debian, unpacked once into the cache (its marker
     watched in `ledger`); a second run reads the marker and fetches nothing."""
     root = cache / "debian" / package_name(version)
-    marker = root / MARKER
+
+    def find(staging: Path) -> tuple[dict[str, str], str]:
+        suite, entry = _find(version, staging)
+        return entry, f"{entry['Package']} {entry['Version']} ({suite})"
+
     with folder_lock(root):  # a second run sharing the cache waits for this unpack
-        ledger.watch(marker, 0)
-        facts = read_marker(marker)
-        if not isinstance(facts, dict) or "package" not in facts:
-            if shutil.which("dpkg-deb") is None:
-                raise EnvironmentUnavailable("unpacking Debian's Python headers needs dpkg-deb")
-            staging = root.with_name(root.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
-            try:
-                suite, entry = _find(version, staging)
-                deb = fetch_deb(entry, staging)
-                subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
-                               capture_output=True)
-                deb.unlink()
-                (staging / "InRelease").unlink(missing_ok=True)
-            except (OSError, subprocess.CalledProcessError, KeyError) as exc:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise EnvironmentUnavailable(f"Debian {package_name(version)}: {exc}") from None
-            except EnvironmentUnavailable:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
-            facts = {"package": f"{entry['Package']} {entry['Version']} ({suite})"}
-            (staging / MARKER).write_text(json.dumps(facts))
-            shutil.rmtree(root, ignore_errors=True)
-            staging.rename(root)
+        facts = unpack_once(root, MARKER, ledger, "Debian's Python headers",
+                            f"Debian {package_name(version)}", find)
     folders = include_dirs(root, version)
     for folder, header in zip(folders, ("Python.h", "pyconfig.h"), strict=False):
         if not (Path(folder) / header).is_file():
