@@ -8,13 +8,10 @@
 set -u
 OUT=${OUT:-/tmp/python-axis-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>/dev/null
-export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
-export PATH=/usr/local/cuda-13.0/bin:/usr/local/cuda/bin:$PATH
-CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+. bench/evidence/device-env.sh
 rm -rf /tmp/c-py && cp -r .gpu/py-axis/cache /tmp/c-py
 python3 -m cudamatrix run --corpus .gpu/py-axis/cases --case scale-py --toolkit 13.0 \
-  --arch "sm_${CAP}" --library torch==installed --provider host --cache /tmp/c-py \
+  --arch "$ARCH" --library torch==installed --provider host --cache /tmp/c-py \
   --out "$OUT/run" -v > "$OUT/run.log" 2>&1
 echo "rc=$? $(tail -n 2 "$OUT/run.log" | head -1)"
 python3 - "$OUT/run/results.json" <<'PY' | tee "$OUT/stages.txt"

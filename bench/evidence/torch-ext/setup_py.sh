@@ -7,14 +7,11 @@
 set -u
 OUT=${OUT:-/tmp/torch-setup-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>/dev/null
-export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
-export PATH=/usr/local/cuda-13.0/bin:/usr/local/cuda/bin:$PATH
-CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+. bench/evidence/device-env.sh
 python3 -m cudamatrix run --corpus tests/data/torch-extension --case setup-py --case scale \
-  --toolkit 13.0 --arch "sm_$CAP" --library torch==installed --provider host \
+  --toolkit 13.0 --arch "$ARCH" --library torch==installed --provider host \
   --cache /tmp/c-torch-setup --out "$OUT/run" -v > "$OUT/run.log" 2>&1
-echo "setup-py and scale, installed torch, 13.0, sm_$CAP: rc=$? $(tail -n 2 "$OUT/run.log" | head -1)"
+echo "setup-py and scale, installed torch, 13.0, $ARCH: rc=$? $(tail -n 2 "$OUT/run.log" | head -1)"
 python3 - "$OUT/run/results.json" <<'PY' | tee "$OUT/stages.txt"
 import json, sys
 for cell in json.load(open(sys.argv[1]))["cells"]:

@@ -9,13 +9,9 @@
 set -u
 OUT=${OUT:-/tmp/real-world-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>/dev/null
-export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
-export PATH=/usr/local/cuda-13.0/bin:/usr/local/cuda/bin:$PATH
+. bench/evidence/device-env.sh
 CASES=.gpu/real-world/cases
 HERE=bench/evidence/torch-ext/real-world
-CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-ARCH=sm_${CAP}
 python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 'gpu', torch.cuda.get_device_name(0), 'python', sys.version.split()[0])" | tee "$OUT/torch.txt"
 SIX="--arch sm_75 --arch sm_80 --arch sm_87 --arch sm_90 --arch sm_100 --arch sm_120"
