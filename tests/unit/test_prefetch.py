@@ -96,7 +96,9 @@ def test_the_head_is_waited_for_by_one_worker_and_passed_over_by_the_others() ->
     long, quick, other = [_cell("12.4")], [_cell("13.0")], [_cell("13.0", "sm_90")]
     ready = {id(long): False, id(quick): True, id(other): True}
     changed = threading.Condition()
-    queue = GroupQueue([long, quick, other], lambda g: ready[id(g)], changed)
+    cost = {id(long): 100.0, id(quick): 1.0, id(other): 1.0}
+    queue = GroupQueue([long, quick, other], lambda g: ready[id(g)], changed,
+                       cost=lambda g: cost[id(g)], workers=2)
     first, first_took = _take_in_thread(queue)
     time.sleep(0.2)
     assert first.is_alive()  # it waits for the head rather than taking a later group
@@ -109,11 +111,41 @@ def test_the_head_is_waited_for_by_one_worker_and_passed_over_by_the_others() ->
     assert queue.take() is other
 
 
+def test_a_head_that_cannot_end_the_run_leaves_no_worker_idle() -> None:
+    """The first `nox -s matrix` on 2 cores: one worker runs the longest cell, the next
+    head (CUDA 13.0's, 77 s) waits for its download, and 12.4's short cells are ready. The
+    head ends within the pending work's share per worker even after a short cell, so the
+    free worker runs the short cells rather than waiting 12 s beside an idle core."""
+    head, short = [_cell("13.0")], [_cell("12.4")]
+    rest = [[_cell("12.4", f"sm_{n}")] for n in range(2)]
+    ready = {id(head): False, id(short): True, **{id(g): False for g in rest}}
+    cost = {id(head): 77.0, id(short): 2.0, **{id(g): 120.0 for g in rest}}
+    changed = threading.Condition()
+    queue = GroupQueue([head, short, *rest], lambda g: ready[id(g)], changed,
+                       cost=lambda g: cost[id(g)], workers=2)
+    worker, took = _take_in_thread(queue)
+    worker.join(WAIT_S)
+    assert took == [short]  # not left waiting for the head
+    # The head grown to most of what is left: the same worker waits for it.
+    cost[id(head)] = 400.0
+    queue = GroupQueue([head, short, *rest], lambda g: ready[id(g)], changed,
+                       cost=lambda g: cost[id(g)], workers=2)
+    worker, took = _take_in_thread(queue)
+    time.sleep(0.3)
+    assert worker.is_alive() and not took
+    with changed:
+        ready[id(head)] = True
+        changed.notify_all()
+    worker.join(WAIT_S)
+    assert took == [head]
+
+
 def test_a_ready_head_goes_first_and_nothing_ready_waits_for_the_next() -> None:
     head, later = [_cell("12.4")], [_cell("11.8")]
     ready = {id(head): False, id(later): False}
     changed = threading.Condition()
-    queue = GroupQueue([head, later], lambda g: ready[id(g)], changed)
+    queue = GroupQueue([head, later], lambda g: ready[id(g)], changed,
+                       cost=lambda g: 100.0 if g is head else 1.0, workers=2)
     waiting_head, took_head = _take_in_thread(queue)
     time.sleep(0.1)
     waiting_any, took_any = _take_in_thread(queue)
@@ -131,7 +163,8 @@ def test_a_ready_head_goes_first_and_nothing_ready_waits_for_the_next() -> None:
     assert took_head == [head]
     # All ready: the schedule's order.
     a, b = [_cell("13.0")], [_cell("12.4")]
-    in_order = GroupQueue([a, b], lambda g: True, threading.Condition())
+    in_order = GroupQueue([a, b], lambda g: True, threading.Condition(), cost=lambda g: 1.0,
+                          workers=2)
     assert in_order.take() is a and in_order.take() is b
 
 
@@ -193,3 +226,4 @@ def test_a_preparation_that_raises_leaves_the_group_ready_for_its_cell_to_say_wh
         time.sleep(0.05)
     assert prefetch.ready(cells[0])
     prefetch.close()
+

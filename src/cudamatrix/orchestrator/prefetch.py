@@ -72,14 +72,23 @@ class EnvironmentPrefetch:
 
 class GroupQueue:
     """The schedule's groups, handed out in its order but ready first: a worker takes the
-    first group whose environments are ready; the head of the schedule, not ready, is
-    waited for by one worker (so it starts the moment it can) and passed over by the
-    others; with nothing ready, a worker waits for the next environment."""
+    first group whose environments are ready; with nothing ready, it waits for the next
+    environment.
+
+    The head of the schedule, not ready, is waited for by one worker (so it starts the
+    moment it can) and passed over by the others, but only while it could end the run:
+    while its cost and a ready group's exceed the pending work's share per worker. A head
+    that fits in that share leaves no worker idle for it: on 2 cores, one worker ran the
+    longest cell while the other waited 12 s for CUDA 13.0's download with CUDA 12.4's
+    short cells ready (the first `nox -s matrix`, issue 72)."""
 
     def __init__(self, groups: Sequence[Sequence[Cell]], ready: Callable[[Sequence[Cell]], bool],
-                 changed: threading.Condition) -> None:
+                 changed: threading.Condition, *, cost: Callable[[Sequence[Cell]], float],
+                 workers: int) -> None:
         self._pending = list(groups)
         self._ready, self._changed = ready, changed
+        self._cost, self._workers = cost, max(1, workers)
+        self._pending_cost = sum(cost(g) for g in self._pending)
         self._head_awaited = False
 
     def take(self) -> Sequence[Cell]:
@@ -91,17 +100,27 @@ class GroupQueue:
                 while True:
                     head = self._pending[0]
                     if self._ready(head):
-                        return self._pending.pop(0)
+                        return self._pop(0)
                     if awaited is not None and awaited is not head:
                         awaited, self._head_awaited = None, False  # taken: a new head
                     if not self._head_awaited:
                         awaited, self._head_awaited = head, True
-                    if awaited is None:
-                        chosen = next((i for i, g in enumerate(self._pending)
-                                       if i and self._ready(g)), None)
-                        if chosen is not None:
-                            return self._pending.pop(chosen)
+                    chosen = next((i for i, g in enumerate(self._pending)
+                                   if i and self._ready(g)), None)
+                    if chosen is not None and (awaited is None or self._may_pass(
+                            head, self._pending[chosen])):
+                        return self._pop(chosen)
                     self._changed.wait(timeout=1.0)
             finally:
                 if awaited is not None:
                     self._head_awaited = False
+
+    def _may_pass(self, head: Sequence[Cell], group: Sequence[Cell]) -> bool:
+        """Whether the head still ends within the pending work's share per worker when
+        `group` runs before it: then waiting for it would only leave a core idle."""
+        return self._cost(head) + self._cost(group) <= self._pending_cost / self._workers
+
+    def _pop(self, index: int) -> Sequence[Cell]:
+        group = self._pending.pop(index)
+        self._pending_cost -= self._cost(group)
+        return group

@@ -184,7 +184,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     changed = threading.Condition()
     prefetch = EnvironmentPrefetch(ordered, runner.jobs.environment_needs,
                                    runner.jobs.prepare_environment, changed)
-    queue = GroupQueue(ordered, prefetch.ready, changed)
+    queue = GroupQueue(ordered, prefetch.ready, changed,
+                       cost=lambda g: sum(timings.expected(c) for c in g), workers=options.jobs)
     try:
         unwritten = _run_pool(queue, len(ordered), runner, executor, options,
                               progress, on_result, results, cores)
