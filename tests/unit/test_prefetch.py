@@ -227,3 +227,36 @@ def test_a_preparation_that_raises_leaves_the_group_ready_for_its_cell_to_say_wh
     assert prefetch.ready(cells[0])
     prefetch.close()
 
+
+def test_debians_nvcc_is_fetched_beside_the_wheels_install(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A wheels toolkit whose matrix entry names a Debian suite (12.4: its wheels carry no
+    nvcc) fetches Debian's nvcc while its wheels install, not after: here each waits to
+    see the other started, which a sequence of the two never does."""
+    from cudamatrix.providers import toolkits
+
+    wheels_started, debian_started = threading.Event(), threading.Event()
+
+    def wheels(matrix: object, version: str, cache: Path, ledger: InputLedger) -> Environment:
+        wheels_started.set()
+        assert debian_started.wait(WAIT_S), "Debian's nvcc waited for the wheels"
+        return Environment(toolkit=version, provider="wheels", root=str(cache))
+
+    def unpack(suite: str, version: str, cache: Path, ledger: InputLedger) -> None:
+        debian_started.set()
+        assert wheels_started.wait(WAIT_S), "the wheels waited for Debian's nvcc"
+        raise toolkits.EnvironmentUnavailable("no route to deb.debian.org")
+
+    monkeypatch.setattr(toolkits, "prepare_toolkit", wheels)
+    monkeypatch.setattr(toolkits, "unpack_debian_nvcc", unpack)
+    refetched: list[str] = []
+    monkeypatch.setattr(toolkits, "prepare_debian_nvcc",
+                        lambda *args: refetched.append("again"))
+    provider = toolkits.WheelsToolkits(load_matrix(DEFAULT_MATRIX), tmp_path, Quiet(),
+                                       InputLedger())
+    env = provider.toolkit("12.4")
+    # The fetch's failure is the toolkit's reason, said once, not fetched a second time.
+    assert env.nvcc is None and not refetched
+    assert env.nvcc_unusable is not None and "no route to deb.debian.org" in env.nvcc_unusable
+    assert "trixie" in env.nvcc_unusable

@@ -214,6 +214,15 @@ def unpack_debian_toolkit(suite: str, toolkit: str, cache: Path, ledger: InputLe
     return root, facts
 
 
+def unpack_debian_nvcc(suite: str, toolkit: str, cache: Path, ledger: InputLedger) -> None:
+    """Debian `suite`'s nvcc for `toolkit` fetched and unpacked once into the cache, under
+    its folder's lock, without what a toolkit's install adds to it (its profile naming the
+    wheels' folders, its version): started beside the wheels' install, which it does not
+    need (issue 72)."""
+    with folder_lock(cache / "debian" / f"{suite}-{toolkit}"):
+        unpack_debian_toolkit(suite, toolkit, cache, ledger)
+
+
 def prepare_debian_nvcc(suite: str, toolkit: str, cache: Path, include_dirs: tuple[str, ...],
                         library_dirs: tuple[str, ...], ledger: InputLedger) -> DebianNvcc:
     """Debian `suite`'s nvcc for `toolkit` (e.g. trixie, 12.4), unpacked once into the cache."""
