@@ -159,3 +159,42 @@ def test_the_holder_named_is_the_real_one_not_the_files(tmp_path: Path) -> None:
         holder.wait()
     with _open_lock(lock) as handle:  # nobody holds it now: the file's pid 1 is no holder
         assert "pid 1 on" not in _holder(handle)
+
+
+def test_two_threads_of_one_run_wait_for_each_other_silently(tmp_path: Path) -> None:
+    """Two of a run's environments sharing one folder (one install for cutlass_python and
+    cutlass_torch) are two threads of one process: the second waits for the first and
+    names nobody ("another process" was this run), then finds the folder made."""
+    import threading
+
+    target = tmp_path / "libraries" / "cutlass_python-3.5.0"
+    inside, release = threading.Event(), threading.Event()
+    said: list[str] = []
+    order: list[str] = []
+
+    def first() -> None:
+        with folder_lock(target, say=said.append):
+            order.append("first in")
+            inside.set()
+            release.wait(10)
+            order.append("first out")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert inside.wait(10)
+    threading.Timer(0.5, release.set).start()
+    with folder_lock(target, timeout_s=10, say=said.append):
+        order.append("second in")
+    holder.join(10)
+    assert order == ["first in", "first out", "second in"] and said == []
+    # Bounded all the same: a holder that outlasts the wait is said, naming this run.
+    inside.clear()
+    release.clear()
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert inside.wait(10)
+    with pytest.raises(EnvironmentUnavailable, match="this run's own preparation"), \
+            folder_lock(target, timeout_s=0.2, say=said.append):
+        pass
+    release.set()
+    holder.join(10)

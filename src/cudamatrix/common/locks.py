@@ -14,6 +14,7 @@ import os
 import platform
 import stat
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -131,6 +132,16 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+# One lock a folder within this process, keyed by its path: two threads of one run.
+_IN_THIS_PROCESS: dict[Path, threading.Lock] = {}
+_IN_THIS_PROCESS_GUARD = threading.Lock()
+
+
+def _this_process_lock(target: Path) -> threading.Lock:
+    with _IN_THIS_PROCESS_GUARD:
+        return _IN_THIS_PROCESS.setdefault(target.absolute(), threading.Lock())
+
+
 @contextmanager
 def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
                 say: Callable[[str], None] = _say) -> Iterator[None]:
@@ -140,6 +151,25 @@ def folder_lock(target: Path, timeout_s: float = LOCK_TIMEOUT_S,
     even on a kill, so a run that dies mid-way never leaves the next one waiting."""
     target.parent.mkdir(parents=True, exist_ok=True)
     timeout_s, limit = _within_the_run(timeout_s)
+    # Two threads of this run first wait for each other here, and silently: a folder two
+    # of the run's environments share (one install for cutlass_python and cutlass_torch)
+    # was said to be held by "another process", this one.
+    ours = _this_process_lock(target)
+    if not ours.acquire(timeout=timeout_s):
+        raise EnvironmentUnavailable(f"{target}: this run's own preparation of it held it "
+                                     f"past {limit}")
+    try:
+        with _held_by_this_process(target, timeout_s, limit, say):
+            yield
+    finally:
+        ours.release()
+
+
+@contextmanager
+def _held_by_this_process(target: Path, timeout_s: float, limit: str,
+                          say: Callable[[str], None]) -> Iterator[None]:
+    """The folder's lock file, held against other processes (shards of one machine, two
+    test workers), waiting for one at most `timeout_s`."""
     with _open_lock(target.with_name(target.name + ".lock")) as handle:
         started = time.monotonic()
         said = False
