@@ -194,7 +194,8 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
         return prepare_header_library(library, version, cache, ledger)
     package = library.package_for(cuda_major or 12)
     suffix = f"-cu{cuda_major}" if "{major}" in library.package else ""
-    target = cache / "libraries" / f"{name}-{version}{suffix}"
+    named = name if name == "cutlass" else _install_named_by(matrix, name)
+    target = cache / "libraries" / f"{named}-{version}{suffix}"
     if name == "cutlass":
         # The C++ headers are all a CUDA build needs; the Python side pulls in far more.
         root = install(target, [f"{package}=={version}.*"], ledger=ledger)
@@ -206,8 +207,8 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
     if library.headers_from:
         root = install(target, [f"{package}=={version}", *library.requires], ledger=ledger,
                        with_deps=True)
-        headers = wheel_headers(target.with_name(target.name + "-headers"),
-                                library.headers_from, ledger, library.files)
+        headers = wheel_headers(_headers_folder(cache, name, library), library.headers_from,
+                                ledger, library.files)
         return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                                   include_dirs=headers,
                                   packages={**installed_packages(root),
@@ -221,6 +222,27 @@ def prepare_library(matrix: Matrix, name: str, version: str, cuda_major: int | N
                    with_deps=True)
     return LibraryEnvironment(name, version, str(root), python_path=(str(root),),
                               packages=installed_packages(root))
+
+
+def _install_named_by(matrix: Matrix, name: str) -> str:
+    """Whose name a Python library's install folder takes: the first library the matrix
+    declares that installs the same package with the same needs. cutlass_python and
+    cutlass_torch are one nvidia-cutlass with cuda-python<13 (the torch headers apart), so
+    one install serves both: a first run installed each version twice, 7 CPU s a time
+    beside the compiles on 2 cores (issue 72). A library of its own keeps its own name
+    (the folder docs/gpu-runners.md tells an offline runner to fill)."""
+    library = matrix.libraries[name]
+    return next(other for other, declared in matrix.libraries.items()
+                if other != "cutlass" and not declared.headers
+                and (declared.package, declared.requires) == (library.package, library.requires))
+
+
+def _headers_folder(cache: Path, name: str, library: Library) -> Path:
+    """Where a library's `headers_from` are extracted: once for every version that names
+    the same wheels and files (cutlass_torch 3.4.1 and 3.5.0 read torch 2.5.1's), where
+    each version extracted its own copy."""
+    named = hashlib.sha256(json.dumps([library.headers_from, library.files]).encode())
+    return cache / "libraries" / f"{name}-headers-{named.hexdigest()[:12]}"
 
 
 def prepare_header_library(library: Library, version: str, cache: Path, ledger: InputLedger
