@@ -44,7 +44,10 @@ def _install(session: nox.Session, gpu_extra: bool = True) -> None:
     if stamp.is_file() and stamp.read_text() == wanted:
         session.log("cudamatrix already installed (editable; pyproject.toml unchanged)")
         return
-    session.install(*_build_isolation(session), "-e", target)
+    # Not byte-compiled by pip: it compiles every module of every package (Pygments'
+    # hundreds of lexers) where a run imports a few, which Python compiles as it imports
+    # them, once: 2.5 of the CPU seconds a first `nox -s matrix` spends installing.
+    session.install("--no-compile", *_build_isolation(session), "-e", target)
     stamp.write_text(wanted)
 
 
