@@ -260,3 +260,35 @@ def test_debians_nvcc_is_fetched_beside_the_wheels_install(tmp_path: Path,
     assert env.nvcc is None and not refetched
     assert env.nvcc_unusable is not None and "no route to deb.debian.org" in env.nvcc_unusable
     assert "trixie" in env.nvcc_unusable
+
+
+def test_a_cell_that_compiles_only_through_a_driver_asks_no_library_without_one(
+        tmp_path: Path) -> None:
+    """CuPy compiles through the driver: on a machine without one its cells are skipped
+    before their library is asked for, so the prefetch neither installs CuPy for them nor
+    holds them until it is installed; with a GPU, the library is prepared ahead."""
+    from cudamatrix.config.options import RunOptions
+    from cudamatrix.orchestrator.cell_jobs import CellJobs
+    from cudamatrix.orchestrator.cupy_warmup import JitifyWarmups
+    from cudamatrix.orchestrator.gpu import DeviceInfo
+
+    options = RunOptions(corpus=(), toolkits=("13.0",), archs=("sm_90",), provider="wheels",
+                         cache=tmp_path / "cache", out=tmp_path / "out", gpu=False,
+                         compile_cache_from=())
+    envs = Environments(load_matrix(options.matrix), "wheels", options.cache, Quiet(),
+                        ledger=InputLedger())
+    warmups = JitifyWarmups(options.cache, options.out, 1.0, lambda job: [], print)
+    cupy = Cell("smem", "cupy-static", "13.0", "sm_90", "cupy", "cupy", "14.2.0")
+    cutlass = Cell("gemm", "v", "13.0", "sm_90", "cutlass", "cutlass", "4.2.0")
+    library = ("library", "cupy", "14.2.0", "13")
+
+    def needs(device: DeviceInfo, cell: Cell) -> tuple[tuple[str, ...], ...]:
+        return CellJobs(options, envs, device, warmups, None, lambda s: s
+                        ).environment_needs(cell)
+
+    none = DeviceInfo(reason="no NVIDIA driver on this machine")
+    assert needs(none, cupy) == (("toolkit", "13.0"),)
+    assert needs(none, cutlass) == (("toolkit", "13.0"), ("library", "cutlass", "4.2.0",
+                                                          "None"))
+    h100 = DeviceInfo(name="NVIDIA H100", arch="sm_90", driver="580.159")
+    assert needs(h100, cupy) == (("toolkit", "13.0"), library)

@@ -190,6 +190,11 @@ class CellJobs:
         if not self.compiled_here(cell):
             return ()
         toolkit = () if cell.toolkit == BUNDLED else (("toolkit", cell.toolkit),)
+        if frontend(cell.frontend).needs_gpu_to_compile and not self.device.present:
+            # job_for says why at once, after its toolkit and before its library: a first
+            # run without a GPU installed CuPy (70 MB) for 20 cells that never use it, and
+            # they waited for it.
+            return toolkit
         request = self.library_request(cell)
         library = () if request is None else (("library", request[0], request[1],
                                                str(request[2])),)
