@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -143,3 +144,57 @@ def test_killed_run_takes_its_cell_workers_along(tmp_path: Path) -> None:
     for pid in left:  # never leave them behind, even when the assertion fails
         os.kill(pid, signal.SIGKILL)
     assert left == [], "cell processes outlived the killed run"
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Processes whose command line names `text` (a run's own cache folder)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_while_an_environment_downloads_saves_no_error(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C (and `timeout`, and a cancelled CI job) signals the run's whole
+    process group: pip, installing the run's toolkit, died of it first, and every cell
+    waiting for that toolkit was saved as an error ("pip could not install ...") that
+    --resume would keep. The run now stops its preparations itself, after marking itself
+    interrupted: exit 130, no cell saved from the interrupt, no pip left behind."""
+    index = socket.socket()  # connections are queued by the kernel and never answered
+    index.bind(("127.0.0.1", 0))
+    index.listen(64)
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cudamatrix", "run", "--case", "smem-oversize", "--toolkit",
+         "13.0", "--arch", "sm_80", "--no-compile-cache", "--cache", str(cache),
+         "--out", str(out)],
+        cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own group, which the test signals as a terminal does
+        env={**os.environ, "CI": "1", "CUDAMATRIX_PROVIDER": "wheels",
+             "PIP_INDEX_URL": f"http://127.0.0.1:{index.getsockname()[1]}/simple/",
+             "PIP_DEFAULT_TIMEOUT": "120", "PIP_RETRIES": "0"})
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in _processes_naming(str(cache)) if p != process.pid]:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1.0)  # pip is waiting for the index
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        index.close()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, output
+    assert "could not install" not in output and "interrupted:" in output
+    saved = [json.loads(p.read_text()) for p in (out / "cells").glob("*.json")]
+    assert [c["id"] for c in saved if c["outcome"] == "error"] == [], output
+    deadline = time.monotonic() + 10
+    while _processes_naming(str(cache)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_naming(str(cache)) == [], "a preparation outlived the interrupted run"

@@ -12,6 +12,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.interruption import interrupt
 from ..config.options import RunOptions
 from .arguments import add_baseline, add_history, add_run_arguments
 from .command import Command
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    interrupt()  # first: a preparation that ends from now on is the interrupt's, not a failure
     raise KeyboardInterrupt
 
 
@@ -48,7 +50,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
     # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupt)
     # Probed once: the record's command holds its answer, and the run uses it.
     device = run_device(options.gpu)
     command = _run_command(args, options, device)

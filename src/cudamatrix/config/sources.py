@@ -37,6 +37,7 @@ from typing import Any
 from ..common import package_index
 from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.folders import walk
+from ..common.interruption import run_preparation
 from ..common.locks import folder_lock
 from ..errors import EnvironmentUnavailable, UserError
 from ..stages.binaries.inputs import RATIO_CEILING, RATIO_FROM_BYTES, inflate, inflation_limit
@@ -302,8 +303,7 @@ def _git(spec: str, cache: Path) -> tuple[Path, str]:
             shutil.rmtree(staging, ignore_errors=True)
             for command in (["git", "clone", "--quiet", "--no-checkout", url, str(staging)],
                             ["git", "-C", str(staging), "checkout", "--quiet", rev]):
-                done = subprocess.run(command, capture_output=True, text=True,
-                                      timeout=FETCH_TIMEOUT_S, check=False)
+                done = run_preparation(command, timeout=FETCH_TIMEOUT_S)
                 if done.returncode != 0:
                     shutil.rmtree(staging, ignore_errors=True)
                     said = (done.stderr.strip().splitlines() or ["(no message)"])[-1]

@@ -23,6 +23,7 @@ from typing import IO, NamedTuple
 
 from .. import __version__
 from ..common.folders import RUN_LOCK, tag_cache, writable_folder
+from ..common.interruption import interrupt, start_run, stop_preparations
 from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
 from ..common.removal import FolderRemoval
 from ..common.revision import source_revision
@@ -78,6 +79,7 @@ def run_plan(options: RunOptions, progress: Progress,
     run's own, which every environment and cell watches what it read in, and which says
     why a re-run could not answer from the record (the caller records the run from it)."""
     plan = make_plan(options)
+    start_run()
     started_at, started = _now(), time.monotonic()
     set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
     out = options.out
@@ -285,6 +287,10 @@ def _run_pool(queue: GroupQueue, groups: int, runner: CellRunner, executor: Exec
         # against a stopped worker pool and reports that as its result.
         for future in futures:
             future.cancel()
+        # Marked first, then stopped: an environment whose pip or dpkg-deb ends now is the
+        # interrupt's, never its cells' error (common/interruption.py).
+        interrupt()
+        stop_preparations()
         executor.stop()
         pool.shutdown(wait=True, cancel_futures=True)
         executor.close()

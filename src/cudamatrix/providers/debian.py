@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.files import read_marker, write_atomic
+from ..common.interruption import run_preparation
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -172,8 +173,7 @@ def unpack_once(root: Path, marker_name: str, ledger: InputLedger, what: str, la
     try:
         entry, named = find(staging)
         deb = fetch_deb(entry, staging)
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True,
-                       capture_output=True)
+        run_preparation(["dpkg-deb", "-x", str(deb), str(staging)]).check_returncode()
         deb.unlink()
         (staging / "InRelease").unlink(missing_ok=True)
         if tidy is not None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.interruption import run_preparation
 from ..common.tomlfile import load_toml
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
@@ -103,9 +104,8 @@ def ensure_base_image(client: Any, tag: str = BASE_TAG,
             "config/data/containers/base.sh")
     with tempfile.TemporaryDirectory(prefix="cudamatrix-rootfs-") as folder:
         root = Path(folder) / "rootfs"
-        done = subprocess.run(["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}",
-                               "bookworm", str(root), mirror],
-                              capture_output=True, text=True, check=False)
+        done = run_preparation(["debootstrap", "--variant=minbase",
+                                f"--include={BASE_PACKAGES}", "bookworm", str(root), mirror])
         if done.returncode != 0:
             tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
             raise EnvironmentUnavailable(f"debootstrap of the base image failed: {tail}")

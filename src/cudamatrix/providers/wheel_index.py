@@ -21,7 +21,6 @@ import contextlib
 import csv
 import hashlib
 import io
-import subprocess
 import sys
 import tempfile
 import urllib.parse
@@ -38,6 +37,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from ..common import package_index
+from ..common.interruption import run_preparation
 from ..errors import EnvironmentUnavailable
 from ..stages.binaries.inputs import inflate
 
@@ -286,10 +286,10 @@ def extract_downloaded(requirement: str, wanted: MemberFilter, target: Path,
                        timeout_s: float) -> list[str]:
     """The same members from the wheel fetched whole by pip (which checks its hash)."""
     with tempfile.TemporaryDirectory(prefix="cudamatrix-wheel-") as folder:
-        done = subprocess.run(
+        done = run_preparation(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
              "--only-binary=:all:", "--disable-pip-version-check", "--dest", folder,
-             requirement], capture_output=True, text=True, timeout=timeout_s, check=False)
+             requirement], timeout=timeout_s)
         wheels = sorted(Path(folder).glob("*.whl"))
         if done.returncode != 0 or not wheels:
             raise EnvironmentUnavailable(f"pip could not download {requirement}: "

@@ -8,6 +8,7 @@ one machine) from installing the same toolkit twice.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import hashlib
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +27,7 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from ..common.files import read_marker, remove_leftovers, write_atomic
+from ..common.interruption import preparation_process
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..common.versions import INSTALLED
@@ -111,14 +114,15 @@ def run_pip(command: list[str], timeout_s: float, env: Mapping[str, str] | None
 
     lines: list[str] = []
     name, said_at = "", 0.0
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          env=dict(env) if env is not None else None) as pip:
+    with preparation_process(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=dict(env) if env is not None else None) as pip:
         # A pip that hangs without a word is stopped all the same.
         fired = threading.Event()
 
         def stop() -> None:
             fired.set()
-            pip.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pip.pid, signal.SIGKILL)
 
         watchdog = threading.Timer(timeout_s, stop)
         watchdog.start()

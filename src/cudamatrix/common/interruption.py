@@ -1,0 +1,95 @@
+"""A run stopped by Ctrl-C or a cancelled CI job, as each of its threads sees it, and the
+processes that prepare its environments, which the run stops itself.
+
+A terminal's Ctrl-C, `timeout`, and a CI runner cancelling a job signal the run's whole
+process group. pip, dpkg-deb or git preparing an environment died of it while the run's
+main thread was still on its way to the interrupt, and its exit was taken for the
+environment's failure: every cell waiting for that environment was saved as an error
+("pip could not install ...: Installing collected packages") that `--resume` then kept.
+Here a preparation's process runs in a session of its own, so the signal reaches the run
+alone; the run marks itself interrupted, then stops those processes, and a preparation
+that ends once the run is interrupted raises KeyboardInterrupt, never a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_interrupted = False
+_running: set[subprocess.Popen[Any]] = set()
+_running_lock = threading.Lock()
+
+
+def interrupt() -> None:
+    """The run is interrupted: said from a signal handler, so a flag and nothing that takes
+    a lock (the handler runs between two bytecodes of a main thread that may hold it)."""
+    global _interrupted
+    _interrupted = True
+
+
+def interrupted() -> bool:
+    return _interrupted
+
+
+def start_run() -> None:
+    """A run starts uninterrupted (a process may make several runs: the tests do)."""
+    global _interrupted
+    _interrupted = False
+
+
+def stop_preparations() -> None:
+    """Each preparation process still running, stopped with its group (pip's own
+    children too): the run was interrupted, and a download must not hold its exit."""
+    with _running_lock:
+        running = list(_running)
+    for process in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def preparation_process(command: Sequence[str], **options: Any
+                        ) -> Iterator[subprocess.Popen[Any]]:
+    """`subprocess.Popen(command, **options)` for an environment's preparation, in a session
+    of its own and known to `stop_preparations`. None starts once the run is interrupted,
+    and one that ends after it raises KeyboardInterrupt: its exit is the interrupt's."""
+    if _interrupted:
+        raise KeyboardInterrupt
+    with subprocess.Popen(list(command), start_new_session=True, **options) as process:
+        with _running_lock:
+            _running.add(process)
+        try:
+            yield process
+        finally:
+            with _running_lock:
+                _running.discard(process)
+            if process.poll() is None:  # left running by an error of the caller's
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
+def run_preparation(command: Sequence[str], *, timeout: float | None = None,
+                    env: Mapping[str, str] | None = None, cwd: Path | None = None
+                    ) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(command, capture_output=True, text=True)` for a preparation (see
+    `preparation_process`); past `timeout`, its group is killed and TimeoutExpired raised."""
+    with preparation_process(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(env) if env is not None else None,
+                             cwd=cwd) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(list(command), process.returncode, out, err)
