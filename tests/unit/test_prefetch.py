@@ -140,6 +140,30 @@ def test_a_head_that_cannot_end_the_run_leaves_no_worker_idle() -> None:
     assert took == [head]
 
 
+def test_the_pending_share_shrinks_as_groups_are_taken() -> None:
+    """What is left to run is what the share is of: after a short group is taken, the
+    head (75 s) plus another (20 s) no longer fits in the pending work's share per worker
+    (180 s over 2), so the next worker waits for the head rather than delaying it more."""
+    head, a, b, rest = [_cell("13.0")], [_cell("12.4")], [_cell("12.4", "sm_90")], \
+        [_cell("11.8")]
+    cost = {id(head): 75.0, id(a): 20.0, id(b): 20.0, id(rest): 85.0}
+    ready = {id(head): False, id(a): True, id(b): True, id(rest): False}
+    changed = threading.Condition()
+    queue = GroupQueue([head, a, b, rest], lambda g: ready[id(g)], changed,
+                       cost=lambda g: cost[id(g)], workers=2)
+    first, took_first = _take_in_thread(queue)
+    first.join(WAIT_S)
+    assert took_first == [a]  # 75 + 20 within 200 / 2
+    second, took_second = _take_in_thread(queue)
+    time.sleep(0.3)
+    assert second.is_alive() and not took_second  # 75 + 20 above 180 / 2
+    with changed:
+        ready[id(head)] = True
+        changed.notify_all()
+    second.join(WAIT_S)
+    assert took_second == [head]
+
+
 def test_a_ready_head_goes_first_and_nothing_ready_waits_for_the_next() -> None:
     head, later = [_cell("12.4")], [_cell("11.8")]
     ready = {id(head): False, id(later): False}
