@@ -110,6 +110,23 @@ def test_a_group_gets_threads_for_the_cores_idle_when_it_starts() -> None:
         assert job.threads == 1  # every core busy: one nvcc, one arch after another
 
 
+def test_idle_cores_a_waiting_group_will_take_are_not_given_to_threads() -> None:
+    """At a run's start every core is idle while the workers take their groups: a group
+    then gets no --threads for cores the groups behind it are about to take, and the
+    idle cores beyond them where few are left (the run's end)."""
+    cores = CompileCores(16, "auto")
+    waiting = [40]
+    cores.waiting = lambda: waiting[0]
+    with cores.running(), cores.group_compile(_job()) as job:
+        assert job.threads == 1  # 15 idle, 40 groups waiting for them
+    waiting[0] = 12
+    with cores.running(), cores.group_compile(_job()) as job:
+        assert job.threads == 4  # its own core and the 3 no waiting group takes
+    waiting[0] = 0
+    with cores.running(), cores.group_compile(_job()) as job:
+        assert job.threads == 5
+
+
 def test_forced_strategies_and_toolkits_without_threads() -> None:
     assert CompileCores(4, "threads").threads_for(5) == 4
     assert CompileCores(16, "threads").threads_for(3) == 3

@@ -115,6 +115,10 @@ class GroupQueue:
                 if awaited is not None:
                     self._head_awaited = False
 
+    def waiting(self) -> int:
+        """How many groups no worker has taken yet."""
+        return len(self._pending)
+
     def _may_pass(self, head: Sequence[Cell], group: Sequence[Cell]) -> bool:
         """Whether the head still ends within the pending work's share per worker when
         `group` runs before it: then waiting for it would only leave a core idle."""

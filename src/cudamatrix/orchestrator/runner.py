@@ -188,6 +188,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                                    runner.jobs.prepare_environment, changed)
     queue = GroupQueue(ordered, prefetch.ready, changed,
                        cost=lambda g: sum(timings.expected(c) for c in g), workers=options.jobs)
+    cores.waiting = queue.waiting
     try:
         unwritten = _run_pool(queue, len(ordered), runner, executor, options,
                               progress, on_result, results, cores)
