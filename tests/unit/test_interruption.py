@@ -61,3 +61,34 @@ def test_an_uninterrupted_preparation_says_what_it_did() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (1, "out\n", "err\n")
     with pytest.raises(subprocess.TimeoutExpired):
         interruption.run_preparation(SLEEP, timeout=0.5)
+
+
+def test_a_preparation_dies_with_its_run() -> None:
+    """In a session of its own, a preparation no longer gets the signal that kills the run
+    with its group (a closed terminal, a final SIGKILL): it is killed with the run."""
+    run = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys\n"
+         "from cudamatrix.common.interruption import preparation_process\n"
+         f"with preparation_process({SLEEP!r}, stdout=subprocess.PIPE, text=True) as p:\n"
+         "    print(p.stdout.readline().strip(), flush=True)\n"
+         "    p.wait()\n"], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    child = int(run.stdout.readline())
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the preparation outlived its run")
+
+
+def test_a_missing_program_is_said_as_the_shell_says_it() -> None:
+    done = interruption.run_preparation(["no-such-program-here", "--version"])
+    assert done.returncode == 127
+    assert done.stderr == "no-such-program-here: No such file or directory\n"

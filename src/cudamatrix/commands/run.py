@@ -46,8 +46,10 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
     options = run_options(args)
     interactive = console.is_terminal and not os.environ.get("CI")
-    # A cancelled CI job gets SIGTERM: stop as on Ctrl-C, keeping every finished cell.
+    # A cancelled CI job gets SIGTERM, a closed terminal SIGHUP: stop as on Ctrl-C, keeping
+    # every finished cell (and stopping the run's preparations, common/interruption.py).
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     # A shell starts background jobs with SIGINT ignored, and Python then leaves it so:
     # Ctrl-C (or a runner's SIGINT) must still stop the run and keep what it finished.
     signal.signal(signal.SIGINT, _interrupt)

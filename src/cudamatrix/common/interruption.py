@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,23 @@ from typing import Any
 _interrupted = False
 _running: set[subprocess.Popen[Any]] = set()
 _running_lock = threading.Lock()
+
+# What a preparation runs first: it dies with the run (SIGKILL when the thread that started
+# it, which waits for it, is gone: the run killed, its terminal hung up), as a cell's worker
+# does, since the run's group signal no longer reaches it; then it becomes the command.
+_WITH_THE_RUN = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL\n"
+    "except (OSError, AttributeError):\n"
+    "    pass  # not Linux: the run's own stop is all there is\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)  # the run died before the signal was set\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as exc:  # as the shell says it\n"
+    "    sys.stderr.write(f'{sys.argv[2]}: {exc.strerror}\\n')\n"
+    "    os._exit(127)\n")
 
 
 def interrupt() -> None:
@@ -62,10 +80,13 @@ def preparation_process(command: Sequence[str], **options: Any
     and one that ends after it raises KeyboardInterrupt: its exit is the interrupt's."""
     if _interrupted:
         raise KeyboardInterrupt
-    with subprocess.Popen(list(command), start_new_session=True, **options) as process:
+    with subprocess.Popen([sys.executable, "-c", _WITH_THE_RUN, str(os.getpid()), *command],
+                          start_new_session=True, **options) as process:
         with _running_lock:
             _running.add(process)
         try:
+            if interrupted():  # after stop_preparations had looked: stopped here
+                os.killpg(process.pid, signal.SIGTERM)
             yield process
         finally:
             with _running_lock:

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..common.interruption import interrupted
 from ..config.plan import Cell
 
 # Downloads and unpacks side by side: the network's and the disk's work, not the cores'.
@@ -50,6 +51,8 @@ class EnvironmentPrefetch:
     @staticmethod
     def _prepare(prepare: Callable[[Cell, Hashable], None], cell: Cell, need: Hashable
                  ) -> None:
+        if interrupted():  # the run stops: nothing more is fetched for it
+            return
         try:
             prepare(cell, need)
         except Exception:  # the cell asks again and says what went wrong
@@ -98,6 +101,8 @@ class GroupQueue:
             awaited: Sequence[Cell] | None = None  # the head this worker waits for
             try:
                 while True:
+                    if interrupted():  # the run stops: no worker takes another group
+                        raise KeyboardInterrupt
                     head = self._pending[0]
                     if self._ready(head):
                         return self._pop(0)

@@ -70,8 +70,7 @@ def verified_release(suite: str, scratch: Path) -> str:
 
 def verify_signed(signed: Path) -> None:
     """gpgv against Debian's archive keyring; a bad or missing signature raises."""
-    done = subprocess.run(["gpgv", "--keyring", str(KEYRING), str(signed)],
-                          capture_output=True, text=True, check=False)
+    done = run_preparation(["gpgv", "--keyring", str(KEYRING), str(signed)])
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no signature"])[-1]
         raise EnvironmentUnavailable(f"{signed.name} failed its signature check: {said}")

@@ -13,13 +13,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..common.interruption import run_preparation
 from ..stages.cell.environment import Environment
 
 
 def _tool_version(tool: Path) -> str:
     try:
-        text = subprocess.run([str(tool), "--version"], capture_output=True, text=True,
-                              timeout=30, check=False).stdout
+        text = run_preparation([str(tool), "--version"], timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     match = re.search(r"V(\d+\.\d+\.\d+)", text)
@@ -90,8 +90,7 @@ def known_archs(ptxas: Path | None) -> tuple[str, ...]:
     if ptxas is None:
         return ()
     try:
-        text = subprocess.run([str(ptxas), "--help"], capture_output=True, text=True,
-                              timeout=30, check=False).stdout
+        text = run_preparation([str(ptxas), "--help"], timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ()
     block = _GPU_NAME_VALUES.search(text)
@@ -121,8 +120,7 @@ def nvrtc_archs(nvrtc: Path | None) -> tuple[str, ...]:
     if nvrtc is None:
         return ()
     try:
-        said = subprocess.run([sys.executable, "-c", _NVRTC_ARCHS, str(nvrtc)],
-                              capture_output=True, text=True, timeout=60, check=False)
+        said = run_preparation([sys.executable, "-c", _NVRTC_ARCHS, str(nvrtc)], timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if said.returncode != 0:
@@ -137,8 +135,7 @@ def nvcc_archs(nvcc: Path | None) -> tuple[str, ...]:
     if nvcc is None:
         return ()
     try:
-        said = subprocess.run([str(nvcc), "--list-gpu-code"], capture_output=True, text=True,
-                              timeout=60, check=False)
+        said = run_preparation([str(nvcc), "--list-gpu-code"], timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if said.returncode != 0:

@@ -238,7 +238,8 @@ def _install_named_by(matrix: Matrix, name: str) -> str:
     library = matrix.libraries[name]
     return next(other for other, declared in matrix.libraries.items()
                 if other != "cutlass" and not declared.headers
-                and (declared.package, declared.requires) == (library.package, library.requires))
+                and (declared.package, declared.packages, declared.requires)
+                == (library.package, library.packages, library.requires))
 
 
 def _headers_folder(cache: Path, name: str, library: Library) -> Path:
