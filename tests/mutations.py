@@ -252,9 +252,9 @@ MUTATIONS = (
              "named = name", ("tests/unit/test_shared_installs.py",)),
     Mutation("interrupt: a preparation ending after the interrupt is a failure",
              "common/interruption.py",
-             "                    os.killpg(process.pid, signal.SIGKILL)\n    if _interrupted:\n"
+             "                signal_group(process, signal.SIGKILL)\n    if _interrupted:\n"
              "        raise KeyboardInterrupt\n",
-             "                    os.killpg(process.pid, signal.SIGKILL)\n",
+             "                signal_group(process, signal.SIGKILL)\n",
              ("tests/unit/test_interruption.py",)),
     Mutation("interrupt: a preparation in the run's own group", "common/interruption.py",
              "start_new_session=True, **options", "**options",

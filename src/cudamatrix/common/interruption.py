@@ -68,8 +68,14 @@ def stop_preparations() -> None:
     with _running_lock:
         running = list(_running)
     for process in running:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGTERM)
+        signal_group(process, signal.SIGTERM)
+
+
+def signal_group(process: subprocess.Popen[Any], signum: int) -> None:
+    """`signum` to a preparation's whole group (its session: pip's own children too), where
+    it still runs."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
 
 
 @contextlib.contextmanager
@@ -86,14 +92,13 @@ def preparation_process(command: Sequence[str], **options: Any
             _running.add(process)
         try:
             if interrupted():  # after stop_preparations had looked: stopped here
-                os.killpg(process.pid, signal.SIGTERM)
+                signal_group(process, signal.SIGTERM)
             yield process
         finally:
             with _running_lock:
                 _running.discard(process)
             if process.poll() is None:  # left running by an error of the caller's
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                signal_group(process, signal.SIGKILL)
     if _interrupted:
         raise KeyboardInterrupt
 
@@ -109,8 +114,7 @@ def run_preparation(command: Sequence[str], *, timeout: float | None = None,
         try:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
             process.communicate()
             raise
     return subprocess.CompletedProcess(list(command), process.returncode, out, err)

@@ -8,7 +8,6 @@ one machine) from installing the same toolkit twice.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 import hashlib
@@ -27,7 +26,7 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from ..common.files import read_marker, remove_leftovers, write_atomic
-from ..common.interruption import preparation_process
+from ..common.interruption import preparation_process, signal_group
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..common.versions import INSTALLED
@@ -121,8 +120,7 @@ def run_pip(command: list[str], timeout_s: float, env: Mapping[str, str] | None
 
         def stop() -> None:
             fired.set()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pip.pid, signal.SIGKILL)
+            signal_group(pip, signal.SIGKILL)
 
         watchdog = threading.Timer(timeout_s, stop)
         watchdog.start()
