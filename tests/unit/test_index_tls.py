@@ -125,3 +125,17 @@ def test_a_certificate_nobody_vouches_for_is_refused_unless_its_host_is_trusted(
     with pytest.raises(IndexUnreachable, match="CERTIFICATE_VERIFY_FAILED"):
         package_index.get(f"{tls_server}/page")
 
+
+def test_a_trusted_host_redirecting_elsewhere_does_not_take_its_trust_along(
+        tls_server: str, other_tls_server: str, fresh_contexts: None,
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "no-such-bundle.pem"))
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    port = tls_server.rsplit(":", 1)[1]
+    monkeypatch.setattr(package_index, "configured", lambda: Indexes(
+        tls_server + "/simple", trusted_hosts=(f"127.0.0.1:{port}",)))
+    to_itself = f"{tls_server}/to/" + urllib.parse.quote(f"{tls_server}/page", safe="")
+    assert package_index.get(to_itself)[2] == BODY
+    elsewhere = f"{tls_server}/to/" + urllib.parse.quote(f"{other_tls_server}/page", safe="")
+    with pytest.raises(IndexUnreachable, match="CERTIFICATE_VERIFY_FAILED"):
+        package_index.get(elsewhere)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import functools
 import html.parser
+import http.client
 import json
 import netrc
 import os
@@ -236,13 +237,19 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
         return made
 
 
+class _ContextPerHost(urllib.request.HTTPSHandler):
+    """Each HTTPS request with its own host's context, a redirect's too: a trusted host that
+    redirects elsewhere does not take its trust along (one context for the whole opener,
+    chosen by the first URL, asked the redirect's host without checking its certificate)."""
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(http.client.HTTPSConnection, req, context=_context(req.full_url))
+
+
 def _open(request: urllib.request.Request, timeout: float) -> Any:
     """`request` opened with pip's rules for redirects and trusted hosts."""
-    handlers: list[urllib.request.BaseHandler] = [_SameHostRedirects()]
-    context = _context(request.full_url)
-    if context is not None:
-        handlers.append(urllib.request.HTTPSHandler(context=context))
-    return urllib.request.build_opener(*handlers).open(request, timeout=timeout)
+    return urllib.request.build_opener(_SameHostRedirects(), _ContextPerHost()).open(
+        request, timeout=timeout)
 
 
 class _Anchors(html.parser.HTMLParser):
