@@ -250,6 +250,18 @@ MUTATIONS = (
     Mutation("prefetch: cutlass_torch installed apart from cutlass_python", "providers/wheels.py",
              "named = name if name == \"cutlass\" else _install_named_by(matrix, name)",
              "named = name", ("tests/unit/test_shared_installs.py",)),
+    Mutation("prefetch: a toolkit's headers read after its install", "providers/wheels.py",
+             "        components = release_headers(root, toolkit, compilers, ledger, ahead)",
+             "        components = release_headers(root, toolkit, compilers, ledger)",
+             ("tests/unit/test_toolkit_headers_ahead.py",)),
+    Mutation("tls: the system's certificates loaded for every request",
+             "common/package_index.py",
+             "return _unverified_context() if _trusted(url) else _verifying_context()",
+             "return _unverified_context() if _trusted(url) else "
+             "ssl._create_default_https_context()", ("tests/unit/test_index_tls.py",)),
+    Mutation("tls: a trusted host's redirect elsewhere asked unchecked", "common/package_index.py",
+             "context=_context(req.full_url))", "context=self._context)",
+             ("tests/unit/test_index_tls.py",)),
     Mutation("interrupt: a preparation ending after the interrupt is a failure",
              "common/interruption.py",
              "                signal_group(process, signal.SIGKILL)\n    if _interrupted:\n"

@@ -21,19 +21,22 @@ never replaced.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
+from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..common.files import write_atomic
+from ..common.files import remove_leftovers, write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -113,35 +116,90 @@ def _move_in(source: Path, root: Path) -> None:
                 os.replace(path, destination)
 
 
-def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger
-                    ) -> dict[str, str]:
+def _kept(root: Path, toolkit: str) -> dict[str, str] | None:
+    """The components whose headers `root` already holds for `toolkit`, by its marker."""
+    marker = root / HEADERS_MARKER
+    if not marker.is_file():
+        return None
+    try:
+        kept = json.loads(marker.read_text())
+        if kept.get("format") == HEADERS_FORMAT and kept.get("release") == toolkit:
+            return dict(kept["components"])
+    except (ValueError, KeyError, TypeError, AttributeError, OSError):
+        pass
+    return None
+
+
+@dataclass(frozen=True)
+class FetchedHeaders:
+    """The headers of the components the compilers' wheels do not bring, each in its own
+    folder of `staging` (by canonical name), and the version taken of each."""
+
+    staging: Path
+    components: dict[str, str]
+
+
+def _staging(root: Path) -> Path:
+    # `<root>.headers.partial-<pid>`: what a killed run left, remove_leftovers removes.
+    return root.with_name(f"{root.name}.headers.partial-{os.getpid()}")
+
+
+def fetch_headers(root: Path, toolkit: str, compilers: Sequence[str]) -> FetchedHeaders:
+    """The release's other components' headers into a staging folder beside `root`: this
+    needs nothing of `root`, so it runs while pip installs the compilers there."""
+    own = {canonicalize_name(Requirement(r).name) for r in compilers}
+    wanted = [c for c in release_components(toolkit) if canonicalize_name(c.name) not in own]
+    remove_leftovers(root.with_name(f"{root.name}.headers"))
+    staging = _staging(root)
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with ThreadPoolExecutor(_PARALLEL) as pool:
+            versions = list(pool.map(lambda c: _component_headers(c, staging), wanted))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return FetchedHeaders(staging, {c.name: v for c, v in zip(wanted, versions, strict=True)})
+
+
+@contextlib.contextmanager
+def headers_ahead(root: Path, toolkit: str, compilers: Sequence[str]
+                  ) -> Iterator[Future[FetchedHeaders] | None]:
+    """The release's headers fetched beside whatever the caller does meanwhile (pip
+    installing the compilers): a first run's first toolkit, before which no cell
+    compiles, took the install's seconds and then these (6.4 s of index requests) one
+    after the other (issue 72). None where `root` already holds them. What release_headers
+    did not take is removed on the way out."""
+    if _kept(root, toolkit) is not None:
+        yield None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="cudamatrix-headers") as side:
+        ahead = side.submit(fetch_headers, root, toolkit, compilers)
+        try:
+            yield ahead
+        finally:
+            futures_wait([ahead])
+            shutil.rmtree(_staging(root), ignore_errors=True)
+
+
+def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger,
+                    ahead: Future[FetchedHeaders] | None = None) -> dict[str, str]:
     """Put the headers of every component of CUDA `toolkit` that the compilers' wheels
     (`compilers`, requirement strings) do not bring into the toolkit tree `root`, once;
-    the components taken, by name and version."""
+    the components taken, by name and version. `ahead`: those headers already being
+    fetched (headers_ahead), taken from there where `root` does not hold them yet."""
     marker = root / HEADERS_MARKER
     ledger.watch(marker, 0)
-    own = {canonicalize_name(Requirement(r).name) for r in compilers}
     with folder_lock(root):
-        if marker.is_file():
-            try:
-                kept = json.loads(marker.read_text())
-                if kept.get("format") == HEADERS_FORMAT and kept.get("release") == toolkit:
-                    return dict(kept["components"])
-            except (ValueError, KeyError, TypeError, AttributeError):
-                pass
-        wanted = [c for c in release_components(toolkit)
-                  if canonicalize_name(c.name) not in own]
-        staging = root.with_name(f"{root.name}.headers-partial-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
+        kept = _kept(root, toolkit)
+        if kept is not None:
+            return kept
+        fetched = ahead.result() if ahead is not None else fetch_headers(root, toolkit,
+                                                                         compilers)
         try:
-            with ThreadPoolExecutor(_PARALLEL) as pool:
-                versions = list(pool.map(lambda c: _component_headers(c, staging),
-                                         wanted))
-            for component in wanted:
-                _move_in(staging / canonicalize_name(component.name), root)
+            for name in fetched.components:
+                _move_in(fetched.staging / canonicalize_name(name), root)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        components = {c.name: v for c, v in zip(wanted, versions, strict=True)}
+            shutil.rmtree(fetched.staging, ignore_errors=True)
         write_atomic(marker, json.dumps({"format": HEADERS_FORMAT, "release": toolkit,
-                                         "components": components}, sort_keys=True))
-        return components
+                                         "components": fetched.components}, sort_keys=True))
+        return fetched.components

@@ -1,0 +1,167 @@
+"""A wheels toolkit's other components' headers (release_headers.py) are read from the
+index while pip installs its compilers, not after (issue 72: a first run's first toolkit,
+before which no cell compiles, took the install's seconds and then 6.4 s of index
+requests). Against a real HTTP index on this machine and a real pip: the compilers' wheel
+is served slowly, and the header wheel must be asked for before that download ends; the
+headers land in the toolkit's tree all the same, and a second preparation asks for none."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cudamatrix.common import package_index
+from cudamatrix.common.up_to_date import InputLedger
+from cudamatrix.providers.release_headers import HEADERS_MARKER
+from cudamatrix.providers.wheels import prepare_toolkit
+
+COMPILERS = "nvidia-fake-nvcc-cu12"
+HEADERS = "nvidia-fake-curand-cu12"
+SLOW_S = 2.0
+
+
+def _wheel(dist: str, version: str, members: dict[str, bytes], metadata: str = "") -> bytes:
+    """A wheel of `members`, its METADATA and RECORD (each file's SHA-256, as pip writes)."""
+    def digest(data: bytes) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+    info = f"{dist}-{version}.dist-info"
+    files = {**members,
+             f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n"
+                                  + metadata).encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              b"Tag: py3-none-any\n"}
+    record = "".join(f"{n},sha256={digest(d)},{len(d)}\n" for n, d in files.items())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{info}/RECORD", record + f"{info}/RECORD,,\n")
+    return buffer.getvalue()
+
+
+@dataclass
+class _Index:
+    files: dict[str, bytes] = field(default_factory=dict)
+    asked: list[tuple[float, str]] = field(default_factory=list)
+    compilers_done: list[float] = field(default_factory=list)
+
+
+@pytest.fixture
+def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Index]:
+    """A PEP 503 index: CUDA 12.4's metapackage naming two components, the compilers'
+    wheel (served in SLOW_S) and a component with a header."""
+    served = _Index()
+    wheels = {
+        "cuda_toolkit-12.4.1-py3-none-any.whl": _wheel(
+            "cuda_toolkit", "12.4.1", {}, f'Requires-Dist: {COMPILERS}==12.4.1; extra == "all"\n'
+            f'Requires-Dist: {HEADERS}==10.3.5; extra == "all"\n'),
+        "nvidia_fake_nvcc_cu12-12.4.1-py3-none-any.whl": _wheel(
+            "nvidia_fake_nvcc_cu12", "12.4.1",
+            {"nvidia/cuda_nvcc/include/own.h": b"#pragma once\n"}),
+        "nvidia_fake_curand_cu12-10.3.5-py3-none-any.whl": _wheel(
+            "nvidia_fake_curand_cu12", "10.3.5",
+            {"nvidia/curand/include/curand_kernel.h": b"#pragma once\n",
+             "nvidia/curand/lib/libcurand.so.10": b"\0" * 4096}),
+    }
+    served.files = wheels
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            served.asked.append((time.monotonic(), self.path))
+            parts = [p for p in self.path.split("/") if p]
+            if parts[:1] == ["simple"] and len(parts) == 2:
+                project = parts[1]
+                links = "".join(
+                    f'<a href="/files/{n}#sha256={hashlib.sha256(d).hexdigest()}">{n}</a>'
+                    for n, d in wheels.items()
+                    if package_index.normal_name(n.split("-")[0]) == project)
+                if not links:
+                    self.send_error(404)
+                    return
+                self._answer(200, f"<html><body>{links}</body></html>".encode(),
+                             "text/html")
+                return
+            data = wheels.get(parts[-1]) if parts[:1] == ["files"] else None
+            if data is None:
+                self.send_error(404)
+                return
+            wanted = self.headers.get("Range")
+            if wanted:
+                first, _, last = wanted.removeprefix("bytes=").partition("-")
+                start = len(data) - int(last) if not first else int(first)
+                end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
+                self._answer(206, data[max(start, 0):end + 1], "application/octet-stream",
+                             {"Content-Range": f"bytes {max(start, 0)}-{end}/{len(data)}"})
+                return
+            if parts[-1].startswith("nvidia_fake_nvcc"):
+                time.sleep(SLOW_S)
+            self._answer(200, data, "application/octet-stream")
+            if parts[-1].startswith("nvidia_fake_nvcc"):
+                served.compilers_done.append(time.monotonic())
+
+        def _answer(self, status: int, body: bytes, kind: str,
+                    more: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (more or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    for variable, value in (("PIP_INDEX_URL", f"http://127.0.0.1:{httpd.server_address[1]}/simple"),
+                            ("PIP_EXTRA_INDEX_URL", ""), ("PIP_FIND_LINKS", ""),
+                            ("PIP_NO_INDEX", ""), ("PIP_TRUSTED_HOST", ""),
+                            ("PIP_NO_CACHE_DIR", "1")):
+        monkeypatch.setenv(variable, value)
+    package_index.configured.cache_clear()
+    try:
+        yield served
+    finally:
+        package_index.configured.cache_clear()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class _OneToolkit:
+    """What prepare_toolkit asks of a matrix: the compilers' requirements of a release."""
+
+    def wheel_requirements(self, toolkit: str) -> list[str]:
+        return [f"{COMPILERS}=={toolkit}.*"]
+
+
+def test_the_headers_are_read_while_pip_installs_the_compilers(index: _Index,
+                                                               tmp_path: Path) -> None:
+    prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
+    root = tmp_path / "toolkits" / "wheels-12.4"
+    assert (root / "nvidia/curand/include/curand_kernel.h").is_file()
+    assert (root / "nvidia/cuda_nvcc/include/own.h").is_file()
+    assert not (root / "nvidia/curand/lib").exists()  # headers only
+    assert (root / HEADERS_MARKER).is_file()
+    assert not list(tmp_path.glob("toolkits/*partial*"))  # no staging left behind
+    header_reads = [at for at, path in index.asked if "nvidia_fake_curand" in path]
+    assert header_reads and index.compilers_done
+    assert min(header_reads) < index.compilers_done[0], (
+        "the header wheel was read only after pip had the compilers' wheel")
+    # and read once: the fetch made beside the install is the one the tree takes
+    assert [p for _, p in index.asked if p.rstrip("/").endswith(HEADERS)] == [
+        f"/simple/{HEADERS}/"]
+    index.asked.clear()
+    prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
+    assert index.asked == []  # prepared: nothing asked again
