@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.tags import Tag, sys_tags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -434,6 +435,14 @@ def listing(project: str, indexes: Indexes | None = None) -> Listing:
         raise IndexUnreachable("; ".join(failures) or "no package index configured (pip's "
                                                        "--no-index, and no find-links)")
     return Listing(tuple(dict.fromkeys(versions)), tuple(files))
+
+
+@functools.cache
+def installable_tags() -> frozenset[Tag]:
+    """The wheel tags this Python installs, as pip would choose among a project's wheels:
+    computed once (sys_tags asks the interpreter and the C library for ~1,000 tags; a
+    first run asked for them anew for every project it looked up)."""
+    return frozenset(sys_tags())
 
 
 def normal_name(name: str) -> str:

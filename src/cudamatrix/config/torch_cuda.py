@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -128,7 +127,7 @@ def _kept_headers(version: str, cache: Path) -> TorchCuda | None:
 def _candidates(version: str) -> list[str]:
     """The URLs of the release's wheels whose METADATA is asked: this machine's first,
     then Linux x86_64's (the wheels that carry CUDA), at most three."""
-    here = set(sys_tags())
+    here = package_index.installable_tags()
     ranked: list[tuple[int, str]] = []
     for entry in package_index.listing(TORCH).files:
         filename = str(entry.get("filename", ""))

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
@@ -69,7 +68,7 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str
 
 def project_wheels(project: str) -> list[IndexWheel]:
     """The wheels the configured indexes list for `project` that install on this machine."""
-    here = set(sys_tags())
+    here = package_index.installable_tags()
     found = []
     for entry in package_index.listing(project).files:
         filename = str(entry.get("filename", ""))
