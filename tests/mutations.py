@@ -262,6 +262,12 @@ MUTATIONS = (
     Mutation("tls: a trusted host's redirect elsewhere asked unchecked", "common/package_index.py",
              "context=_context(req.full_url))", "context=self._context)",
              ("tests/unit/test_index_tls.py",)),
+    Mutation("dns: a host looked up for every connection", "common/host_addresses.py",
+             "        if found is not None and time.monotonic() - found[0] < KEPT_S:",
+             "        if False:", ("tests/unit/test_host_addresses.py",)),
+    Mutation("dns: a dead address kept", "common/host_addresses.py",
+             "    forget(host, port)\n    raise failure", "    raise failure",
+             ("tests/unit/test_host_addresses.py",)),
     Mutation("interrupt: a preparation ending after the interrupt is a failure",
              "common/interruption.py",
              "                signal_group(process, signal.SIGKILL)\n    if _interrupted:\n"

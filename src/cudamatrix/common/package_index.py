@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import functools
 import html.parser
-import http.client
 import json
 import netrc
 import os
@@ -41,6 +40,7 @@ from packaging.utils import (
 )
 
 from ..errors import EnvironmentUnavailable
+from . import host_addresses
 
 PYPI = "https://pypi.org/simple"
 # The most of one answer read into memory: PyPI's largest project page (JSON) is a few
@@ -238,19 +238,20 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
         return made
 
 
-class _ContextPerHost(urllib.request.HTTPSHandler):
+class _ContextPerHost(host_addresses.HTTPSHandler):
     """Each HTTPS request with its own host's context, a redirect's too: a trusted host that
     redirects elsewhere does not take its trust along (one context for the whole opener,
     chosen by the first URL, asked the redirect's host without checking its certificate)."""
 
-    def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(http.client.HTTPSConnection, req, context=_context(req.full_url))
+    def context_for(self, url: str) -> ssl.SSLContext | None:
+        return _context(url)
 
 
 def _open(request: urllib.request.Request, timeout: float) -> Any:
-    """`request` opened with pip's rules for redirects and trusted hosts."""
-    return urllib.request.build_opener(_SameHostRedirects(), _ContextPerHost()).open(
-        request, timeout=timeout)
+    """`request` opened with pip's rules for redirects and trusted hosts, each host looked
+    up once (host_addresses.py)."""
+    return urllib.request.build_opener(_SameHostRedirects(), host_addresses.HTTPHandler(),
+                                       _ContextPerHost()).open(request, timeout=timeout)
 
 
 class _Anchors(html.parser.HTMLParser):

@@ -20,11 +20,11 @@ import os
 import re
 import shutil
 import subprocess
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common import host_addresses
 from ..common.files import read_marker, write_atomic
 from ..common.interruption import run_preparation
 from ..common.locks import folder_lock
@@ -51,7 +51,7 @@ class DebianNvcc:
 
 def _fetch(url: str) -> bytes:
     try:
-        with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
+        with host_addresses.urlopen(url, timeout=_TIMEOUT_S) as response:
             return bytes(response.read())
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot fetch {url}: {exc}") from None
