@@ -52,6 +52,9 @@ def lookups(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return [a for a in looking(host, port, *args, **kwargs) if a[0] == socket.AF_INET]
 
     monkeypatch.setattr(socket, "getaddrinfo", counted)
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy",
+                 "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     host_addresses._known.clear()
     yield asked
     host_addresses._known.clear()

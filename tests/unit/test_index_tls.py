@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamatrix.common import package_index
+from cudamatrix.common import host_addresses, package_index
 from cudamatrix.common.package_index import Indexes, IndexUnreachable
 
 BODY = b"a page over TLS"
@@ -76,10 +76,16 @@ def other_tls_server(certificate: tuple[Path, Path]) -> Iterator[str]:
 
 
 @pytest.fixture
-def fresh_contexts() -> Iterator[None]:
-    """Contexts made anew for the test (and again after it, for the tests after)."""
-    cached = [getattr(package_index, name) for name in (
-        "_verifying_context", "_unverified_context", "configured") if hasattr(package_index, name)]
+def fresh_contexts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Contexts made anew for the test (and again after it, for the tests after); no proxy
+    between the tool and the server on this machine."""
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy",
+                 "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    cached = [getattr(module, name) for module, name in (
+        (host_addresses, "default_context"), (package_index, "_verifying_context"),
+        (package_index, "_unverified_context"), (package_index, "configured"))
+        if hasattr(module, name)]
     for made in cached:
         made.cache_clear()
     yield

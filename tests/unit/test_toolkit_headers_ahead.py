@@ -11,6 +11,7 @@ import base64
 import hashlib
 import http.server
 import io
+import os
 import threading
 import time
 import zipfile
@@ -22,6 +23,7 @@ import pytest
 
 from cudamatrix.common import package_index
 from cudamatrix.common.up_to_date import InputLedger
+from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.providers.release_headers import HEADERS_MARKER
 from cudamatrix.providers.wheels import prepare_toolkit
 
@@ -165,3 +167,37 @@ def test_the_headers_are_read_while_pip_installs_the_compilers(index: _Index,
     index.asked.clear()
     prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
     assert index.asked == []  # prepared: nothing asked again
+
+
+def test_a_failed_install_leaves_no_staging_and_no_headers_marker(index: _Index,
+                                                                  tmp_path: Path) -> None:
+    del index.files["nvidia_fake_nvcc_cu12-12.4.1-py3-none-any.whl"]
+    with pytest.raises(EnvironmentUnavailable, match="pip could not install"):
+        prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
+    assert not list(tmp_path.glob("toolkits/*partial*"))
+    assert not (tmp_path / "toolkits" / "wheels-12.4" / HEADERS_MARKER).exists()
+
+
+def test_the_side_fetchs_failure_is_the_toolkits_one_line(index: _Index,
+                                                         tmp_path: Path) -> None:
+    del index.files["cuda_toolkit-12.4.1-py3-none-any.whl"]
+    with pytest.raises(EnvironmentUnavailable, match=r"cuda-toolkit==12\.4"):
+        prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
+    assert not list(tmp_path.glob("toolkits/*partial*"))
+
+
+def test_another_processs_staging_is_left_alone_and_a_killed_runs_removed(
+        index: _Index, tmp_path: Path) -> None:
+    """Stagings are told apart by age, not by a process id that may be another
+    container's: a fresh one beside is another run's, at work; a day-old one is a leftover."""
+    toolkits = tmp_path / "toolkits"
+    working = toolkits / "wheels-12.4.headers.partial-4242"
+    killed = toolkits / "wheels-12.4.headers-partial-4243"  # the name before this change
+    for folder in (working, killed):
+        (folder / "nvidia-fake").mkdir(parents=True)
+    day_ago = time.time() - 2 * 24 * 3600
+    os.utime(killed, (day_ago, day_ago))
+    prepare_toolkit(_OneToolkit(), "12.4", tmp_path, InputLedger())  # type: ignore[arg-type]
+    assert working.is_dir()
+    assert not killed.exists()
+    assert (toolkits / "wheels-12.4" / "nvidia/curand/include/curand_kernel.h").is_file()

@@ -13,30 +13,63 @@ where none of its addresses took a connection.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import socket
+import ssl
 import threading
 import time
 import urllib.request
 from typing import Any
 
 KEPT_S = 300.0
+# A lookup that failed is said again for this long without asking: eight requests to a
+# host that does not resolve would otherwise wait their turns at the lock, 5 s or more each.
+FAILED_KEPT_S = 30.0
 
 _Address = tuple[Any, ...]  # getaddrinfo's (family, type, proto, canonname, sockaddr)
-_known: dict[tuple[str, int], tuple[float, list[_Address]]] = {}
+_known: dict[tuple[str, int], tuple[float, list[_Address] | OSError]] = {}
 _lookup = threading.Lock()
 
 
+def _kept(key: tuple[str, int]) -> list[_Address] | OSError | None:
+    found = _known.get(key)
+    if found is None:
+        return None
+    lasts = FAILED_KEPT_S if isinstance(found[1], OSError) else KEPT_S
+    return found[1] if time.monotonic() - found[0] < lasts else None
+
+
 def addresses(host: str, port: int) -> list[_Address]:
-    """`host`'s stream addresses for `port`, as socket.create_connection would try them."""
+    """`host`'s stream addresses for `port`, as socket.create_connection would try them.
+    A kept answer is read without the lock; lookups take it, one at a time."""
     key = (host, port)
-    with _lookup:
-        found = _known.get(key)
-        if found is not None and time.monotonic() - found[0] < KEPT_S:
-            return found[1]
-        looked = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-        _known[key] = (time.monotonic(), looked)
-        return looked
+    found = _kept(key)
+    if found is None:
+        with _lookup:
+            found = _kept(key)
+            if found is None:
+                try:
+                    found = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+                except OSError as exc:
+                    found = exc
+                _known[key] = (time.monotonic(), found)
+    if isinstance(found, OSError):
+        raise found
+    return found
+
+
+@functools.cache
+def default_context() -> ssl.SSLContext:
+    """The one verifying TLS context of this process's requests. urllib makes a new one per
+    request where none is given (and from Python 3.12 per handler), each loading the
+    system's certificates again (34 ms of CPU): a first run's hundreds of ranged header
+    reads spent most of the run process's CPU there. Made as urllib makes it (Python's
+    default HTTPS context, HTTP/1.1 by ALPN), so SSL_CERT_FILE and the like mean what they
+    meant; read once, when first used."""
+    context = ssl._create_default_https_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def forget(host: str, port: int) -> None:
@@ -98,5 +131,6 @@ class HTTPSHandler(urllib.request.HTTPSHandler):
 
 
 def urlopen(url: str, timeout: float) -> Any:
-    """urllib.request.urlopen of `url` with the kept addresses."""
-    return urllib.request.build_opener(HTTPHandler(), HTTPSHandler()).open(url, timeout=timeout)
+    """urllib.request.urlopen of `url` with the kept addresses and the shared context."""
+    return urllib.request.build_opener(HTTPHandler(), HTTPSHandler(
+        context=default_context())).open(url, timeout=timeout)

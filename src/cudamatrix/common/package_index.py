@@ -125,18 +125,6 @@ def _trusted(url: str) -> bool:
 
 
 @functools.cache
-def _verifying_context() -> ssl.SSLContext:
-    """The one context every verified HTTPS request of this process shares. urllib makes a
-    new one per request where none is given, and each loads the system's certificates
-    again (34 ms of CPU here): a first run's ranged reads of headers cost 40 CPU seconds
-    in that alone. Made as urllib makes it (Python's default HTTPS context, HTTP/1.1 by
-    ALPN), so SSL_CERT_FILE and the like mean what they meant; read once, when first used."""
-    context = ssl._create_default_https_context()
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
-@functools.cache
 def _unverified_context() -> ssl.SSLContext:
     return ssl._create_unverified_context()  # pip's --trusted-host, said by the user
 
@@ -145,7 +133,7 @@ def _context(url: str) -> ssl.SSLContext | None:
     """The context an HTTPS `url` is asked with (None for any other scheme)."""
     if not url.startswith("https:"):
         return None
-    return _unverified_context() if _trusted(url) else _verifying_context()
+    return _unverified_context() if _trusted(url) else host_addresses.default_context()
 
 
 def _netrc_login(host: str) -> tuple[str, str] | None:
@@ -250,8 +238,10 @@ class _ContextPerHost(host_addresses.HTTPSHandler):
 def _open(request: urllib.request.Request, timeout: float) -> Any:
     """`request` opened with pip's rules for redirects and trusted hosts, each host looked
     up once (host_addresses.py)."""
-    return urllib.request.build_opener(_SameHostRedirects(), host_addresses.HTTPHandler(),
-                                       _ContextPerHost()).open(request, timeout=timeout)
+    return urllib.request.build_opener(
+        _SameHostRedirects(), host_addresses.HTTPHandler(),
+        _ContextPerHost(context=host_addresses.default_context())).open(request,
+                                                                        timeout=timeout)
 
 
 class _Anchors(html.parser.HTMLParser):

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
@@ -36,7 +37,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..common.files import remove_leftovers, write_atomic
+from ..common.files import write_atomic
+from ..common.interruption import interrupted
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
@@ -95,6 +97,8 @@ def release_components(toolkit: str) -> list[Requirement]:
 
 def _component_headers(requirement: Requirement, staging: Path) -> str:
     """One component's headers into `staging`; the version taken."""
+    if interrupted():  # the run is stopping: no more requests for it
+        raise KeyboardInterrupt
     target = staging / canonicalize_name(requirement.name)
     try:
         wheel = wheel_for(requirement)
@@ -139,19 +143,31 @@ class FetchedHeaders:
     components: dict[str, str]
 
 
-def _staging(root: Path) -> Path:
-    # `<root>.headers.partial-<pid>`: what a killed run left, remove_leftovers removes.
-    return root.with_name(f"{root.name}.headers.partial-{os.getpid()}")
+# A staging folder untouched this long is a killed run's: none takes more than minutes.
+LEFTOVER_AFTER_S = 24 * 3600
+
+
+def _remove_old_stagings(root: Path) -> None:
+    """Stagings of `root`'s headers a killed run left: by age, not by process id (another
+    process's id may mean nothing here: a container sharing the cache)."""
+    now = time.time()
+    for pattern in (f"{root.name}.headers.partial-*", f"{root.name}.headers-partial-*"):
+        for leftover in root.parent.glob(pattern):
+            with contextlib.suppress(OSError):
+                if now - leftover.stat().st_mtime > LEFTOVER_AFTER_S:
+                    shutil.rmtree(leftover, ignore_errors=True)
 
 
 def fetch_headers(root: Path, toolkit: str, compilers: Sequence[str]) -> FetchedHeaders:
-    """The release's other components' headers into a staging folder beside `root`: this
-    needs nothing of `root`, so it runs while pip installs the compilers there."""
+    """The release's other components' headers into a staging folder of its own beside
+    `root`: this needs nothing of `root`, so it runs while pip installs the compilers
+    there, outside the folder's lock (a process preparing the same toolkit at the same
+    time has its own staging)."""
     own = {canonicalize_name(Requirement(r).name) for r in compilers}
     wanted = [c for c in release_components(toolkit) if canonicalize_name(c.name) not in own]
-    remove_leftovers(root.with_name(f"{root.name}.headers"))
-    staging = _staging(root)
-    shutil.rmtree(staging, ignore_errors=True)
+    _remove_old_stagings(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{root.name}.headers.partial-", dir=root.parent))
     try:
         with ThreadPoolExecutor(_PARALLEL) as pool:
             versions = list(pool.map(lambda c: _component_headers(c, staging), wanted))
@@ -168,7 +184,8 @@ def headers_ahead(root: Path, toolkit: str, compilers: Sequence[str]
     installing the compilers): a first run's first toolkit, before which no cell
     compiles, took the install's seconds and then these (6.4 s of index requests) one
     after the other (issue 72). None where `root` already holds them. What release_headers
-    did not take is removed on the way out."""
+    did not take is removed on the way out; an interrupted run starts no further
+    component."""
     if _kept(root, toolkit) is not None:
         yield None
         return
@@ -178,7 +195,8 @@ def headers_ahead(root: Path, toolkit: str, compilers: Sequence[str]
             yield ahead
         finally:
             futures_wait([ahead])
-            shutil.rmtree(_staging(root), ignore_errors=True)
+            if ahead.exception() is None:
+                shutil.rmtree(ahead.result().staging, ignore_errors=True)
 
 
 def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger,
