@@ -34,7 +34,7 @@ from ..config.matrix import Library, Matrix
 from ..config.sources import Source
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment, LibraryEnvironment, installed_packages
-from .release_headers import HEADERS_MARKER, headers_ahead, is_header, release_headers
+from .release_headers import HEADERS_MARKER, is_header, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree, header_folders
 from .wheel_index import IndexUnreachable, extract_downloaded, extract_members, wheel_for
 
@@ -158,10 +158,10 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path, ledger: InputLedg
     """The compilers' wheels of `toolkit`, and every other component's headers beside
     them (release_headers.py): the release as a full install has it."""
     compilers = matrix.wheel_requirements(toolkit)
-    root = cache / "toolkits" / f"wheels-{toolkit}"
-    with headers_ahead(root, toolkit, compilers) as ahead:
-        install(root, compilers, ledger=ledger)
-        components = release_headers(root, toolkit, compilers, ledger, ahead)
+    # The headers after the install, not beside it: a fetch beside it could not be stopped
+    # by an interrupt while a request hung (the Ctrl-C e2e test's hanging index).
+    root = install(cache / "toolkits" / f"wheels-{toolkit}", compilers, ledger=ledger)
+    components = release_headers(root, toolkit, compilers, ledger)
     # Describing a tree walks thousands of files and runs each tool once; a finished
     # install never changes, so its description is kept beside it.
     described = root / DESCRIBED
