@@ -27,9 +27,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
@@ -177,42 +176,18 @@ def fetch_headers(root: Path, toolkit: str, compilers: Sequence[str]) -> Fetched
     return FetchedHeaders(staging, {c.name: v for c, v in zip(wanted, versions, strict=True)})
 
 
-@contextlib.contextmanager
-def headers_ahead(root: Path, toolkit: str, compilers: Sequence[str]
-                  ) -> Iterator[Future[FetchedHeaders] | None]:
-    """The release's headers fetched beside whatever the caller does meanwhile (pip
-    installing the compilers): a first run's first toolkit, before which no cell
-    compiles, took the install's seconds and then these (6.4 s of index requests) one
-    after the other (issue 72). None where `root` already holds them. What release_headers
-    did not take is removed on the way out; an interrupted run starts no further
-    component."""
-    if _kept(root, toolkit) is not None:
-        yield None
-        return
-    with ThreadPoolExecutor(1, thread_name_prefix="cudamatrix-headers") as side:
-        ahead = side.submit(fetch_headers, root, toolkit, compilers)
-        try:
-            yield ahead
-        finally:
-            futures_wait([ahead])
-            if ahead.exception() is None:
-                shutil.rmtree(ahead.result().staging, ignore_errors=True)
-
-
-def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger,
-                    ahead: Future[FetchedHeaders] | None = None) -> dict[str, str]:
+def release_headers(root: Path, toolkit: str, compilers: Sequence[str], ledger: InputLedger
+                    ) -> dict[str, str]:
     """Put the headers of every component of CUDA `toolkit` that the compilers' wheels
     (`compilers`, requirement strings) do not bring into the toolkit tree `root`, once;
-    the components taken, by name and version. `ahead`: those headers already being
-    fetched (headers_ahead), taken from there where `root` does not hold them yet."""
+    the components taken, by name and version."""
     marker = root / HEADERS_MARKER
     ledger.watch(marker, 0)
     with folder_lock(root):
         kept = _kept(root, toolkit)
         if kept is not None:
             return kept
-        fetched = ahead.result() if ahead is not None else fetch_headers(root, toolkit,
-                                                                         compilers)
+        fetched = fetch_headers(root, toolkit, compilers)
         try:
             for name in fetched.components:
                 _move_in(fetched.staging / canonicalize_name(name), root)
