@@ -103,7 +103,7 @@ def verified_index(release: str, suite: str, index: str) -> str:
             f"Debian {suite}: InRelease gives {index} {size} bytes, more than any index "
             f"({bounded_fetch.amount(MAX_INDEX_BYTES)})")
     data = _fetch(f"{ARCHIVE}/dists/{suite}/{index}", size,
-                  f"the {size} bytes InRelease gives it")
+                  f"the {size} bytes its release file gives it")
     if _sha256(data) != digest:
         raise bounded_fetch.AnswerRefused(f"Debian {suite}: {index} does not match its "
                                           "SHA-256")
