@@ -22,7 +22,7 @@ import pytest
 from conftest import cudamatrix_in_process, write_case
 from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.errors import EnvironmentUnavailable
-from cudamatrix.providers import debian, toolkits
+from cudamatrix.providers import debian, python_headers, toolkits
 from cudamatrix.stages.cell.environment import Environment
 from debian_archive import (
     INDEX,
@@ -111,6 +111,17 @@ def test_a_forged_line_ahead_of_the_signed_block_is_refused(archive: Archive,
     assert not marker.exists()  # no forged nvcc ran
     assert archive.asked == ["dists/bookworm/InRelease"]  # nothing it names was asked for
     assert not (tmp_path / "cache" / "debian" / "bookworm-11.8").exists()
+
+
+def test_pythons_headers_meet_the_same_refusal(archive: Archive, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python axis's headers come through the same reader (libpython3.N-dev)."""
+    _forge(archive, tmp_path)
+    monkeypatch.setattr(python_headers, "SUITES", ("bookworm",))
+    with pytest.raises(EnvironmentUnavailable,
+                       match="Debian bookworm's InRelease: text before its signed block"):
+        python_headers.prepare_python_headers("3.11", tmp_path / "cache", InputLedger())
+    assert archive.asked == ["dists/bookworm/InRelease"]
 
 
 def test_a_line_after_the_signature_or_a_second_block_is_refused(archive: Archive,
