@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, cudamatrix, main_job_cache, write_case
+from cudamatrix.common.signed_text import verified_text
 from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.errors import EnvironmentUnavailable
-from cudamatrix.common.signed_text import verified_text
 from cudamatrix.providers.debian import ARCHIVE, KEYRING
 from cudamatrix.providers.host_compiler import choose_gcc, installed_gcc
 
