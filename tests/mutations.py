@@ -36,6 +36,8 @@ DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
 PREFETCH = ("tests/unit/test_prefetch.py",)
 BUDGET = ("tests/unit/test_budget_spills.py",)
 PYTHON = ("tests/unit/test_python_axis.py",)
+SIGNED = ("tests/unit/test_signed_text_reader.py", "tests/unit/test_debian_archive.py")
+FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
 
 
 @dataclass(frozen=True)
@@ -264,6 +266,32 @@ MUTATIONS = (
     Mutation("dns: a dead address kept", "common/host_addresses.py",
              "    forget(host, port)\n    raise failure", "    raise failure",
              ("tests/unit/test_host_addresses.py",)),
+    # Only what a signature covers is read, and every answer within its bound (issue 79,
+    # points 1 and 2): each mistake that would undo either, the walks of the package too.
+    Mutation("signed text: the release file read around the reader", "providers/debian.py",
+             '    return verified_text(signed, KEYRING, f"Debian {suite}\'s InRelease")',
+             '    verified_text(signed, KEYRING, f"Debian {suite}\'s InRelease")\n'
+             "    return signed.decode()", SIGNED),
+    Mutation("signed text: text outside the signed block taken", "common/signed_text.py",
+             "    _one_signed_block(signed, what)\n", "", SIGNED),
+    Mutation("signed text: the file's bytes handed on, not gpgv's", "common/signed_text.py",
+             "            text = handle.read(len(signed) + 1)",
+             "            text = signed or handle.read()", SIGNED),
+    Mutation("bounded fetch: an answer read whole, then measured", "common/bounded_fetch.py",
+             "            while block := answer.read(min(BLOCK_BYTES, max_bytes + 1 - size)):\n"
+             "                blocks.append(block)",
+             "            while block := answer.read():\n                blocks.append(block)",
+             FETCH),
+    Mutation("bounded fetch: package indexes opened around the bounded reader",
+             "common/package_index.py",
+             '        got = bounded_fetch.fetch(authorized(url, headers), MAX_PAGE_BYTES, '
+             '"any index page",\n                                  timeout, _handlers())',
+             "        with urllib.request.build_opener(*_handlers()).open(\n"
+             "                authorized(url, headers), timeout=timeout) as opened:\n"
+             "            got = bounded_fetch.Answer(opened.status, dict(opened.headers), "
+             "opened.read())", FETCH),
+    Mutation("bounded fetch: a .deb read past its stanza's Size", "providers/debian.py",
+             "deb, int(size),", "deb, 1 << 40,", FETCH),
     Mutation("interrupt: a preparation ending after the interrupt is a failure",
              "common/interruption.py",
              "                signal_group(process, signal.SIGKILL)\n    if _interrupted:\n"

@@ -71,7 +71,8 @@ def test_concurrent_requests_to_one_host_look_it_up_once(server: int,
 
 def test_debians_archive_is_asked_the_same_way(server: int, lookups: list[str]) -> None:
     for _ in range(3):
-        assert debian._fetch(f"http://localhost:{server}/dists/trixie/InRelease") == b"ok"
+        assert debian._fetch(f"http://localhost:{server}/dists/trixie/InRelease", 100,
+                             "a test's bound") == b"ok"
     assert lookups == ["localhost"]
 
 

@@ -129,8 +129,3 @@ class HTTPSHandler(urllib.request.HTTPSHandler):
     def context_for(self, url: str) -> Any:
         return self._context  # type: ignore[attr-defined]
 
-
-def urlopen(url: str, timeout: float) -> Any:
-    """urllib.request.urlopen of `url` with the kept addresses and the shared context."""
-    return urllib.request.build_opener(HTTPHandler(), HTTPSHandler(
-        context=default_context())).open(url, timeout=timeout)

@@ -23,7 +23,6 @@ import os
 import ssl
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from packaging.utils import (
 )
 
 from ..errors import EnvironmentUnavailable
-from . import host_addresses
+from . import bounded_fetch, host_addresses
 
 PYPI = "https://pypi.org/simple"
 # The most of one answer read into memory: PyPI's largest project page (JSON) is a few
@@ -181,24 +180,27 @@ def authorized(url: str, headers: dict[str, str] | None = None) -> urllib.reques
 
 def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOUT_S
         ) -> tuple[int, dict[str, str], bytes]:
-    """Status, headers (lower-case names) and body of `url`, asked as pip would ask it."""
+    """Status, headers (lower-case names) and body of `url`, asked as pip would ask it, at
+    most MAX_PAGE_BYTES read (bounded_fetch)."""
     try:
-        with _open(authorized(url, headers), timeout) as answer:
-            status = getattr(answer, "status", None) or 200  # a file:// answer has none
-            body = answer.read(MAX_PAGE_BYTES + 1)
-            if len(body) > MAX_PAGE_BYTES:
-                raise IndexUnreachable(f"{_shown(url)}: an answer over {MAX_PAGE_BYTES >> 20} "
-                                       "MiB, more than any index page")
-            return int(status), {k.lower(): v for k, v in answer.headers.items()}, body
-    except urllib.error.HTTPError as exc:
-        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, b""
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        got = bounded_fetch.fetch(authorized(url, headers), MAX_PAGE_BYTES, "any index page",
+                                  timeout, _handlers())
+    except EnvironmentUnavailable as exc:
+        raise IndexUnreachable(str(exc)) from None
+    except ValueError as exc:  # no URL a request can be made of
         raise IndexUnreachable(f"{_shown(url)}: {exc}") from None
+    return got.status, got.headers, got.body
 
 
-def open_url(url: str, timeout: float) -> Any:
-    """`url` opened for reading as a stream (a download), with pip's credentials."""
-    return _open(authorized(url), timeout)
+def download(url: str, target: Path, max_bytes: int, bound: str, timeout: float
+             ) -> bounded_fetch.Downloaded:
+    """`url` streamed into `target` with pip's credentials, at most `max_bytes` (`bound`
+    says what that is): bounded_fetch.download's errors."""
+    try:
+        request = authorized(url)
+    except ValueError as exc:  # no URL a request can be made of
+        raise bounded_fetch.FetchFailed(f"{_shown(url)}: {exc}") from None
+    return bounded_fetch.download(request, target, max_bytes, bound, timeout, _handlers())
 
 
 def _shown(url: str) -> str:
@@ -235,13 +237,11 @@ class _ContextPerHost(host_addresses.HTTPSHandler):
         return _context(url)
 
 
-def _open(request: urllib.request.Request, timeout: float) -> Any:
-    """`request` opened with pip's rules for redirects and trusted hosts, each host looked
-    up once (host_addresses.py)."""
-    return urllib.request.build_opener(
-        _SameHostRedirects(), host_addresses.HTTPHandler(),
-        _ContextPerHost(context=host_addresses.default_context())).open(request,
-                                                                        timeout=timeout)
+def _handlers() -> tuple[urllib.request.BaseHandler, ...]:
+    """urllib's handlers with pip's rules for redirects and trusted hosts, each host looked
+    up once (host_addresses.py): what bounded_fetch opens an index's URLs with."""
+    return (_SameHostRedirects(), host_addresses.HTTPHandler(),
+            _ContextPerHost(context=host_addresses.default_context()))
 
 
 class _Anchors(html.parser.HTMLParser):

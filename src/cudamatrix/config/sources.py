@@ -269,22 +269,10 @@ def _pypi_sdist(pin: str, cache: Path) -> tuple[Path, str]:
         if not local.is_file() or (local.is_symlink() and not local.resolve().is_file()):
             raise EnvironmentUnavailable(f"sdist:{pin}: {url} is not a file")
     try:
-        with package_index.open_url(url, FETCH_TIMEOUT_S) as answer, \
-                partial.open("wb") as out:
-            copied = 0
-            for block in iter(lambda: answer.read(1 << 20), b""):
-                copied += len(block)
-                if copied > MAX_SDIST_BYTES:
-                    raise EnvironmentUnavailable(f"sdist:{pin}: over {MAX_SDIST_BYTES >> 20} "
-                                                 "MiB, more than any source archive")
-                out.write(block)
-    except EnvironmentUnavailable:
-        partial.unlink(missing_ok=True)
-        raise
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise EnvironmentUnavailable(f"sdist:{pin}: download failed ({exc})") from None
-    got = _sha256(partial)
+        got = package_index.download(url, partial, MAX_SDIST_BYTES, "any source archive",
+                                     FETCH_TIMEOUT_S).sha256
+    except EnvironmentUnavailable as exc:  # nothing is left of the partial download
+        raise type(exc)(f"sdist:{pin}: download failed ({exc})") from None
     if got != wanted:
         partial.unlink(missing_ok=True)
         raise EnvironmentUnavailable(f"sdist:{pin}: sha256 {got} is not the index's {wanted}")

@@ -4,8 +4,10 @@ Debian's ``non-free`` section packages NVIDIA's toolkit: ``nvidia-cuda-toolkit``
 in bookworm and 12.4.131 in trixie hold nvcc, cicc, cudafe++, ptxas, fatbinary, nvlink
 and libdevice, the same releases as the 11.8 and 12.4 wheels. No root and no apt
 configuration is needed: the suite's InRelease is checked with gpgv against the Debian
-archive keyring, the Packages index against the SHA-256 InRelease gives, the .deb against
-the one the index gives; then ``dpkg-deb -x`` unpacks it into the cache. Debian's own
+archive keyring and only the text its signature covers is read (common/signed_text.py),
+the Packages index against the SHA-256 that text gives, the .deb against the one the index
+gives, each read no further than the size its signer gives it (common/bounded_fetch.py);
+then ``dpkg-deb -x`` unpacks it into the cache. Debian's own
 nvcc.profile points at /usr; the unpacked nvcc gets one of its own that points at its
 own folders and at the headers of the same release's wheels (nvidia-cuda-dev, with the
 headers, is 933 MB: the wheels already have them).
@@ -24,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common import host_addresses
+from ..common import bounded_fetch
 from ..common.files import read_marker, write_atomic
 from ..common.interruption import run_preparation
 from ..common.locks import folder_lock
+from ..common.signed_text import verified_text
 from ..common.up_to_date import InputLedger
 from ..errors import EnvironmentUnavailable
 from ..stages.cell.environment import Environment
@@ -39,6 +42,12 @@ INDEX = "non-free/binary-amd64/Packages.xz"
 MARKER = "cudamatrix-debian.json"
 DEBIAN_NVCC_BIN = "usr/lib/nvidia-cuda-toolkit/bin"  # nvcc and its tools, in the package
 _TIMEOUT_S = 300
+# The most read of Debian's answers: a suite's InRelease is 100 to 200 KB (sid's 190 KB, as
+# of 2026-12); a Packages.xz no more than InRelease gives it, main's 8.4 MiB, unpacked
+# 48 MiB (bookworm's). An endless InRelease read whole was a MemoryError (issue 79).
+MAX_RELEASE_BYTES = 8 << 20
+MAX_INDEX_BYTES = 64 << 20
+MAX_UNPACKED_INDEX_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -49,31 +58,31 @@ class DebianNvcc:
     version: str  # nvcc's own: "12.4.131"
 
 
-def _fetch(url: str) -> bytes:
-    try:
-        with host_addresses.urlopen(url, timeout=_TIMEOUT_S) as response:
-            return bytes(response.read())
-    except OSError as exc:
-        raise EnvironmentUnavailable(f"cannot fetch {url}: {exc}") from None
+def _fetch(url: str, max_bytes: int, bound: str) -> bytes:
+    """`url`'s answer from Debian's archive, at most `max_bytes` read (`bound` says what
+    that is): bounded_fetch's errors, an HTTP error status one of them."""
+    got = bounded_fetch.fetch(url, max_bytes, bound, _TIMEOUT_S)
+    if got.status != 200:
+        raise bounded_fetch.FetchFailed(f"{url}: HTTP {got.status}")
+    return got.body
 
 
-def verified_release(suite: str, scratch: Path) -> str:
-    """The suite's InRelease text, its signature checked against Debian's keyring."""
-    if not KEYRING.is_file() or shutil.which("gpgv") is None:
-        raise EnvironmentUnavailable(f"checking Debian's signatures needs gpgv and {KEYRING} "
+def verified_release(suite: str) -> str:
+    """The text of the suite's InRelease that its signature covers, checked against
+    Debian's keyring (signed_text): never a line around the signed block."""
+    if not KEYRING.is_file():
+        raise EnvironmentUnavailable(f"checking Debian's signatures needs {KEYRING} "
                                      "(apt-get install gpgv debian-archive-keyring)")
-    signed = scratch / "InRelease"
-    signed.write_bytes(_fetch(f"{ARCHIVE}/dists/{suite}/InRelease"))
-    verify_signed(signed)
-    return signed.read_text()
+    signed = _fetch(f"{ARCHIVE}/dists/{suite}/InRelease", MAX_RELEASE_BYTES,
+                    "any release file of Debian's")
+    return verified_text(signed, KEYRING, f"Debian {suite}'s InRelease")
 
 
-def verify_signed(signed: Path) -> None:
-    """gpgv against Debian's archive keyring; a bad or missing signature raises."""
-    done = run_preparation(["gpgv", "--keyring", str(KEYRING), str(signed)])
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or ["no signature"])[-1]
-        raise EnvironmentUnavailable(f"{signed.name} failed its signature check: {said}")
+def _listed(release: str, path: str) -> tuple[str, int] | None:
+    """The SHA-256 and size a verified release text gives `path`, or None."""
+    found = re.search(rf"^ ([0-9a-f]{{64}})\s+(\d+)\s+{re.escape(path)}$", release,
+                      re.MULTILINE)
+    return (found.group(1), int(found.group(2))) if found else None
 
 
 def _sha256(data: bytes) -> str:
@@ -82,14 +91,34 @@ def _sha256(data: bytes) -> str:
 
 def verified_index(release: str, suite: str, index: str) -> str:
     """The suite's `index` (``main/binary-amd64/Packages.xz``), fetched and checked against
-    the SHA-256 its verified InRelease gives, as text."""
-    listed = re.search(rf"^ ([0-9a-f]{{64}})\s+\d+\s+{re.escape(index)}$", release, re.MULTILINE)
-    if not listed:
+    the SHA-256 its verified InRelease gives, as text. Read no further than the size the
+    release gives it, and unpacked no further than the size it gives the unpacked index
+    (each capped: MAX_INDEX_BYTES, MAX_UNPACKED_INDEX_BYTES)."""
+    listed = _listed(release, index)
+    if listed is None:
         raise EnvironmentUnavailable(f"Debian {suite}: InRelease lists no {index}")
-    data = _fetch(f"{ARCHIVE}/dists/{suite}/{index}")
-    if _sha256(data) != listed.group(1):
-        raise EnvironmentUnavailable(f"Debian {suite}: {index} does not match its SHA-256")
-    return lzma.decompress(data).decode(errors="replace")
+    digest, size = listed
+    if size > MAX_INDEX_BYTES:
+        raise bounded_fetch.AnswerRefused(
+            f"Debian {suite}: InRelease gives {index} {size} bytes, more than any index "
+            f"({bounded_fetch.amount(MAX_INDEX_BYTES)})")
+    data = _fetch(f"{ARCHIVE}/dists/{suite}/{index}", size,
+                  f"the {size} bytes its release file gives it")
+    if _sha256(data) != digest:
+        raise bounded_fetch.AnswerRefused(f"Debian {suite}: {index} does not match its "
+                                          "SHA-256")
+    unpacked = _listed(release, index.removesuffix(".xz"))
+    limit = min(unpacked[1] if unpacked else MAX_UNPACKED_INDEX_BYTES,
+                MAX_UNPACKED_INDEX_BYTES)
+    try:
+        text = lzma.LZMADecompressor().decompress(data, max_length=limit + 1)
+    except lzma.LZMAError as exc:
+        raise bounded_fetch.AnswerRefused(f"Debian {suite}: {index} is no xz file "
+                                          f"({exc})") from None
+    if len(text) > limit:
+        raise bounded_fetch.AnswerRefused(f"Debian {suite}: {index} unpacks past "
+                                          f"{bounded_fetch.amount(limit)}")
+    return text.decode(errors="replace")
 
 
 def package_stanza(text: str, package: str, version_prefix: str = "") -> dict[str, str] | None:
@@ -118,11 +147,17 @@ def package_entry(release: str, suite: str, index: str, package: str,
 
 
 def fetch_deb(entry: dict[str, str], into: Path) -> Path:
-    """The .deb a stanza names, fetched into `into` and checked against its SHA-256."""
+    """The .deb a stanza names, streamed into `into`, no further than the Size the stanza
+    gives it, and checked against its SHA-256."""
+    size = entry.get("Size", "")
+    if not size.isdigit():
+        raise bounded_fetch.AnswerRefused(f"{entry['Filename']}: its stanza gives no Size")
     deb = into / "package.deb"
-    deb.write_bytes(_fetch(f"{ARCHIVE}/{entry['Filename']}"))
-    if _sha256(deb.read_bytes()) != entry["SHA256"]:
-        raise EnvironmentUnavailable(f"{entry['Filename']} does not match its SHA-256")
+    got = bounded_fetch.download(f"{ARCHIVE}/{entry['Filename']}", deb, int(size),
+                                 f"the {size} bytes its stanza gives it", _TIMEOUT_S)
+    if got.sha256 != entry["SHA256"]:
+        deb.unlink(missing_ok=True)
+        raise bounded_fetch.AnswerRefused(f"{entry['Filename']} does not match its SHA-256")
     return deb
 
 
@@ -174,7 +209,6 @@ def unpack_once(root: Path, marker_name: str, ledger: InputLedger, what: str, la
         deb = fetch_deb(entry, staging)
         run_preparation(["dpkg-deb", "-x", str(deb), str(staging)]).check_returncode()
         deb.unlink()
-        (staging / "InRelease").unlink(missing_ok=True)
         if tidy is not None:
             tidy(staging)
     except (OSError, subprocess.CalledProcessError, KeyError) as exc:
@@ -198,7 +232,7 @@ def unpack_debian_toolkit(suite: str, toolkit: str, cache: Path, ledger: InputLe
     root = cache / "debian" / f"{suite}-{toolkit}"
 
     def find(staging: Path) -> tuple[dict[str, str], str]:
-        entry = package_entry(verified_release(suite, staging), suite, INDEX, PACKAGE,
+        entry = package_entry(verified_release(suite), suite, INDEX, PACKAGE,
                               f"{toolkit}.")
         return entry, f"{PACKAGE} {entry['Version']} ({suite})"
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.bounded_fetch import AnswerRefused
 from ..common.interruption import run_preparation
 from ..common.tomlfile import load_toml
 from ..common.up_to_date import InputLedger
@@ -241,6 +242,8 @@ def _debian_nvcc(matrix: Matrix, toolkit: str, host: Environment, cache: Path,
     try:
         got = prepare_debian_nvcc(entry.debian, toolkit, cache, host.include_dirs,
                                   host.library_dirs, ledger)
+    except AnswerRefused as exc:  # tampered with, or endless: not prepared, as the wheels'
+        raise AnswerRefused(nvcc_unavailable(toolkit, entry.debian, exc)) from None
     except (EnvironmentUnavailable, OSError) as exc:
         return Failure(nvcc_unavailable(toolkit, entry.debian, exc))
     fitting = [major for major in BASE_GCC if entry.gcc_max is None or major <= entry.gcc_max]

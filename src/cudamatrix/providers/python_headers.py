@@ -9,9 +9,10 @@ Debian's ``libpython3.N-dev`` holds them (``usr/include/python3.N`` and, multiar
 ``pyconfig.h`` includes by its path below ``usr/include``). PyPI has no package of
 CPython's headers, and NVIDIA's and the python.org builds are installers, not archives
 this tool can check; Debian's is signed. The first suite of SUITES whose ``main`` index
-lists the package gives it; its InRelease is checked with gpgv against Debian's keyring,
-the index and the .deb against their SHA-256 (debian.py's functions, as for Debian's
-nvcc), and ``dpkg-deb -x`` unpacks it once into the cache.
+lists the package gives it; only the text its InRelease's signature covers is read
+(common/signed_text.py), the index and the .deb are checked against their SHA-256
+(debian.py's functions, as for Debian's nvcc), and ``dpkg-deb -x`` unpacks it once into
+the cache.
 """
 
 from __future__ import annotations
@@ -61,13 +62,13 @@ def releases_listed(text: str) -> list[str]:
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
-def _find(version: str, scratch: Path) -> tuple[str, dict[str, str]]:
+def _find(version: str) -> tuple[str, dict[str, str]]:
     """The first suite whose main index lists the release's headers, with its stanza; a
     release none lists raises, saying what each suite has."""
     package = package_name(version)
     had: list[str] = []
     for suite in SUITES:
-        release = verified_release(suite, scratch)
+        release = verified_release(suite)
         text = verified_index(release, suite, INDEX)
         entry = package_stanza(text, package)
         if entry is not None:
@@ -83,7 +84,7 @@ def debian_headers(version: str, cache: Path, ledger: InputLedger) -> PythonHead
     root = cache / "debian" / package_name(version)
 
     def find(staging: Path) -> tuple[dict[str, str], str]:
-        suite, entry = _find(version, staging)
+        suite, entry = _find(version)
         return entry, f"{entry['Package']} {entry['Version']} ({suite})"
 
     with folder_lock(root):  # a second run sharing the cache waits for this unpack

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..common import plugins
+from ..common.bounded_fetch import AnswerRefused
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
 from ..errors import EnvironmentUnavailable, Failure, UserError
@@ -183,6 +184,8 @@ class WheelsToolkits(_LocalCells):
                 raise unpacked
             got = prepare_debian_nvcc(suite, version, self.cache, env.include_dirs,
                                       env.library_dirs, self.ledger)
+        except AnswerRefused as exc:  # tampered with, or endless: not prepared, an error
+            raise AnswerRefused(nvcc_unavailable(version, suite, exc)) from None
         except (EnvironmentUnavailable, OSError) as exc:
             return replace(env, nvcc_unusable=nvcc_unavailable(version, suite, exc))
         host, why = None, None
