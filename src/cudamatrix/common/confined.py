@@ -16,6 +16,12 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+# The kinds of a path-valued case key or frontend option (declarations.Key.path,
+# Frontend.path_options), each held to its check here: a file or folder of the case
+# (PATHS: `confined` inside the corpus or a [paths] tree), compiler flags whose path
+# options name such files (FLAGS), globs inside a build's project (PATTERNS:
+# `plain_relative`).
+PATHS, FLAGS, PATTERNS = "paths", "flags", "patterns"
 # The longest file name and path Linux takes (NAME_MAX, PATH_MAX): a longer one is no file
 # (asking for it raises ENAMETOOLONG, not "no such file").
 NAME_MAX, PATH_MAX = 255, 4096

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..common.confined import Outside, confined
+from ..common.confined import FLAGS, Outside, confined, inside, plain_relative
 from ..common.folders import walk
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
@@ -33,7 +33,6 @@ from ..stages.cell.specs import (
 from ..stages.compile.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
-from ..stages.frontends.registry import FLAGS
 from .case_tables import Expectation, Spec, selects
 from .declarations import (
     BOOLEAN,
@@ -195,7 +194,7 @@ class _Reader(RunTableReader):
                 path = Path(root) / name
                 if path.is_symlink():
                     target = self.link_target(directory, path)
-                    if not target.is_relative_to(self.root):
+                    if not inside(target, [self.root]):
                         raise self.fail(str(path.relative_to(directory)),
                                         f"a link that leads outside the corpus folder "
                                         f"{self.root} (to {target})")
@@ -521,7 +520,7 @@ class _Reader(RunTableReader):
         table = {**declared_defaults(BUILD), **raw}
         outputs = self.strings(f"{where}.outputs", table["outputs"])
         for pattern in outputs:
-            if os.path.isabs(pattern) or ".." in Path(pattern).parts:
+            if not plain_relative(pattern):
                 raise self.fail(f"{where}.outputs", f"{pattern!r}: outputs are patterns "
                                 "inside the project's folder")
         project = raw.get("project")

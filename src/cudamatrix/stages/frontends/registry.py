@@ -34,9 +34,6 @@ from ..cell.steps import Step
 from ..compile.built import Build
 
 PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
-# The kinds of a path-valued option (Frontend.path_options): a list of files of the case,
-# or a list of compiler flags whose path options (-I, -include, ...) name files.
-PATHS, FLAGS = "paths", "flags"
 # The orchestrator's side of a job, run in the run's process: the job and the run's
 # context (job_preparation.JobContext) in, the prepared job or the stage saying why not
 # out. A built-in frontend's is job_preparation.BUILT_IN's and a plugin names its own
@@ -74,8 +71,9 @@ class Frontend:
     # Their defaults, (key, value), filled in by the case reader: a stage reads each option
     # without a default of its own.
     option_defaults: tuple[tuple[str, Any], ...] = ()
-    # Its options whose values name paths, each with its kind (PATHS: each a file of the
-    # case; FLAGS: compiler flags, whose path options name files): the case reader holds
+    # Its options whose values name paths, each with its kind (common/confined.py's PATHS:
+    # each a file of the case; FLAGS: compiler flags, whose path options name files): the
+    # case reader holds
     # each to the one check a variant's `source` and `flags` are held to, and the stage
     # reads them only through option_paths (tests/unit/test_confined_paths.py).
     path_options: tuple[tuple[str, str], ...] = ()

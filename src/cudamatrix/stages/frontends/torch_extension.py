@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...common.confined import case_path
+from ...common.confined import FLAGS, PATHS, case_path
 from ...common.versions import Arch
 from ..cell.environment import PythonHeaders
 from ..cell.job import Job
@@ -45,7 +45,7 @@ from ..cell.steps import Carried, Step
 from ..compile.flags import resolve_flags, shown
 from ..compile.logs import PtxasFigures, decisive_line, warning_lines
 from ..process.limits import ToolRun, run_tool
-from .registry import FLAGS, PATHS, Frontend, register
+from .registry import Frontend, register
 from .torch_flags import TorchFlags, read_flags
 
 NAME = "torch-extension"
