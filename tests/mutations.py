@@ -38,6 +38,7 @@ BUDGET = ("tests/unit/test_budget_spills.py",)
 PYTHON = ("tests/unit/test_python_axis.py",)
 SIGNED = ("tests/unit/test_signed_text_reader.py", "tests/unit/test_debian_archive.py")
 FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
+CONFINED = ("tests/unit/test_confined_paths.py",)
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,21 @@ MUTATIONS = (
              'spills = {(str(p.get("kernel")), str(p.get("arch"))): p for p in ptxas}',
              'spills = {(str(p.get("kernel")), str(record.get("arch"))): p for p in ptxas '
              "for record in resources}", BUDGET),
+    # Issue 79: a case-named path made around the one home (common/confined.py).
+    Mutation("confined: torch-extension's sources joined to the case folder around the home",
+             "stages/frontends/torch_extension.py",
+             'case_path(s, job.case_folder) for s in _listed(job, "sources")',
+             'str(Path(job.case_folder) / s) for s in _listed(job, "sources")', CONFINED),
+    Mutation("confined: the reader lets a frontend's path options through", "config/corpus.py",
+             'options.update(self.option_paths(f"{where}.options", options, frontend, '
+             "directory))", "options.update({})", CONFINED),
+    Mutation("confined: a line marker's header read wherever it lies",
+             "stages/compile/arch_guard.py",
+             "    if not inside(path, list(readable) or [base]):\n        return None\n", "",
+             ARCH),
+    Mutation("confined: a header name that climbs is looked up", "providers/first_release.py",
+             'return Lacking("header", name) if plain_relative(name) else None',
+             'return Lacking("header", name)', FIRST),
 )
 
 

@@ -6,6 +6,7 @@ over archs, stopped at the first that declares the name."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -206,3 +207,79 @@ def test_arch_specific_targets_are_never_the_archs_tried() -> None:
               "compute_100f", "compute_120a"]
     assert newer_archs("sm_80", listed) == ["sm_90", "sm_100"]
     assert newer_archs("sm_90a", listed) == ["sm_100"]
+
+
+# Issue 79, break 3: the files a line marker names are the source's to choose (#line 1
+# "/dev/zero" under an arch guard had the cell's worker read 3.8 GB): only bounded regular
+# files inside the case, the toolkit and the include folders are read.
+GUARDED = "#if __CUDA_ARCH__ >= 900\n__device__ int dequant(int x);\n#endif\n"
+
+
+def _preprocessed(marker: str) -> dict[str, str]:
+    """What the preprocessor gives for sm_80 and sm_90 of a unit whose declaration of
+    `dequant`, guarded for sm_90, sits at line 2 of the file `marker` names."""
+    use = '# 5 "k.cu"\n__global__ void k(int *p) { *p = dequant(1); }\n'
+    declared = f'# 2 "{marker}"\n__device__ int dequant(int x);\n'
+    return {"sm_80": use, "sm_90": declared + use}
+
+
+def _search(texts: dict[str, str], folder: Path, *readable: Path) -> tuple[str, int]:
+    """The guard the search names (and its line); `readable`: the folders headers may be
+    read from (none given: `folder`, where the preprocessor ran)."""
+    more = {"readable": list(readable)} if readable else {}
+    found = since_arch("dequant", "sm_80", ["sm_90"], lambda arch, left: texts[arch],
+                       time.monotonic() + 60, folder, **more)
+    assert (found.arch, found.line) == ("sm_90", 2)
+    return found.guard, found.guard_line
+
+
+def test_a_header_of_the_case_has_its_guard_read(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    case.mkdir()
+    (case / "dequant.h").write_text(GUARDED)
+    assert _search(_preprocessed(str(case / "dequant.h")), tmp_path / "work", case) == (
+        "#if __CUDA_ARCH__ >= 900", 1)
+
+
+def test_a_line_marker_naming_a_file_outside_is_not_read(tmp_path: Path) -> None:
+    case, elsewhere = tmp_path / "case", tmp_path / "machine"
+    case.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secret.h").write_text(GUARDED)
+    # A marker by absolute path, and one that climbs from the folder the search ran in.
+    assert _search(_preprocessed(str(elsewhere / "secret.h")), case) == ("", 0)
+    assert _search(_preprocessed("../machine/secret.h"), case) == ("", 0)
+
+
+def test_a_line_marker_naming_a_huge_file_is_not_read(tmp_path: Path) -> None:
+    """``#line 1 "/dev/zero"`` was read whole (3.8 GB): a header past its bound is not."""
+    case = tmp_path / "case"
+    case.mkdir()
+    huge = case / "huge.h"
+    with huge.open("wb") as file:
+        file.write(GUARDED.encode())
+        file.truncate(64 << 20)  # sparse: over MAX_HEADER_BYTES, nothing on the disk
+    assert _search(_preprocessed(str(huge)), case) == ("", 0)
+
+
+def test_a_line_marker_naming_a_device_or_a_fifo_is_not_read(tmp_path: Path) -> None:
+    """/dev/zero never ends, a FIFO blocks the worker (even in a folder headers may be
+    read from): only a regular file is read."""
+    case = tmp_path / "case"
+    case.mkdir()
+    os.mkfifo(case / "fifo.h")
+    assert _search(_preprocessed(str(case / "fifo.h")), case) == ("", 0)
+    assert _search(_preprocessed("/dev/zero"), case, case, Path("/dev")) == ("", 0)
+
+
+def test_a_preprocessors_output_is_read_within_its_bound(tmp_path: Path) -> None:
+    from cudamatrix.stages.compile.arch_guard import MAX_PREPROCESSED_BYTES, read_preprocessed
+
+    small = tmp_path / "small.ii"
+    small.write_text('# 1 "k.cu"\nint x;\n')
+    assert read_preprocessed(small) == '# 1 "k.cu"\nint x;\n'
+    large = tmp_path / "large.ii"
+    with large.open("wb") as file:
+        file.truncate(MAX_PREPROCESSED_BYTES + 1)
+    assert read_preprocessed(large) is None
+    assert read_preprocessed(tmp_path / "none.ii") is None

@@ -16,6 +16,7 @@ from cudamatrix.providers.first_release import (
     FirstReleases,
     Lacking,
     declares_word,
+    has,
     lacking,
     own_cccl,
     with_first_release,
@@ -165,3 +166,42 @@ def test_each_matrix_gets_the_lookups_of_its_own_releases(tmp_path: Path) -> Non
     second = for_run(fewer, tmp_path, InputLedger())
     assert second is not None and "12.4.127" not in second.releases
     assert "13.0.85" in second.releases and "12.4" in second.releases
+
+
+# Issue 79, break 9: a header name is the source's own words (#include
+# <cuda/../../etc/hostname>); the run's own process tested that path, whatever the provider,
+# and kept the name in its cache.
+CLIMBING = ('k.cu(1): error: cannot open source file "cuda/../../etc/hostname"\n'
+            "  #include <cuda/../../etc/hostname>\n")
+
+
+def test_a_header_name_that_climbs_is_no_lookup(tmp_path: Path) -> None:
+    include = tmp_path / "release" / "include"
+    (include / "cuda").mkdir(parents=True)
+    (tmp_path / "release" / "etc").mkdir()
+    (tmp_path / "release" / "etc" / "hostname").write_text("a file of the machine's\n")
+    assert lacking(CLIMBING) is None
+    assert lacking(CLIMBING.replace("cuda/../../etc/hostname", "cuda/cmath")) == \
+        Lacking("header", "cuda/cmath")
+    # Even asked directly, no folder is asked for a name that climbs out of it.
+    assert not has([str(include)], Lacking("header", "cuda/../../etc/hostname"))
+    assert not has([str(include)], Lacking("header", "cuda/../cuda/../../etc/hostname"))
+    # ... and nothing is kept in the run's cache for it.
+    asked: list[str] = []
+
+    def headers(release: str) -> tuple[list[str], str]:
+        asked.append(release)
+        return [str(include)], release
+
+    lookups = FirstReleases(["13.0.0"], headers, tmp_path / "cache")
+    failed = StageResult("compile", "failed", "", CLIMBING)
+    assert with_first_release([failed], lookups, {}, "12.4") == [failed]
+    assert asked == [] and not (tmp_path / "cache").exists()
+
+
+def test_a_name_read_off_a_message_must_climb_nowhere() -> None:
+    from cudamatrix.common.confined import plain_relative
+
+    assert plain_relative("cuda/cmath") and plain_relative("cub/cub.cuh")
+    for name in ("cuda/../../etc/hostname", "/etc/hostname", "..", "", "cuda/\0x"):
+        assert not plain_relative(name), name

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..common.confined import FLAGS, Outside, confined, inside, plain_relative
 from ..common.folders import walk
 from ..common.keys import check_keys
 from ..common.tomlfile import load_toml
@@ -29,7 +30,7 @@ from ..stages.cell.specs import (
     SlowdownBudget,
     TimingSpec,
 )
-from ..stages.compile.flags import PLACEHOLDERS, case_path, path_values, unknown_placeholders
+from ..stages.compile.flags import PLACEHOLDERS, path_values, unknown_placeholders
 from ..stages.frontends import registered
 from ..stages.frontends.build_run import BUILD_PLACEHOLDERS
 from .case_tables import Expectation, Spec, selects
@@ -69,8 +70,6 @@ LIBRARY_NAME = re.compile(LIBRARY_NAME_PATTERN)
 # [variant.build]: a project's own build (the build frontend).
 BUILD_KEYS = BUILD.names()
 
-# The longest file name and path Linux takes (NAME_MAX, PATH_MAX).
-NAME_MAX, PATH_MAX = 255, 4096
 # A case id is its folder's name and travels into file names, XML, Markdown and HTML.
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -155,11 +154,11 @@ class _Reader(RunTableReader):
         if found is None or found.group(1) not in self.trees:
             return None
         tree = self.trees[found.group(1)]
-        resolved = Path(str(tree) + (found.group(2) or "")).resolve()
-        if not resolved.is_relative_to(tree):
-            raise self.fail(where, f"{what} {value!r} leads outside [paths] {found.group(1)} "
-                            f"({tree})")
-        return resolved
+        try:
+            return confined((found.group(2) or "").lstrip("/") or ".", tree, [tree],
+                            f"[paths] {found.group(1)}")
+        except Outside as refused:
+            raise self.fail(where, f"{what} {value!r:.80} {refused}") from None
 
     def expand_trees(self, text: str) -> str:
         """{NAME} of the project's [paths] replaced by its folder."""
@@ -171,7 +170,7 @@ class _Reader(RunTableReader):
         """`value`, relative to the case folder, as a path inside the corpus folder (or a
         tree of the project's [paths], as {NAME}/...); a path that leaves it (``../..``,
         absolute, a link out) would let a case read any file of the machine into the
-        reports."""
+        reports. The one check of every path a case names (common/confined.py decides)."""
         in_tree = self.tree_path(where, what, value)
         if in_tree is not None:
             return in_tree
@@ -179,19 +178,12 @@ class _Reader(RunTableReader):
         if named is not None and named.group(1) not in PLACEHOLDERS:
             raise self.fail(where, f"{what} {value!r:.80} names {{{named.group(1)}}}, which the "
                             "project's [paths] (cudamatrix.toml) does not declare")
-        if os.path.isabs(value):
-            raise self.fail(where, f"{what} {value!r} is an absolute path; give it relative "
-                            "to the case folder (or use a {toolkit_...} placeholder)")
-        # A name no file system holds: asking for it raises (ENAMETOOLONG), not "no file".
-        if any(len(part.encode(errors="surrogateescape")) > NAME_MAX
-               for part in Path(value).parts) or len(value) > PATH_MAX:
-            raise self.fail(where, f"{what} {value!r:.80}... is longer than a file's name or "
-                            f"path can be ({NAME_MAX} bytes a name, {PATH_MAX} a path)")
-        resolved = Path(case_path(value, str(directory))).resolve()
-        if not resolved.is_relative_to(self.root):
-            raise self.fail(where, f"{what} {value!r} leads outside the corpus folder "
-                            f"{self.root} (to {resolved})")
-        return resolved
+        try:
+            return confined(value, directory, [self.root], "the corpus folder")
+        except Outside as refused:
+            hint = ("; give it relative to the case folder (or use a {toolkit_...} "
+                    "placeholder)" if os.path.isabs(value) else "")
+            raise self.fail(where, f"{what} {value!r:.80} {refused}{hint}") from None
 
     def links_stay_inside(self, directory: Path) -> None:
         """No link in the case folder leads out of the corpus: ``#include "inc/x.h"``
@@ -202,7 +194,7 @@ class _Reader(RunTableReader):
                 path = Path(root) / name
                 if path.is_symlink():
                     target = self.link_target(directory, path)
-                    if not target.is_relative_to(self.root):
+                    if not inside(target, [self.root]):
                         raise self.fail(str(path.relative_to(directory)),
                                         f"a link that leads outside the corpus folder "
                                         f"{self.root} (to {target})")
@@ -259,6 +251,7 @@ class _Reader(RunTableReader):
                             f"got {', '.join(map(repr, options))}")
         check_keys(f"{where}.options", options, allowed, self.fail)
         options = {**dict(registered()[frontend].option_defaults), **options}
+        options.update(self.option_paths(f"{where}.options", options, frontend, directory))
         host_compiler = raw.get("host_compiler")
         if host_compiler is not None:
             if not isinstance(host_compiler, str) or not HOST_COMPILER.fullmatch(host_compiler):
@@ -351,6 +344,26 @@ class _Reader(RunTableReader):
             found[name] = self.declared(where, key, raw.get(name))
         found["kernel"] = self.kernel(where, found.get("kernel"))
         return found
+
+    def option_paths(self, where: str, options: Mapping[str, Any], frontend: str,
+                     directory: Path) -> dict[str, list[str]]:
+        """The frontend's options that name paths (its `path_options`), each held to the
+        check `source` and `flags` are: a file's name inside the corpus (or a [paths]
+        tree, expanded), a flag's path as `flags`' are. torch-extension's `sources` and
+        `cxx_flags` were compiled as written: ``../../outside.cpp``, ``-include
+        /etc/hostname``."""
+        checked: dict[str, list[str]] = {}
+        for key, kind in registered()[frontend].path_options:
+            value = options.get(key, [])
+            if not isinstance(value, list):
+                raise self.fail(f"{where}.{key}", f"expected a list of strings, got {value!r:.60}")
+            if kind == FLAGS:
+                checked[key] = list(self.flag_list(f"{where}.{key}", value, directory))
+                continue
+            for name in self.strings(f"{where}.{key}", value):
+                self.inside(f"{where}.{key}", "path", name, directory)
+            checked[key] = [self.expand_trees(name) for name in value]
+        return checked
 
     def flag_list(self, where: str, raw: Any, directory: Path) -> tuple[str, ...]:
         """Compiler flags: strings, every path they name inside the corpus, every
@@ -507,7 +520,7 @@ class _Reader(RunTableReader):
         table = {**declared_defaults(BUILD), **raw}
         outputs = self.strings(f"{where}.outputs", table["outputs"])
         for pattern in outputs:
-            if os.path.isabs(pattern) or ".." in Path(pattern).parts:
+            if not plain_relative(pattern):
                 raise self.fail(f"{where}.outputs", f"{pattern!r}: outputs are patterns "
                                 "inside the project's folder")
         project = raw.get("project")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ..common.confined import FLAGS, PATHS, PATTERNS
 from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, PYTHON, PYTHON_VALUE, WHEN_KEYS
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
@@ -72,6 +73,10 @@ class Key:
     # A regular expression each of its strings matches whole, where its values have a
     # shape (a Python: installed or 3.N): the readers refuse another, the schema says it.
     pattern: str | None = None
+    # What kind of path its values name, where they name one (common/confined.py's PATHS,
+    # FLAGS, PATTERNS): the reader holds each to that kind's check in the one home, and
+    # tests/unit/test_confined_paths.py gives each declared one a path out of the corpus.
+    path: str = ""
 
     def refusal(self, value: Any) -> str | None:
         """Why `value` is not one this key takes, by its declaration alone (a list of
@@ -256,7 +261,7 @@ BUILD = Table("[variant.build]", "The project's own build, run per cell in a fre
     Key("project", STRING, "where the project comes from (default: the case folder): "
         "path:, file:, sdist:NAME==VERSION, git:URL@REV", example='project = "path:../.."'),
     Key("outputs", STRINGS, "what the build makes, audited per arch (globs in the project)",
-        default=list(DEFAULT_OUTPUTS), example='outputs = ["build/*.so"]'),
+        default=list(DEFAULT_OUTPUTS), example='outputs = ["build/*.so"]', path=PATTERNS),
     Key("test", STRING, "a command run on a GPU once the outputs loaded",
         example='test = "python check.py"'),
     Key("requires", STRINGS, "PyPI requirements the build needs (cmake, pybind11...)",
@@ -270,7 +275,7 @@ FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option
                  "some toolkits take.", (
     Key("when", "table", "which cells add them", required=True, table=WHEN),
     Key("flags", STRINGS, "what they add", required=True,
-        example='flags = ["-compress-mode=size"]'),
+        example='flags = ["-compress-mode=size"]', path=FLAGS),
 ))
 
 VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
@@ -281,11 +286,13 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
         "cutlass-python, cutlass-python-build, build, or a plugin's", required=True,
         example='frontend = "nvcc"'),
     Key("source", STRING, "a kernel case's source file beside case.toml, or {tree}/path; a "
-        "build case's project folder (default: the case folder)", example='source = "k.cu"'),
+        "build case's project folder (default: the case folder)", example='source = "k.cu"',
+        path=PATHS),
     Key("kernel", STRING, "the kernel as its C++ names it (`ns::gemm<128, float>`)",
         example='kernel = "saxpy"'),
     Key("flags", STRINGS, "compiler flags; relative paths are the case folder's, {tree} a "
-        "[paths] tree", default=[], example='flags = ["-std=c++17", "-Iinclude"]'),
+        "[paths] tree", default=[], example='flags = ["-std=c++17", "-Iinclude"]',
+        path=FLAGS),
     Key("arch_flag", BOOLEAN, "give the compiler the cell's arch", default=True,
         example="arch_flag = false"),
     Key("only", "table", "the cells this variant has (others are not planned)", table=WHEN,

@@ -28,6 +28,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ..common.confined import Outside, confined, plain_relative
 from ..common.files import write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
@@ -101,7 +102,10 @@ def lacking(log: str) -> Lacking | None:
     for line in errors:
         header = _HEADER.search(line)
         if header is not None:
-            return Lacking("header", header.group("header") or header.group("gcc"))
+            name = header.group("header") or header.group("gcc")
+            # The source's own words (#include <cuda/../../etc/hostname>): a name that
+            # climbs out of its folder is no CCCL header, and no folder is asked for it.
+            return Lacking("header", name) if plain_relative(name) else None
         member = _MEMBER.search(line)
         if member is not None:
             return Lacking("name", f"{member.group('scope')}::{member.group('name')}")
@@ -128,7 +132,15 @@ def has(include_dirs: Sequence[str], lack: Lacking) -> bool:
     """Whether a release's include folders have the header, or a header of the name's
     namespace folder (cuda/, cub/, thrust/) that declares the name (declares_word)."""
     if lack.kind == "header":
-        return any((Path(d) / lack.name).is_file() for d in include_dirs)
+        if not plain_relative(lack.name):
+            return False
+        for folder in include_dirs:
+            try:
+                if confined(lack.name, folder, [folder]).is_file():
+                    return True
+            except Outside:
+                continue
+        return False
     parts = lack.name.split("::")
     word = parts[-1].encode()
     folder = _FOLDERS.get(parts[0], parts[0])

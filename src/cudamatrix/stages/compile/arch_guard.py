@@ -18,7 +18,6 @@ and its guard, or none of the archs tried): the diagnosis rule reads it from the
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
@@ -29,6 +28,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ...common.confined import case_path, inside
+from ...common.recorded import UnreadableRecord, read_regular
 from ...common.versions import Arch
 from ..process.limits import run_tool
 from .logs import error_lines
@@ -53,6 +54,10 @@ _MARKER = re.compile(r'#(?:line)?\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
 # A conditional directive of a header (its word and its condition).
 _DIRECTIVE = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)")
 _ARCH_MACRO = "__CUDA_ARCH"
+# The largest header whose guard is read (CUDA's and CUTLASS's largest are under 1 MiB).
+MAX_HEADER_BYTES = 16 << 20
+# The largest preprocessed unit the search reads (a CUTLASS GEMM's is tens of MiB).
+MAX_PREPROCESSED_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -243,11 +248,15 @@ def host_preprocess_command(dryrun: str, output: Path) -> list[str] | None:
 
 def since_arch(name: str, own: str, newer: Sequence[str], preprocess: Preprocess,
                deadline: float, folder: Path | None = None,
-               host: Preprocess | None = None) -> SinceArch:
+               host: Preprocess | None = None,
+               readable: Sequence[str | Path] = ()) -> SinceArch:
     """The lowest arch of `newer` (oldest first) whose preprocessing declares `name` where
     `own`'s does not, with the header line and its guard. `deadline`: the monotonic time
     the cell's limit ends at; no preprocess starts past it. `folder`: where the
-    preprocessor ran (a relative file of its line markers is read from there). `host`:
+    preprocessor ran (a relative file of its line markers is read from there).
+    `readable`: the folders a header named by a line marker may be read from (the case,
+    the toolkit, the include folders; none given: `folder`): a marker is the source's to
+    write (``#line 1 "/dev/zero"``), so any other file is not read. `host`:
     the host pass's preprocessing for an arch (nvcc's EDG compiles a kernel's body there
     too, without __CUDA_ARCH__): where it reads the name but not that declaration, no
     arch builds the call, and the finding says so (`device_only`)."""
@@ -280,7 +289,7 @@ def since_arch(name: str, own: str, newer: Sequence[str], preprocess: Preprocess
         places = new_locations(base, text, token)
         if not places:
             continue
-        found = _found(name, arch, places[0], tuple(checked), started, folder)
+        found = _found(name, arch, places[0], tuple(checked), started, folder, readable)
         host_text = None
         if host is not None and deadline - time.monotonic() >= 1.0:
             checked.append("host")
@@ -330,13 +339,35 @@ def since_arch_compiled(name: str, own: str, newer: Sequence[str], still: StillU
     return said(newer[-1])
 
 
+def header_text(file: str, folder: Path | None, readable: Sequence[str | Path]) -> str | None:
+    """The text of the header a line marker names (relative: from `folder`), where it is a
+    regular file of at most MAX_HEADER_BYTES inside one of `readable` (none given:
+    `folder`); None for any other (a device, a FIFO, a file of the machine's)."""
+    base = folder or Path.cwd()
+    path = case_path(file, str(base))
+    if not inside(path, list(readable) or [base]):
+        return None
+    try:
+        return read_regular(Path(path), MAX_HEADER_BYTES).decode("utf-8", errors="replace")
+    except UnreadableRecord:
+        return None
+
+
+def read_preprocessed(path: Path) -> str | None:
+    """A preprocessor's output, where it is at most MAX_PREPROCESSED_BYTES (the search
+    holds two of them in the worker's memory); None where it is larger or unreadable."""
+    try:
+        return read_regular(path, MAX_PREPROCESSED_BYTES).decode("utf-8", errors="replace")
+    except UnreadableRecord:
+        return None
+
+
 def _found(name: str, arch: str, place: tuple[str, int], checked: tuple[str, ...],
-           started: float, folder: Path | None) -> SinceArch:
+           started: float, folder: Path | None,
+           readable: Sequence[str | Path] = ()) -> SinceArch:
     file, line = place
-    guard = None
-    with contextlib.suppress(OSError):
-        guard = enclosing_guard((folder or Path.cwd()).joinpath(file)
-                                .read_text(errors="replace"), line)
+    text = header_text(file, folder, readable)
+    guard = enclosing_guard(text, line) if text is not None else None
     return SinceArch(name, arch, checked, "", os.path.normpath(file), line,
                      guard.text if guard else "",
                      guard.line if guard else 0, round(time.monotonic() - started, 2))

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from ...common.confined import case_path
 from ..cell.environment import Environment
 
 # {toolkit_includes}, a flag of its own, stands for one -I per include folder of the toolkit.
@@ -40,13 +41,6 @@ def _fill(flag: str, env: Environment | None) -> str:
     values = {"toolkit_root": env.root,
               "toolkit_include": env.include_dirs[0] if env.include_dirs else env.root}
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), flag)
-
-
-def case_path(path: str, case_dir: str) -> str:
-    """What a path a case writes means: absolute as given, else from the case folder
-    (never from the source's folder, nor from where the tool was started). `validate` and
-    every frontend read a case's paths through this one function."""
-    return path if os.path.isabs(path) else os.path.normpath(os.path.join(case_dir, path))
 
 
 def _path_option(flag: str) -> tuple[str, str | None] | None:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...common.confined import inside
 from ...common.versions import Arch, sass_runs_on
 from ...errors import Failure
 from ..binaries.elf import UnreadableFile, fatbins
@@ -212,7 +213,7 @@ def _outputs(root: Path, patterns: list[str]) -> list[Path]:
     found: dict[Path, None] = {}
     for pattern in patterns:
         for path in sorted(root.glob(pattern)):
-            if path.is_file() and path.resolve().is_relative_to(root.resolve()):
+            if path.is_file() and inside(path, [root]):
                 found[path] = None
     return list(found)
 

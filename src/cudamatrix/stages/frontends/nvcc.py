@@ -24,12 +24,13 @@ from ..compile.arch_guard import (
     SINCE_ARCH,
     host_preprocess_command,
     newer_archs,
+    read_preprocessed,
     since_arch,
     toolkit_archs,
     undefined_name,
 )
 from ..compile.built import Build, build_failure, build_success
-from ..compile.flags import resolve_flags, shown
+from ..compile.flags import include_folders, resolve_flags, shown
 from ..compile.kernel_probe import compiler_named
 from ..compile.logs import PtxasFigures, split_nvcc_trace
 from ..compile.nvcc_threads import (
@@ -39,7 +40,7 @@ from ..compile.nvcc_threads import (
     ThreadedOutput,
 )
 from ..inspect.stage import entry_names
-from ..process.limits import ToolRun, run_tool
+from ..process.limits import ToolRun, memory_limit, run_tool
 from .registry import Frontend, register
 
 
@@ -144,8 +145,7 @@ def since_arch_found(job: Job, log: str, deadline: float) -> dict[str, object]:
                    job.source, "-o", str(output)]
         try:
             done = run_tool(command, left, memory_bytes=job.memory_bytes, cwd=job.work)
-            return output.read_text(errors="replace") if done.code == 0 and not done.accident \
-                else None
+            return read_preprocessed(output) if done.code == 0 and not done.accident else None
         except (subprocess.TimeoutExpired, OSError):
             return None
         finally:
@@ -164,14 +164,23 @@ def since_arch_found(job: Job, log: str, deadline: float) -> dict[str, object]:
                 return None
             done = run_tool(command, max(1.0, deadline - time.monotonic()),
                             memory_bytes=job.memory_bytes, cwd=job.work)
-            return output.read_text(errors="replace") if done.code == 0 else None
+            return read_preprocessed(output) if done.code == 0 else None
         except (subprocess.TimeoutExpired, OSError):
             return None
         finally:
             output.unlink(missing_ok=True)
 
-    return {SINCE_ARCH: since_arch(name, job.arch, newer, preprocess, deadline, job.work,
-                                   host_pass).to_dict()}
+    # The headers a line marker may name: the case's, the toolkit's, the include folders'.
+    readable = [job.case_folder, str(Path(job.source).parent), job.env.root,
+                *job.env.include_dirs, *(job.library.include_dirs if job.library else ()),
+                *include_folders(job.flags, job.case_folder, job.env)]
+    # The search reads in this worker's own memory: under the cell's limit, as its tools.
+    try:
+        with memory_limit(job.memory_bytes):
+            return {SINCE_ARCH: since_arch(name, job.arch, newer, preprocess, deadline,
+                                           job.work, host_pass, readable).to_dict()}
+    except MemoryError:
+        return {}
 
 
 def gencode(arch: str) -> str:

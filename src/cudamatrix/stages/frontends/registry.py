@@ -71,6 +71,12 @@ class Frontend:
     # Their defaults, (key, value), filled in by the case reader: a stage reads each option
     # without a default of its own.
     option_defaults: tuple[tuple[str, Any], ...] = ()
+    # Its options whose values name paths, each with its kind (common/confined.py's PATHS:
+    # each a file of the case; FLAGS: compiler flags, whose path options name files): the
+    # case reader holds
+    # each to the one check a variant's `source` and `flags` are held to, and the stage
+    # reads them only through option_paths (tests/unit/test_confined_paths.py).
+    path_options: tuple[tuple[str, str], ...] = ()
     # Builds a project (its source a folder, its commands in [variant.build]).
     builds_project: bool = False
     # Each kernel's resources are known (ptxas -v; a build's modules through cuobjdump

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...common.confined import FLAGS, PATHS, case_path
 from ...common.versions import Arch
 from ..cell.environment import PythonHeaders
 from ..cell.job import Job
@@ -146,7 +147,7 @@ def build_plan(job: Job, flags: TorchFlags) -> Plan:
     python_cflags = shlex.split(str(sysconfig.get_config_var("CFLAGS") or "")) + shlex.split(
         str(sysconfig.get_config_var("CCSHARED") or ""))
     folder = job.work / OBJECTS
-    sources = [job.source, *(str(Path(job.case_folder) / s) for s in _listed(job, "sources"))]
+    sources = [job.source, *(case_path(s, job.case_folder) for s in _listed(job, "sources"))]
     compiles: list[tuple[str, list[str]]] = []
     objects: list[Path] = []
     for number, source in enumerate(sources):
@@ -389,4 +390,5 @@ class _ExtensionCell:
 
 register(Frontend(NAME, steps=torch_extension_steps, needs=("nvcc",), library="torch",
                   cached=False, reports_resources=True, python_headers=True,
-                  options=tuple(k for k, _ in OPTIONS), option_defaults=OPTIONS))
+                  options=tuple(k for k, _ in OPTIONS), option_defaults=OPTIONS,
+                  path_options=(("sources", PATHS), ("cxx_flags", FLAGS))))
