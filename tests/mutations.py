@@ -36,6 +36,7 @@ DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
 PREFETCH = ("tests/unit/test_prefetch.py",)
 BUDGET = ("tests/unit/test_budget_spills.py",)
 PYTHON = ("tests/unit/test_python_axis.py",)
+CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,19 @@ MUTATIONS = (
              'spills = {(str(p.get("kernel")), str(p.get("arch"))): p for p in ptxas}',
              'spills = {(str(p.get("kernel")), str(record.get("arch"))): p for p in ptxas '
              "for record in resources}", BUDGET),
+    # A cell's processes get the cell environment, and a stage record masks what one
+    # printed (issue 79, break 5).
+    Mutation("cell environment: a cell's process handed the run's environment",
+             "stages/frontends/torch_extension.py",
+             'env=cell_environment({"PYTHONPATH": str(package.parent)}))',
+             'env={**os.environ, "PYTHONPATH": str(package.parent)})', CELL_ENVIRONMENT),
+    Mutation("cell environment: a build's tool run inheriting the run's environment",
+             "stages/process/limits.py",
+             "env=env if env is not None else cell_environment(), cwd=cwd,",
+             "env=env, cwd=cwd,", CELL_ENVIRONMENT),
+    Mutation("cell environment: a stage record's log kept unmasked", "stages/cell/result.py",
+             'for name in ("message", "log", "accident", "built_alone"):',
+             'for name in ("message", "accident", "built_alone"):', CELL_ENVIRONMENT),
 )
 
 
