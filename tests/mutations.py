@@ -39,6 +39,7 @@ PYTHON = ("tests/unit/test_python_axis.py",)
 SIGNED = ("tests/unit/test_signed_text_reader.py", "tests/unit/test_debian_archive.py")
 FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
 CONFINED = ("tests/unit/test_confined_paths.py",)
+CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
 
 
 @dataclass(frozen=True)
@@ -329,6 +330,19 @@ MUTATIONS = (
     Mutation("confined: a header name that climbs is looked up", "providers/first_release.py",
              'return Lacking("header", name) if plain_relative(name) else None',
              'return Lacking("header", name)', FIRST),
+    # A cell's processes get the cell environment, and a stage record masks what one
+    # printed (issue 79, break 5).
+    Mutation("cell environment: a cell's process handed the run's environment",
+             "stages/frontends/torch_extension.py",
+             'env=cell_environment({"PYTHONPATH": str(package.parent)}))',
+             'env={**os.environ, "PYTHONPATH": str(package.parent)})', CELL_ENVIRONMENT),
+    Mutation("cell environment: a build's tool run inheriting the run's environment",
+             "stages/process/limits.py",
+             "env=env if env is not None else cell_environment(), cwd=cwd,",
+             "env=env, cwd=cwd,", CELL_ENVIRONMENT),
+    Mutation("cell environment: a stage record's log kept unmasked", "stages/cell/result.py",
+             'for name in ("message", "log", "accident", "built_alone"):',
+             'for name in ("message", "accident", "built_alone"):', CELL_ENVIRONMENT),
 )
 
 

@@ -15,6 +15,12 @@ def without_credentials(text: str) -> str:
     return _USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
 
 
+def without_userinfo(text: str) -> str:
+    """`text` with every URL's userinfo removed, not masked: a value a program reads (a
+    cell's `PIP_INDEX_URL`) names the same host and asks it without credentials."""
+    return _USERINFO.sub(lambda m: m["scheme"], text)
+
+
 class _Said(Exception):
     """An exception whose words never hold a URL's credentials, wherever they are shown or
     recorded (a failure may quote an index's address anywhere in its message)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...common.versions import Arch, sass_runs_on
+from ...stages.cell.cell_environment import CellEnvironment, cell_environment
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
 from ...stages.process.hang import stage_entered
@@ -84,12 +85,14 @@ def visible_gpus() -> list[Gpu]:
 class GpuServer:
     """One GPU's server process, started on first use and again after it ended."""
 
-    def __init__(self, gpu: Gpu, folder: Path, env: dict[str, str],
+    def __init__(self, gpu: Gpu, folder: Path, env: CellEnvironment,
                  jit_cache: Path | None = None) -> None:
-        self.gpu, self.env = gpu, {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid}
+        # The workers' cell environment, and what this server adds to it.
+        self.gpu, self.env = gpu, env
+        self.variables = {"CUDA_VISIBLE_DEVICES": gpu.uuid}
         if jit_cache is not None:  # the driver's PTX JIT, kept per GPU kind
             kind = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu.name}-{gpu.arch}")
-            self.env[JIT_CACHE_ENV] = str(jit_cache / kind)
+            self.variables[JIT_CACHE_ENV] = str(jit_cache / kind)
         self.socket_path = str(folder / f"gpu-{gpu.index}.sock")
         self.process: subprocess.Popen[str] | None = None
         self.started = 0
@@ -99,8 +102,8 @@ class GpuServer:
             return
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cudamatrix.stages.runtime.gpu_server", self.socket_path],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
+            env=cell_environment(self.variables, inherited=self.env), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
         try:
@@ -190,7 +193,7 @@ def _with_output(stages: list[StageResult], output: str) -> list[StageResult]:
 class GpuPool:
     """A server per visible GPU; a cell's GPU stages on a free one, its own arch's first."""
 
-    def __init__(self, gpus: Sequence[Gpu], folder: Path, env: dict[str, str],
+    def __init__(self, gpus: Sequence[Gpu], folder: Path, env: CellEnvironment,
                  say: Callable[[str], None] = lambda text: None,
                  jit_cache: Path | None = None) -> None:
         self.servers = [GpuServer(gpu, folder, env, jit_cache) for gpu in gpus]

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from ...stages.cell.cell_environment import CellEnvironment, cell_environment
 from ...stages.cell.environment import Environment
 from ...stages.cell.files import JOB_FILE
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
-from ...stages.process.hermetic import hermetic
+from ...stages.process.hermetic import HERMETIC_ENVIRONMENT
 from ...stages.process.limits import read_bounded
 from ...stages.runtime.forkserver import OUTPUT_FILE
 from ...stages.runtime.pipeline import run_gpu_steps, served_by_gpu_server
@@ -39,7 +40,7 @@ WORKER_GRACE_S = 3.0
 class ForkServer:
     """One warm worker parent for one worker environment (see stages/runtime/forkserver.py)."""
 
-    def __init__(self, env: dict[str, str], folder: Path, number: int) -> None:
+    def __init__(self, env: CellEnvironment, folder: Path, number: int) -> None:
         self.socket_path = str(folder / f"server-{number}.sock")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cudamatrix.stages.runtime.forkserver", self.socket_path],
@@ -108,7 +109,7 @@ class LocalExecutor:
             if found:
                 self.gpus = GpuPool(found, self._folder, worker_env(None), say, jit_cache)
 
-    def _server(self, env: dict[str, str]) -> ForkServer:
+    def _server(self, env: CellEnvironment) -> ForkServer:
         key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))
         with self._lock:
             if self.stopping:
@@ -206,14 +207,17 @@ class LocalExecutor:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def worker_env(env: Environment | None) -> dict[str, str]:
-    variables = hermetic(os.environ)
-    variables[PARENT_ENV] = str(os.getpid())
+def worker_env(env: Environment | None) -> CellEnvironment:
+    """A cell worker's environment (its fork server's, a GPU's server's): the cell
+    environment, hermetic, told its parent, the toolkit's NVRTC to preload and its
+    libraries' folders before any the run's environment named."""
+    inherited = cell_environment()
+    variables = {**HERMETIC_ENVIRONMENT, PARENT_ENV: str(os.getpid())}
     if env is not None and env.nvrtc:  # loaded once by the warm server, not per cell
         variables["CUDAMATRIX_PRELOAD"] = env.nvrtc
     folders = list(env.library_dirs if env else ())
-    if variables.get("LD_LIBRARY_PATH"):
-        folders.append(variables["LD_LIBRARY_PATH"])
+    if inherited.get("LD_LIBRARY_PATH"):
+        folders.append(inherited["LD_LIBRARY_PATH"])
     if folders:
         variables["LD_LIBRARY_PATH"] = os.pathsep.join(folders)
-    return variables
+    return cell_environment(variables)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ...common import recorded
+from ...errors import without_credentials
 
 # ok: the stage did its job. failed: the code under test was refused or wrong.
 # unsupported: the toolkit does not know the target arch (the cell is a skip).
@@ -70,6 +71,18 @@ class StageResult:
     built_alone: str | None = field(default=None, kw_only=True)
     built_with: tuple[str, ...] = field(default=(), kw_only=True)
 
+    def __post_init__(self) -> None:
+        """Every word a stage records passes the credential filter here, as it is made: a
+        stage record is where what a process printed (a build's log, a compiler's message,
+        a worker's last words) enters the run's record, and every report, the console and
+        --resume read it from there; a record read back is filtered again (one written
+        before the filter was)."""
+        for name in ("message", "log", "accident", "built_alone"):
+            value = getattr(self, name)
+            if value and "@" in value:
+                object.__setattr__(self, name, without_credentials(value))
+        object.__setattr__(self, "details", _masked(self.details))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready record, the named facts inside "details" as they always were.
         Not dataclasses.asdict: its deep copy of every detail was a tenth of a warm nightly
@@ -114,3 +127,19 @@ def _text_or_none(value: object) -> str | None:
 
 def _texts(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _masked(value: Any) -> Any:
+    """`value` (a stage's details, JSON data) with every URL's userinfo masked; the same
+    object where nothing was, so a record without one is not copied."""
+    if isinstance(value, str):
+        return without_credentials(value) if "@" in value else value
+    if isinstance(value, dict):
+        changed = {k: _masked(v) for k, v in value.items()}
+        return changed if any(changed[k] is not v for k, v in value.items()) else value
+    if isinstance(value, list | tuple):
+        items = [_masked(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value

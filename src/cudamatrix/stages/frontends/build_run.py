@@ -41,6 +41,7 @@ from ...errors import Failure
 from ..binaries.elf import UnreadableFile, fatbins
 from ..binaries.facts import Module, read_modules, runs_on
 from ..binaries.inputs import members
+from ..cell.cell_environment import CellEnvironment, cell_environment
 from ..cell.files import BUILD_SOURCE, COMPILE_RECORD
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -70,10 +71,12 @@ def arch_values(arch: str) -> dict[str, str]:
             "gencode": f"-gencode=arch={parsed.compute},code={parsed.name}"}
 
 
-def build_environment(job: Job) -> dict[str, str]:
-    """The process environment of every build and test command of the cell."""
+def build_environment(job: Job) -> CellEnvironment:
+    """The process environment of every build and test command of the cell: the cell
+    environment (no credential of the run's), with the cell's toolkit, arch, host
+    compiler and search paths, and the case's own variables."""
     setting = job.build_setting  # none for a prebuilt cell's test on a GPU machine
-    env = dict(os.environ)
+    env: dict[str, str] = cell_environment()
     cuda_home = setting.cuda_home if setting else ""
     path = [f"{cuda_home}/bin" if cuda_home else "", *(setting.tools_bin if setting else ()),
             env.get("PATH", "")]
@@ -92,7 +95,7 @@ def build_environment(job: Job) -> dict[str, str]:
     host = job.host_compiler_path or (job.env.host_compiler if job.env else None)
     env.update(cell_variables(job.arch, cuda_home, host))
     env.update({name: fill(value, job) for name, value in (job.build.env if job.build else ())})
-    return env
+    return cell_environment(env)
 
 
 def cell_variables(arch: str, cuda_home: str, host: str | None) -> dict[str, str]:
@@ -194,7 +197,7 @@ def missing_library(log: str, job: Job) -> str | None:
             f"links it ({found.group(0)}); NVIDIA's images or a host install carry it")
 
 
-def _run_commands(commands: list[str], job: Job, env: dict[str, str], cwd: Path,
+def _run_commands(commands: list[str], job: Job, env: CellEnvironment, cwd: Path,
                   started: float) -> tuple[int, str, str | None]:
     """Every command in order; the status, the whole log and an accident (a signal)."""
     logs: list[str] = []
@@ -267,7 +270,7 @@ def _resource_usage(path: Path, label: str, cuobjdump: str, gpu: Arch) -> list[d
     """The figures of each kernel of a built file's SASS for the cell's arch, as
     ``cuobjdump -res-usage`` reads them (registers, stack, shared and local memory)."""
     done = subprocess.run([cuobjdump, "-res-usage", str(path)], capture_output=True,
-                          timeout=300, check=False)
+                          timeout=300, check=False, env=cell_environment())
     records = [r for r in cuobjdump_resource_usage(decode(done.stdout)) if r["arch"] == gpu.name]
     names = cpp_names([r["kernel"] for r in records])
     return [{**r, "name": name, "file": label} for r, name in zip(records, names, strict=True)]
@@ -360,7 +363,7 @@ def _load(fatbinaries: list[bytes]) -> StageResult:
     return StageResult("load", "ok", "", seconds=time.monotonic() - started, details=details)
 
 
-def _test(job: Job, env: dict[str, str], source: Path) -> StageResult:
+def _test(job: Job, env: CellEnvironment, source: Path) -> StageResult:
     started = time.monotonic()
     code, log, accident = _run_commands([str(job.build.test if job.build else "")], job, env,
                                         source, started)

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from ..cell.cell_environment import cell_environment
 from ..cell.files import CUBIN, PTX, SCRIPT_STACK_FILE
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -26,7 +27,7 @@ def compile_python_case(job: Job) -> Build:
     behaviour it checks is wrong, and may write ``kernel.ptx``/``kernel.cubin``.
     """
     started = time.monotonic()
-    env = dict(os.environ)
+    env: dict[str, str] = {}
     env.update(CUDAMATRIX_SITE_DIRS=os.pathsep.join(job.library.python_path if job.library else ()),
                CUDAMATRIX_ARCH=job.arch, CUDAMATRIX_WORKDIR=job.workdir, CUTE_DSL_ARCH=job.arch,
                CUTE_DSL_CACHE_DIR=str(job.work / "dsl-cache"),
@@ -40,7 +41,8 @@ def compile_python_case(job: Job) -> Build:
                    CUDAMATRIX_TOOLKIT_INCLUDES=os.pathsep.join(job.env.include_dirs),
                    CUDAMATRIX_TOOLKIT_LIBRARY_DIRS=os.pathsep.join(job.env.library_dirs))
     tool = run_tool([sys.executable, "-m", "cudamatrix.stages.process.pyscript", job.source,
-                     *job.flags], job.timeout, memory_bytes=job.memory_bytes, env=env,
+                     *job.flags], job.timeout, memory_bytes=job.memory_bytes,
+                    env=cell_environment(env),
                     cwd=job.work)
     log = tool.output
     details: dict[str, object] = {}

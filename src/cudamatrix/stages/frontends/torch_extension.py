@@ -38,6 +38,7 @@ from typing import Any
 
 from ...common.confined import FLAGS, PATHS, case_path
 from ...common.versions import Arch
+from ..cell.cell_environment import cell_environment
 from ..cell.environment import PythonHeaders
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -119,7 +120,7 @@ def installed_pybind11(package: Path, names: tuple[str, ...]) -> dict[str, str] 
               f"None) for n in {list(names)!r}}}))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(package.parent)})
+                          env=cell_environment({"PYTHONPATH": str(package.parent)}))
     if done.returncode != 0:
         return None
     values = json.loads(done.stdout.strip().splitlines()[-1])
@@ -304,10 +305,11 @@ def load_and_run(job: Job, library: Path) -> list[StageResult]:
     started = time.monotonic()
     assert job.env is not None
     opts = job.options
-    env = {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
+    variables = {"LD_LIBRARY_PATH": os.pathsep.join(
         [*job.env.library_dirs, os.environ.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)}
     if job.gpu:
-        env["CUDA_VISIBLE_DEVICES"] = job.gpu
+        variables["CUDA_VISIBLE_DEVICES"] = job.gpu
+    env = cell_environment(variables)
     command = [sys.executable, "-c", SMOKE, str(library), extension_name(job),
                str(opts.get("call", "")), str(opts.get("args", "()")),
                str(opts.get("expect", "")), str(opts.get("rtol", 1e-5)),

@@ -22,6 +22,7 @@ from typing import Any
 
 from ...errors import Failure
 from ..binaries.facts import cubin_kernel_names
+from ..cell.cell_environment import cell_environment
 from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.specs import ArtifactCheck, ResourceBudget
@@ -44,7 +45,7 @@ def disassemble(cuobjdump: str | None, cubin: Path) -> tuple[str | None, str]:
         return None, "no cuobjdump in this environment to disassemble the cubin"
     try:
         done = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
-                              timeout=120, check=False)
+                              timeout=120, check=False, env=cell_environment())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"cuobjdump -sass failed: {exc}"
     text = decode(done.stdout)

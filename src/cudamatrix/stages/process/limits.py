@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from ..cell.cell_environment import CellEnvironment, cell_environment
+
 # What a cell keeps of one tool's output: this much of its beginning and of its end.
 KEPT_OUTPUT_BYTES = 256 * 1024
 # A compiler writes a cubin, not gigabytes: a file past this ends it (SIGXFSZ).
@@ -141,12 +143,13 @@ def _peak_rss_bytes() -> int:
 
 
 def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None = None,
-             env: dict[str, str] | None = None, cwd: Path | None = None,
+             env: CellEnvironment | None = None, cwd: Path | None = None,
              reader: LineReader | None = None) -> ToolRun:
     """Run one compiler; past `timeout` its whole process group is killed and
     TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
     quoting a Latin-1 source line is still a compiler's verdict. `reader` is handed every
-    line of the whole output (stdout's, then stderr's) before it is cut to its head and tail."""
+    line of the whole output (stdout's, then stderr's) before it is cut to its head and tail.
+    Its environment is `env`, else the cell environment (never the run's whole)."""
     folder = cwd if cwd is not None else Path(tempfile.gettempdir())
     # stdout, then stderr, as separate files: where a tool's own last word is (a script's
     # sys.exit reason on stderr) must not depend on how the two streams were buffered.
@@ -154,7 +157,8 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
             tempfile.TemporaryFile(dir=folder, prefix=".tool-stderr-") as err:
         process = subprocess.Popen(
             list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            env=env, cwd=cwd, start_new_session=True,
+            env=env if env is not None else cell_environment(), cwd=cwd,
+            start_new_session=True,
             # The cell worker runs no threads, so a pre-exec hook is safe here.
             preexec_fn=lambda: _limit_child(memory_bytes))
         _RUNNING.add(process.pid)
