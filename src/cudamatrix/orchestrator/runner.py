@@ -25,7 +25,7 @@ from .. import __version__
 from ..common.folders import RUN_LOCK, tag_cache, writable_folder
 from ..common.interruption import interrupt, start_run, stop_preparations
 from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
-from ..common.removal import FolderRemoval
+from ..common.removal import FolderRemoval, claimed_out
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
 from ..config.corpus import Case
@@ -84,6 +84,7 @@ def run_plan(options: RunOptions, progress: Progress,
     set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
     out = options.out
     writable_folder(out, "the output folder (--out)")
+    claimed_out(out)  # before its lock: a refused folder is left as it was
     writable_folder(options.cache, "the cache folder",
                     f"give another with --cache or ${CACHE_ENV}")
     tag_cache(options.cache)
