@@ -41,6 +41,7 @@ from packaging.utils import (
 
 from ..errors import EnvironmentUnavailable
 from . import host_addresses
+from .interruption import stop_if_out_of_time, time_left
 
 PYPI = "https://pypi.org/simple"
 # The most of one answer read into memory: PyPI's largest project page (JSON) is a few
@@ -193,6 +194,7 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
     except urllib.error.HTTPError as exc:
         return exc.code, {k.lower(): v for k, v in exc.headers.items()}, b""
     except (urllib.error.URLError, OSError, ValueError) as exc:
+        stop_if_out_of_time()  # the run's limit ended it: said so, not the index's fault
         raise IndexUnreachable(f"{_shown(url)}: {exc}") from None
 
 
@@ -237,7 +239,8 @@ class _ContextPerHost(host_addresses.HTTPSHandler):
 
 def _open(request: urllib.request.Request, timeout: float) -> Any:
     """`request` opened with pip's rules for redirects and trusted hosts, each host looked
-    up once (host_addresses.py)."""
+    up once (host_addresses.py), waiting no longer than the run's --run-timeout leaves."""
+    timeout = time_left(timeout)
     return urllib.request.build_opener(
         _SameHostRedirects(), host_addresses.HTTPHandler(),
         _ContextPerHost(context=host_addresses.default_context())).open(request,
