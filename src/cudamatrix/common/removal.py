@@ -79,6 +79,24 @@ def claimed_out(out: Path) -> None:
                         "folder")
 
 
+def removed(folder: Path) -> None:
+    """`folder` gone, with what it holds; a link or a file there unlinked, never followed;
+    nothing there is nothing to do."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        folder.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def emptied(folder: Path) -> None:
+    """`folder` made anew and empty, where a run writes one of its own under --out (a
+    cell's folder in artifacts/, a group's shared compile, CuPy's warm-up): whatever was
+    there removed first (`removed`). With FolderRemoval, the one way the tool removes what
+    is under an --out, so what it removes is always its own folder's."""
+    removed(folder)
+    folder.mkdir(parents=True)
+
+
 class FolderRemoval:
     """Removes folders of `out`, a background thread each; `wait()` before the run ends."""
 
