@@ -32,6 +32,8 @@ TORCH = ("tests/unit/test_torch_flags.py",)
 STRATEGY = ("tests/unit/test_compile_strategy.py",)
 ARCH = ("tests/unit/test_arch_guard.py",)
 FIRST = ("tests/unit/test_first_release.py",)
+TIMEOUT = ("tests/unit/test_run_timeout.py",)
+REPRO = ("tests/unit/test_repro_genuine.py",)
 DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
 PREFETCH = ("tests/unit/test_prefetch.py",)
 BUDGET = ("tests/unit/test_budget_spills.py",)
@@ -303,6 +305,32 @@ MUTATIONS = (
     Mutation("interrupt: a preparation in the run's own group", "common/interruption.py",
              "start_new_session=True, **options", "**options",
              ("tests/unit/test_interruption.py",)),
+    # The run's --run-timeout bounds its preparations and look-ups (issue 79, break 7).
+    Mutation("run timeout: a preparation stopped at the deadline taken for its exit",
+             "common/interruption.py",
+             "        raise KeyboardInterrupt\n    stop_if_out_of_time()\n\n\ndef run_preparation(",
+             "        raise KeyboardInterrupt\n\n\ndef run_preparation(", TIMEOUT),
+    Mutation("run timeout: a request waits its own timeout past the run's",
+             "common/package_index.py", "    timeout = time_left(timeout)\n", "", TIMEOUT),
+    Mutation("run timeout: the since-release look-up goes on past the deadline",
+             "providers/first_release.py",
+             "            except RunOutOfTime:\n                raise", "", TIMEOUT),
+    Mutation("run timeout: an environment the limit stopped is the run's failure",
+             "orchestrator/runner.py", "if why != stopped}", "}", TIMEOUT),
+    # A run's --out is cleared only where an earlier run wrote it (issue 79, break 6).
+    Mutation("out: a folder holding a project's files taken as --out", "common/removal.py",
+             "    if others:\n", "    if False:\n", ("tests/unit/test_out_folder.py",)),
+    # repro on genuine records (issue 79, also noticed).
+    Mutation("repro: a host compiler by name refused", "commands/repro.py",
+             "by_name = _HOST_COMPILER.match(words[0]) is not None", "by_name = False",
+             REPRO),
+    Mutation("repro: a link reads the record's objects", "commands/repro.py",
+             "            kept.append(made.get(word, word))", "            kept.append(word)",
+             REPRO),
+    Mutation("repro: --cache not read", "commands/repro.py",
+             "lambda: cases_here(args), args.cache)", "lambda: cases_here(args))", REPRO),
+    Mutation("repro: a case folder named twice read twice", "commands/selection.py",
+             "    folders = tuple({p.resolve(): p for p in folders}.values())\n", "", REPRO),
     Mutation("locks: two threads of a run told another process holds the folder",
              "common/locks.py", "    if not ours.acquire(timeout=timeout_s):",
              "    if not ours.acquire(timeout=0.0001) and False:",

@@ -55,6 +55,16 @@ class EnvironmentUnavailable(_Said):
     """A toolkit or library environment could not be prepared (a wheel failed to install)."""
 
 
+class RunOutOfTime(EnvironmentUnavailable):
+    """The run's --run-timeout was spent while something was prepared or looked up for it
+    (pip waiting on an index that never answers): stopped there, so the run still writes
+    its record before a CI job's own limit cancels it. Not the environment's failure: the
+    run's limit, which its cells' records name."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(f"stopped: the run's {limit_s:.0f} s limit (--run-timeout) was spent")
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why something a cell needed could not be had, returned as a value where the run goes

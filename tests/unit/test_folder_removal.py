@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamatrix.common.removal import TRASH, FolderRemoval
+from cudamatrix.common.removal import TRASH, FolderRemoval, emptied, removed
 
 
 def _filled(folder: Path, files: int) -> Path:
@@ -43,3 +43,26 @@ def test_nothing_to_discard_and_a_link_is_unlinked_never_followed(tmp_path: Path
     removal.wait()
     assert not (tmp_path / "out" / "cells").exists()
     assert len(list(elsewhere.iterdir())) == 2
+
+
+def test_a_folder_made_anew_under_out_removes_only_its_own(tmp_path: Path) -> None:
+    """A cell's folder is made anew where the run writes it (removal.emptied, the one way
+    besides FolderRemoval that anything under --out is removed): a link there is unlinked,
+    never followed (rmtree refused it and the mkdir then failed), a file is replaced, and
+    nothing beside the folder is touched."""
+    elsewhere = _filled(tmp_path / "elsewhere", 2)
+    artifacts = tmp_path / "out" / "artifacts"
+    artifacts.mkdir(parents=True)
+    (artifacts / "linked").symlink_to(elsewhere)
+    (artifacts / "a-file").write_text("x")
+    _filled(artifacts / "full", 3)
+    (artifacts / "beside").write_text("kept")
+    for name in ("linked", "a-file", "full", "missing"):
+        emptied(artifacts / name)
+        assert (artifacts / name).is_dir() and not (artifacts / name).is_symlink()
+        assert list((artifacts / name).iterdir()) == []
+    assert len(list(elsewhere.iterdir())) == 2
+    assert (artifacts / "beside").read_text() == "kept"
+    removed(artifacts / "full")
+    removed(artifacts / "missing-too")
+    assert not (artifacts / "full").exists()

@@ -64,14 +64,11 @@ def _pieces(word: str) -> list[str]:
     return found
 
 
-def _programs_allowed() -> list[str]:
-    """Where a repro's programs may live: a toolkit this machine's cudamatrix made (its
-    cache), the system's (/usr, /opt), and this Python's own installation."""
+def _programs_allowed(cache: Path) -> list[str]:
+    """Where a repro's programs may live: a toolkit this machine's cudamatrix made (`cache`,
+    the run's --cache), the system's (/usr, /opt), and this Python's own installation."""
     import sys
 
-    from ..config.options import default_cache
-
-    cache = default_cache()
     roots = [cache, Path("/usr"), Path("/opt"), Path(sys.prefix), Path(sys.base_prefix)]
     # A cache's folders may be links to a shared one (a team's, a CI's restored cache).
     with contextlib.suppress(OSError):
@@ -84,10 +81,12 @@ def _inside_any(path: str, roots: list[str]) -> bool:
     return any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _one_program(line: str) -> list[str] | None:
+def _one_program(line: str, roots: list[str]) -> list[str] | None:
     """A logged line as the words a repro runs, where it is one compiler's command as the
     tool writes it (shlex-quoted, an optional LD_LIBRARY_PATH first), the compiler a
-    toolkit's or the system's, no option that runs another program; else None. The NVRTC
+    toolkit's or the system's (under `roots`), or a host compiler by its name as a torch
+    extension's build runs it (`g++`, found on PATH, as nvcc's -ccbin names one), no option
+    that runs another program; else None. The NVRTC
     driver runs on this tool's own Python with -P, so the folder it runs in can plant no
     module (python -m would import ./cudamatrix first)."""
     import sys
@@ -98,17 +97,22 @@ def _one_program(line: str) -> list[str] | None:
         return None
     if shlex.join(words) != line or not words:
         return None
-    roots = _programs_allowed()
     prefix: list[str] = []
     if words[0].startswith("LD_LIBRARY_PATH="):
         folders = words[0].partition("=")[2].split(":")
         if not all(os.path.isabs(f) and _inside_any(f, roots) for f in folders):
             return None
         prefix, words = [words[0]], words[1:]
-    if not words or not os.path.isabs(words[0]) \
-            or _COMPILERS.search(os.path.basename(words[0])) is None:
+    if not words:
         return None
-    if os.path.basename(words[0]).startswith("python"):
+    program = os.path.basename(words[0])
+    by_name = _HOST_COMPILER.match(words[0]) is not None
+    if not by_name and (not os.path.isabs(words[0]) or (
+            _COMPILERS.search(program) is None and _HOST_COMPILER.match(program) is None)):
+        return None
+    if by_name:
+        pass  # found on PATH by the shell that runs the script, as -ccbin's is
+    elif program.startswith("python"):
         if words[1:3] != ["-m", "cudamatrix.stages.compile.nvrtc"]:
             return None  # Python only as the NVRTC driver the tool ships
         words = [sys.executable, "-P", *words[1:]]
@@ -221,10 +225,13 @@ def _checked_word(result: CellResult, word: str, nvcc: bool, passed_on: bool) ->
                        "which would write where the record says")
 
 
-def _kept_inside(result: CellResult, words: list[str]) -> list[str]:
+def _kept_inside(result: CellResult, words: list[str], made: dict[str, str]) -> list[str]:
     """A command's words with every file it writes in the script's own folder (each output
     option's value its base name, each output folder `.`), after each word is checked:
-    what a record names is never overwritten, whatever it names."""
+    what a record names is never overwritten, whatever it names. `made`: what the earlier
+    commands wrote, by the record's path and the script's name, so a later command reads
+    the script's file (a torch extension's link, its objects), never the record's; this
+    command's outputs are added."""
     program = next(i for i, w in enumerate(words) if not w.startswith("LD_LIBRARY_PATH="))
     nvcc = os.path.basename(words[program]) == "nvcc"
     kept = words[:program + 1]
@@ -234,20 +241,22 @@ def _kept_inside(result: CellResult, words: list[str]) -> list[str]:
         _checked_word(result, word, nvcc, passed_on)
         if taking is not None:
             kept.append(_own_output(result, taking, word))
+            made[word] = kept[-1]
             taking = None
         elif not passed_on and word in (*_WRITES_FILE, *_WRITES_FOLDER):
             taking = word
             kept.append(word)
         elif not passed_on and (joined := _joined_output(word)) is not None:
             option, joint, value = joined
-            kept.append(f"{option}{joint}{_own_output(result, option, value)}")
+            made[value] = _own_output(result, option, value)
+            kept.append(f"{option}{joint}{made[value]}")
         else:
-            kept.append(word)
+            kept.append(made.get(word, word))
         passed_on = not passed_on and taking is None and _PASSES_ON.fullmatch(word) is not None
     return kept
 
 
-def _compile_commands(result: CellResult, log: str) -> list[str]:
+def _compile_commands(result: CellResult, log: str, roots: list[str]) -> list[str]:
     """The compile's logged commands as the script runs them, each one compiler's plain
     line, its words checked and its outputs in the script's own folder; or a refusal."""
     lines = [line[2:] for line in log.splitlines() if line.startswith("$ ")]
@@ -255,14 +264,15 @@ def _compile_commands(result: CellResult, log: str) -> list[str]:
         raise UserError(f"cell {_said(result.cell.id)!r}: its compile stage logged no command "
                         "(a CuPy cell compiles through the driver)")
     commands = []
+    made: dict[str, str] = {}
     for line in lines:
-        words = _one_program(line)
+        words = _one_program(line, roots)
         if words is None:
             raise UserError(f"cell {_said(result.cell.id)!r}: its log's command "
                             f"{_said(line[:80])!r} is not one compiler's plain command line "
                             "(a toolkit's, running no other program): not printed as a script "
                             "(a record from elsewhere may hold anything)")
-        commands.append(shlex.join(_kept_inside(result, words)))
+        commands.append(shlex.join(_kept_inside(result, words, made)))
     return commands
 
 
@@ -331,7 +341,7 @@ def _search_paths(environment: Mapping[str, object], roots: list[str]) -> list[s
 
 
 def build_script(result: CellResult, stage: StageResult | None,
-                 cases: Mapping[str, Case]) -> str:
+                 cases: Mapping[str, Case], cache: Path) -> str:
     """A build cell's build as a shell script, from its case as it is here: a fresh copy
     of the project, what the tool tells a build of its cell (its arch, its toolkit as
     $CUDA_HOME, its host compiler, the case's own `env`), then each of the case's commands
@@ -339,7 +349,6 @@ def build_script(result: CellResult, stage: StageResult | None,
     and tools' folders are read, each checked to be this machine's cache's or the system's;
     its commands and the rest of its environment (BASH_ENV, LD_PRELOAD, ...) never run."""
     from ..common.versions import Arch
-    from ..config.options import default_cache
     from ..stages.frontends.build_run import cell_variables, fill_with, placeholders
 
     variant = _build_here(result, cases)
@@ -347,13 +356,13 @@ def build_script(result: CellResult, stage: StageResult | None,
     details = stage.details if stage is not None else {}
     environment = details.get("environment")
     environment = environment if isinstance(environment, dict) else {}
-    roots = _programs_allowed()
+    roots = _programs_allowed(cache)
     cuda_home = "" if environment.get("CUDA_HOME") is None else _recorded_folder(
         result, "environment.CUDA_HOME", environment.get("CUDA_HOME"), roots)
     host = _recorded_host(result, environment.get("CXX"), roots)
     project = str(variant.source) if variant.build.project is None else _recorded_folder(
         result, "project_path", details.get("project_path"),
-        [os.path.realpath(default_cache())])
+        [os.path.realpath(cache)])
     try:
         arch = Arch.parse(result.cell.arch).name
     except ValueError:
@@ -389,14 +398,18 @@ def _no_cases() -> Mapping[str, Case]:
 
 
 def compile_script(result: CellResult, out: Path,
-                   cases: Callable[[], Mapping[str, Case]] = _no_cases) -> str:
+                   cases: Callable[[], Mapping[str, Case]] = _no_cases,
+                   cache: Path | None = None) -> str:
     """A cell's compile as a shell script: each command its compile stage ran, as its log
     shows it (the compiler by its path, every flag, LD_LIBRARY_PATH where NVRTC needs it),
     run in a fresh folder of its own, where every file it writes goes. A build cell's
-    build comes from its case here (`cases`, read only for one)."""
+    build comes from its case here (`cases`, read only for one). `cache`: the run's --cache,
+    whose toolkits its compilers are (default: the default cache)."""
     compile_stage = next((s for s in result.stages if s.stage == "compile"), None)
+    from ..config.options import default_cache
     from ..stages.frontends import frontend
 
+    cache = cache if cache is not None else default_cache()
     try:
         builds_project = frontend(result.cell.frontend).builds_project
     except (KeyError, UserError):
@@ -404,8 +417,9 @@ def compile_script(result: CellResult, out: Path,
                         f"{_said(result.cell.frontend)!r}, which this cudamatrix does not "
                         "have: not printed as a script") from None
     if builds_project:
-        return build_script(result, compile_stage, cases())
-    commands = _compile_commands(result, compile_stage.log if compile_stage else "")
+        return build_script(result, compile_stage, cases(), cache)
+    commands = _compile_commands(result, compile_stage.log if compile_stage else "",
+                                 _programs_allowed(cache))
     return "\n".join([
         "#!/bin/sh",
         _said(f"# {result.cell.id}: its compile, as the run into {out} ran it "
@@ -422,7 +436,7 @@ def _repro(args: argparse.Namespace, invocation: Invocation) -> int:
     from .selection import cases_here
 
     print(compile_script(_recorded_cell(args.out, args.cell), args.out,
-                         lambda: cases_here(args)), end="")
+                         lambda: cases_here(args), args.cache), end="")
     return 0
 
 
@@ -433,6 +447,8 @@ def _arguments(repro: argparse.ArgumentParser) -> None:
     add_flag(repro, "--corpus", "cases a build cell's repro is read from (with "
              "cudamatrix.toml's and --known-bugs): a build runs as its case is here")
     add_flag(repro, "--known-bugs", "the known-bug corpus's cases too")
+    add_flag(repro, "--cache", "the cache the run was made with (its --cache), whose "
+             "toolkits a repro's compilers may come from")
 
 
 COMMAND = Command("repro", "a shell script that runs a cell's compile (a build cell's whole "

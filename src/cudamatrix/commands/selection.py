@@ -54,6 +54,8 @@ def cases_here(args: argparse.Namespace) -> dict[str, Case]:
     project = find_project(Path.cwd())
     folders = (*project.cases, *args.corpus, *((KNOWN_BUGS,) if args.known_bugs
                                                 or project.known_bugs else ()))
+    # A folder named twice (cudamatrix.toml's and --corpus) is read once, as a run reads it.
+    folders = tuple({p.resolve(): p for p in folders}.values())
     return {case.id: case for case in load_corpus(folders, project.paths)} if folders else {}
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import EnvironmentUnavailable, without_credentials
 from . import host_addresses
+from .interruption import stop_if_out_of_time, time_left
 
 # Read this much at a time: an answer's bound is checked after every block, and no
 # buffer of the bound's size is made up front (urllib's read(n) makes one of n bytes).
@@ -95,7 +96,7 @@ def fetch(request: urllib.request.Request | str, max_bytes: int, bound: str, tim
     "any index page"): AnswerRefused past it, FetchFailed where none came. An HTTP error
     status is an answer, its body unread."""
     try:
-        with _opener(handlers).open(request, timeout=timeout) as answer:
+        with _opener(handlers).open(request, timeout=time_left(timeout)) as answer:
             said = _said_length(answer.headers)
             if said is not None and said > max_bytes:  # said up front: nothing read
                 raise _past(request, max_bytes, bound)
@@ -111,6 +112,7 @@ def fetch(request: urllib.request.Request | str, max_bytes: int, bound: str, tim
     except urllib.error.HTTPError as exc:
         return Answer(exc.code, {k.lower(): v for k, v in (exc.headers or {}).items()}, b"")
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+        stop_if_out_of_time()  # the run's --run-timeout ended it: said so, not the source
         raise FetchFailed(f"{shown(request)}: {exc}") from None
 
 
@@ -123,7 +125,7 @@ def download(request: urllib.request.Request | str, target: Path, max_bytes: int
     digest = hashlib.sha256()
     size = 0
     try:
-        with _opener(handlers).open(request, timeout=timeout) as answer:
+        with _opener(handlers).open(request, timeout=time_left(timeout)) as answer:
             status = getattr(answer, "status", None) or 200
             if status != 200:
                 raise FetchFailed(f"{shown(request)}: HTTP {status}")
@@ -145,5 +147,6 @@ def download(request: urllib.request.Request | str, target: Path, max_bytes: int
         raise FetchFailed(f"{shown(request)}: HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
         target.unlink(missing_ok=True)
+        stop_if_out_of_time()  # the run's --run-timeout ended it: said so, not the source
         raise FetchFailed(f"{shown(request)}: {exc}") from None
     return Downloaded(size, digest.hexdigest())

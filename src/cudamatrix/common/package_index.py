@@ -38,7 +38,7 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-from ..errors import EnvironmentUnavailable
+from ..errors import EnvironmentUnavailable, RunOutOfTime
 from . import bounded_fetch, host_addresses
 
 PYPI = "https://pypi.org/simple"
@@ -185,6 +185,8 @@ def get(url: str, headers: dict[str, str] | None = None, timeout: float = TIMEOU
     try:
         got = bounded_fetch.fetch(authorized(url, headers), MAX_PAGE_BYTES, "any index page",
                                   timeout, _handlers())
+    except RunOutOfTime:
+        raise  # the run's limit ended it: said so, not the index's fault
     except EnvironmentUnavailable as exc:
         raise IndexUnreachable(str(exc)) from None
     except ValueError as exc:  # no URL a request can be made of

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from ..common.removal import emptied, removed
 from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import Variant
 from ..config.options import RunOptions
@@ -127,8 +128,7 @@ class CellJobs:
                 env = replace(env, library_dirs=(*env.library_dirs, *linked.library_dirs))
                 versions.update(linked.packages)
         if prebuilt is None:
-            shutil.rmtree(workdir, ignore_errors=True)
-            workdir.mkdir(parents=True)
+            emptied(workdir)
         named = variant.host_compiler or cell.host_compiler
         host = self.host_compiler(named) if prebuilt is None else None
         if isinstance(host, StageResult):
@@ -242,7 +242,7 @@ class CellJobs:
             return NoJob([StageResult("compile", "error", f"--prebuilt: {exc}")])
         if (earlier / COMPILE_RECORD).exists():
             if earlier.resolve() != workdir.resolve():
-                shutil.rmtree(workdir, ignore_errors=True)
+                removed(workdir)
                 shutil.copytree(earlier, workdir)
             if recorded is not None:
                 versions.update(recorded.versions)

@@ -5,7 +5,6 @@ shared with the cells that differ only in arch, its stages run, judged and retri
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -13,6 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from ..common.removal import emptied, removed
 from ..common.up_to_date import InputLedger
 from ..config.corpus import Variant
 from ..config.options import RunOptions, default_cell_memory
@@ -148,8 +148,7 @@ class CellRunner:
         assert first is not None
         began = time.monotonic()
         workdir = first.work.parent / f"{first.work.name}.together"
-        shutil.rmtree(workdir, ignore_errors=True)
-        workdir.mkdir(parents=True)
+        emptied(workdir)
         job = replace(first, workdir=str(workdir.resolve()), group=tuple(
             {"cell_id": p.cell.id, "arch": p.cell.arch, "workdir": str(p.job.work)}
             for p in todo if p.job is not None))
@@ -157,7 +156,7 @@ class CellRunner:
             with self.cores.group_compile(job) as job:  # nvcc --threads for the idle cores
                 return self.executor.run(job)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            removed(workdir)
             for member in todo:
                 member.spent += (time.monotonic() - began) / len(todo)
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from ..common.removal import emptied
 from ..record.results import ARTIFACTS_DIR
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -73,8 +74,7 @@ class JitifyWarmups:
 
     def _warm(self, job: Job, key: str, folder: Path) -> Path | StageResult | None:
         work = self.out / ARTIFACTS_DIR / f"_warmup-{key}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
+        emptied(work)
         warmup = replace(job, workdir=str(work.resolve()), timeout=self.timeout, run=None,
                          kernel=None, options={**job.options, "jitify_warmup": True})
         self.note(f"{key}: Jitify warm-up (once; limit {self.timeout:.0f} s)")

@@ -23,9 +23,9 @@ from typing import IO, NamedTuple
 
 from .. import __version__
 from ..common.folders import RUN_LOCK, tag_cache, writable_folder
-from ..common.interruption import interrupt, start_run, stop_preparations
+from ..common.interruption import end_run, interrupt, start_run, stop_preparations
 from ..common.locks import LockHeld, exclusive_lock, set_run_deadline
-from ..common.removal import FolderRemoval
+from ..common.removal import FolderRemoval, claimed_out
 from ..common.revision import source_revision
 from ..common.up_to_date import InputLedger, forget
 from ..config.corpus import Case
@@ -33,7 +33,7 @@ from ..config.options import CACHE_ENV, RunOptions
 from ..config.plan import Cell
 from ..config.planning import Plan, make_plan
 from ..config.run_flags import repro_arguments
-from ..errors import UserError
+from ..errors import RunOutOfTime, UserError
 from ..providers import Environment, LibraryEnvironment
 from ..providers.choice import choose_provider
 from ..providers.toolkits import CellSite
@@ -79,21 +79,24 @@ def run_plan(options: RunOptions, progress: Progress,
     run's own, which every environment and cell watches what it read in, and which says
     why a re-run could not answer from the record (the caller records the run from it)."""
     plan = make_plan(options)
-    start_run()
     started_at, started = _now(), time.monotonic()
     set_run_deadline(options.run_timeout)  # a lock wait, here or in a cell, ends with the run
     out = options.out
     writable_folder(out, "the output folder (--out)")
+    claimed_out(out)  # before its lock: a refused folder is left as it was
     writable_folder(options.cache, "the cache folder",
                     f"give another with --cache or ${CACHE_ENV}")
     tag_cache(options.cache)
     lock = lock_output(out)
+    # At the run's limit its preparations and look-ups stop (common/interruption.py).
+    start_run(options.run_timeout, started)
     try:
         info, results = _execute(options, plan, progress, on_result, started_at, started,
                                  device or run_device(options.gpu), ledger)
         return Ran(info, results, plan.cases)
     finally:
         lock.close()
+        end_run()
 
 
 def lock_output(out: Path) -> IO[str]:
@@ -207,7 +210,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
              f"Python {platform.python_version()})",
         tool_version=__version__, device=device.to_dict(), toolkits=toolkits,
         libraries=libraries, runner_label=options.runner_label,
-        environment_errors=dict(envs.failures),
+        environment_errors=_environment_errors(envs, options),
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
         wall_seconds=round(time.monotonic() - started, 1), revision=source_revision(),
         repro_args=shlex.join(repro_arguments(options, Path.cwd())),
@@ -301,6 +304,14 @@ def _run_pool(queue: GroupQueue, groups: int, runner: CellRunner, executor: Exec
     executor.close()
     progress.finish()
     return unwritten
+
+
+def _environment_errors(envs: Environments, options: RunOptions) -> dict[str, str]:
+    """The environments that could not be prepared, less those the run's --run-timeout
+    stopped: those are the limit's (their cells say so), and the run exits as a run out of
+    time does, never as one whose environment failed."""
+    stopped = str(RunOutOfTime(options.run_timeout or 0.0))
+    return {name: why for name, why in envs.failures.items() if why != stopped}
 
 
 def _environment_facts(options: RunOptions, envs: Environments

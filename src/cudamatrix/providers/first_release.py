@@ -13,7 +13,9 @@ It runs in the run's own process once a cell's compile has failed (it needs othe
 releases' headers, which the cell's worker does not have), for the releases newer than
 the one the cell compiled with, oldest first, stopping at the first that has it. Where a
 release cannot be fetched (no network), the search stops there and nothing is said: no
-answer is kept that was not read off the headers.
+answer is kept that was not read off the headers. The run's --run-timeout stops it too
+(an index that never answers held a run minutes past its limit): the compile stage then
+says so (`since_release_stopped`).
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ from ..common.files import write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
-from ..errors import EnvironmentUnavailable
+from ..errors import EnvironmentUnavailable, RunOutOfTime
 from ..stages.cell.result import StageResult
 from ..stages.compile.logs import error_lines
 from .wheels import prepare_header_library
 
-# The detail of the compile stage the finding is kept under.
+# The detail of the compile stage the finding is kept under; and the one that says the
+# run's --run-timeout stopped the look-up.
 SINCE_RELEASE = "since_release"
+SINCE_RELEASE_STOPPED = "since_release_stopped"
 LIBRARY = "cccl"
 # CCCL's top folders, and the namespace each holds.
 _FOLDERS = {"cuda": "cuda", "cub": "cub", "thrust": "thrust", "nv": "nv"}
@@ -299,6 +303,8 @@ class FirstReleases:
                 continue
             try:
                 holds, version = self.release_has(lack, release)
+            except RunOutOfTime:
+                raise  # the run's limit: the search stops, said by with_first_release
             except (EnvironmentUnavailable, OSError):
                 missed = True
                 continue
@@ -359,12 +365,18 @@ def with_first_release(stages: Sequence[StageResult], lookups: FirstReleases | N
     that has it (its `since_release` detail); others as they were."""
     stages = list(stages)
     if lookups is None or not stages or stages[0].stage != "compile" \
-            or stages[0].status != "failed" or SINCE_RELEASE in stages[0].details:
+            or stages[0].status != "failed" or SINCE_RELEASE in stages[0].details \
+            or SINCE_RELEASE_STOPPED in stages[0].details:
         return stages
     lack = lacking(stages[0].log)
     if lack is None:
         return stages
-    found = lookups.find(lack, own_cccl(versions, toolkit))
+    try:
+        found = lookups.find(lack, own_cccl(versions, toolkit))
+    except RunOutOfTime as stopped:  # the releases' headers asked for past the run's limit
+        stages[0] = replace(stages[0], details={**stages[0].details,
+                                                SINCE_RELEASE_STOPPED: str(stopped)})
+        return stages
     if found is not None:
         stages[0] = replace(stages[0], details={**stages[0].details,
                                                 SINCE_RELEASE: found.to_dict()})
