@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from . import __version__
 from .commands.command import Command, Invocation
 from .commands.table import commands
+from .common.log_line import say
 from .errors import UserError
 
 
@@ -42,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             command.add_arguments(made)
         except Exception as exc:  # a plugin command's may raise anything
-            print(f"warning: command {command.name!r} left out: its arguments cannot be made "
-                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            say(f"warning: command {command.name!r} left out: its arguments cannot be made "
+                f"({type(exc).__name__}: {exc})", stderr=True)
             continue
         command.add_arguments(subparsers.add_parser(command.name, help=command.help,
                                                     parents=[talk]))
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        say(f"error: cannot write the output ({exc.strerror})", stderr=True)
         sys.exit(2)
 
 
@@ -80,7 +81,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
         if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run ...`
             args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+        say(f"error: {exc}", stderr=True)
         sys.exit(exc.exit_code)
     from rich.console import Console
 
@@ -97,6 +98,6 @@ def _main(argv: Sequence[str] | None = None) -> None:
             writable_folder(args.out, "the output folder (--out)")  # before any work
         status = command.handle(args, Invocation(console, parser, errors))
     except UserError as exc:
-        errors.print(f"error: {exc}", markup=False, soft_wrap=True)
+        say(f"error: {exc}", errors)
         sys.exit(exc.exit_code)
     sys.exit(status)
