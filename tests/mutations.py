@@ -36,6 +36,7 @@ DIAGNOSIS = ("tests/unit/test_diagnosis.py",)
 PREFETCH = ("tests/unit/test_prefetch.py",)
 BUDGET = ("tests/unit/test_budget_spills.py",)
 PYTHON = ("tests/unit/test_python_axis.py",)
+LOG_LINE = ("tests/unit/test_log_lines.py",)
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,13 @@ MUTATIONS = (
              'spills = {(str(p.get("kernel")), str(p.get("arch"))): p for p in ptxas}',
              'spills = {(str(p.get("kernel")), str(record.get("arch"))): p for p in ptxas '
              "for record in resources}", BUDGET),
+    # Every line the tool prints goes through common/log_line.py (issue 79, break 4): a
+    # module printing on its own, and the line's rule losing `##[`, each caught.
+    Mutation("log line: validate prints a warning on its own", "commands/validate.py",
+             "        say(warning, invocation.console)\n",
+             "        invocation.console.print(warning, markup=False)\n", LOG_LINE),
+    Mutation("log line: `##[` left in a line", "common/log_line.py",
+             r'    shown = _V1_COMMAND.sub(r"\\x23", shown)' + "\n", "", LOG_LINE),
 )
 
 

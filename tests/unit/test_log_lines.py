@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import cudamatrix
 from conftest import cudamatrix_in_process as cli
 from conftest import one_line_error
 from cudamatrix.common.log_line import json_text, log_line, say, say_lines
@@ -27,7 +28,8 @@ from cudamatrix.orchestrator.progress import Progress
 from cudamatrix.record.results import CellResult
 from cudamatrix.reports.github import annotation_lines
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "cudamatrix"
+# The package imported (a mutated copy's, under tests/mutations.py), not the file tree's.
+PACKAGE = Path(cudamatrix.__file__).resolve().parent
 HOME = "common/log_line.py"
 # Where something is written that is not a line of the log, each with why. Nothing else may
 # print but through HOME.
