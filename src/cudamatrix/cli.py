@@ -12,6 +12,7 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .commands.command import Command, Invocation
@@ -20,14 +21,25 @@ from .common.log_line import say
 from .errors import UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its error said as one log line (say): argparse quotes what it
+    could not read as it came (`unrecognized arguments: ...`, a word that a plan's job
+    holds included), and its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        say(f"{self.prog}: error: {message}", stderr=True)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cudamatrix",
         description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
                     "and GPU architectures, and report what works where.")
     parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
     # -q and -v after any command (`cudamatrix run -q`): how much a run says as it works.
-    talk = argparse.ArgumentParser(add_help=False)
+    talk = _Parser(add_help=False)
     said = talk.add_mutually_exclusive_group()
     said.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
                       default=0, help="say only the cells that failed or erred, warnings, "

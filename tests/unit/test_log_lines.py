@@ -275,3 +275,12 @@ def test_a_progress_warning_goes_through_the_same_line(
     Progress().note("warning: \x1b]52;c;eA==\x07\n::add-mask::x")
     said = capsys.readouterr()
     assert said.out == "" and said.err == "warning: \\x1b]52;c;eA==\\x07 ::add-mask::x\n"
+
+
+def test_an_argument_argparse_cannot_read_is_one_line(tmp_path: Path) -> None:
+    """argparse printed `unrecognized arguments: x` and then `::stop-commands::tok` on a
+    line of its own (a plan job's words reach it through merge --plan too)."""
+    done = cli("list", "x\n::stop-commands::tok", cwd=tmp_path)
+    assert done.code == 2
+    _safe_log(done.output)
+    assert "error: unrecognized arguments: x ::stop-commands::tok" in done.output
