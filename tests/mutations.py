@@ -42,6 +42,7 @@ SIGNED = ("tests/unit/test_signed_text_reader.py", "tests/unit/test_debian_archi
 FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
 CONFINED = ("tests/unit/test_confined_paths.py",)
 CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
+LOG_LINE = ("tests/unit/test_log_lines.py",)
 
 
 @dataclass(frozen=True)
@@ -371,6 +372,13 @@ MUTATIONS = (
     Mutation("cell environment: a stage record's log kept unmasked", "stages/cell/result.py",
              'for name in ("message", "log", "accident", "built_alone"):',
              'for name in ("message", "accident", "built_alone"):', CELL_ENVIRONMENT),
+    # Every line the tool prints goes through common/log_line.py (issue 79, break 4): a
+    # module printing on its own, and the line's rule losing `##[`, each caught.
+    Mutation("log line: validate prints a warning on its own", "commands/validate.py",
+             "        say(warning, invocation.console)\n",
+             "        invocation.console.print(warning, markup=False)\n", LOG_LINE),
+    Mutation("log line: `##[` left in a line", "common/log_line.py",
+             r'    shown = _V1_COMMAND.sub(r"\\x23", shown)' + "\n", "", LOG_LINE),
 )
 
 

@@ -12,21 +12,34 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .commands.command import Command, Invocation
 from .commands.table import commands
+from .common.log_line import say
 from .errors import UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its error said as one log line (say): argparse quotes what it
+    could not read as it came (`unrecognized arguments: ...`, a word that a plan's job
+    holds included), and its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        say(f"{self.prog}: error: {message}", stderr=True)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cudamatrix",
         description="Compile and run a corpus of CUDA reproducers across toolkits, drivers "
                     "and GPU architectures, and report what works where.")
     parser.add_argument("--version", action="version", version=f"cudamatrix {__version__}")
     # -q and -v after any command (`cudamatrix run -q`): how much a run says as it works.
-    talk = argparse.ArgumentParser(add_help=False)
+    talk = _Parser(add_help=False)
     said = talk.add_mutually_exclusive_group()
     said.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
                       default=0, help="say only the cells that failed or erred, warnings, "
@@ -42,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             command.add_arguments(made)
         except Exception as exc:  # a plugin command's may raise anything
-            print(f"warning: command {command.name!r} left out: its arguments cannot be made "
-                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+            say(f"warning: command {command.name!r} left out: its arguments cannot be made "
+                f"({type(exc).__name__}: {exc})", stderr=True)
             continue
         command.add_arguments(subparsers.add_parser(command.name, help=command.help,
                                                     parents=[talk]))
@@ -67,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
             raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        say(f"error: cannot write the output ({exc.strerror})", stderr=True)
         sys.exit(2)
 
 
@@ -80,7 +93,7 @@ def _main(argv: Sequence[str] | None = None) -> None:
         if args.command is None:  # `cudamatrix --toolkit 13.0` is `cudamatrix run ...`
             args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
+        say(f"error: {exc}", stderr=True)
         sys.exit(exc.exit_code)
     from rich.console import Console
 
@@ -97,6 +110,6 @@ def _main(argv: Sequence[str] | None = None) -> None:
             writable_folder(args.out, "the output folder (--out)")  # before any work
         status = command.handle(args, Invocation(console, parser, errors))
     except UserError as exc:
-        errors.print(f"error: {exc}", markup=False, soft_wrap=True)
+        say(f"error: {exc}", errors)
         sys.exit(exc.exit_code)
     sys.exit(status)

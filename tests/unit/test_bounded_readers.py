@@ -16,7 +16,6 @@ from cudamatrix.common.up_to_date import (
     InputLedger,
     path_lines,
     record_run,
-    said_plainly,
     standing_record,
 )
 from cudamatrix.errors import UserError
@@ -120,8 +119,12 @@ def test_a_record_input_that_is_a_device_or_a_fifo_is_never_read(tmp_path: Path)
         assert "special" in line
 
 
-def test_what_a_record_says_is_printed_without_escape_sequences() -> None:
-    assert said_plainly("pass=1\x1b[2J\x07\n") == "pass=1\\x1b[2J\\x07\n"
+def test_what_a_record_says_is_printed_without_escape_sequences(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from cudamatrix.common.log_line import say_lines
+
+    say_lines("pass=1\x1b[2J\x07\n::stop-commands::x\n")  # how `run` replays a record's
+    assert capsys.readouterr().out == "pass=1\\x1b[2J\\x07\n\\x3a:stop-commands::x\n"
 
 
 def test_toml_files_are_bounded_too(tmp_path: Path) -> None:

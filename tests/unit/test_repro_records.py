@@ -35,7 +35,7 @@ def test_a_newline_in_a_recorded_value_stays_in_the_comment(tmp_path: Path) -> N
     script = compile_script(_record(shlex.join([NVCC, "-c", "k.cu"]),
                                     case="k\ntouch /tmp/pwned\n#"), tmp_path)
     lines = script.splitlines()
-    assert lines[1].startswith("# k?touch /tmp/pwned?#")
+    assert lines[1].startswith("# k touch /tmp/pwned #")  # folded by log_line
     assert not any(line.startswith(("touch", "#/v")) for line in lines[2:]), script
 
 

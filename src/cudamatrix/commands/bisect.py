@@ -7,6 +7,7 @@ import argparse
 import signal
 from typing import TYPE_CHECKING
 
+from ..common.log_line import say
 from ..errors import UserError
 from .arguments import add_baseline, add_history, add_run_arguments, positive_number
 from .command import Command
@@ -35,10 +36,10 @@ def _bisect(args: argparse.Namespace, console: Console) -> int:
     publish_reports(args, console, options.out, info, results)
     answer = info.bisect
     assert answer is not None  # bisect() always records its answer
-    console.print(f"bisect over {answer['over']}: {len(results)} cells run of "
-                  f"{len(answer['values'])} values ({info.wall_seconds:.0f} s)")
+    say(f"bisect over {answer['over']}: {len(results)} cells run of "
+        f"{len(answer['values'])} values ({info.wall_seconds:.0f} s)", console)
     for line in bisect_lines(answer):
-        console.print(line, markup=False, soft_wrap=True)
+        say(line, console)
     return 0 if answer["changes"] else 1
 
 

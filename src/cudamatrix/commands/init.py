@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..common.log_line import say
 from ..config.defaults import CONFIG, STARTER_CASES
 from .command import Command, Invocation
 
@@ -14,10 +15,10 @@ def _init(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.project import init_project
 
     written = init_project(args.folder, args.ci, args.workflow)
-    invocation.console.print("wrote " + ", ".join(str(p) for p in written))
-    invocation.console.print(f"next: edit {CONFIG} (tiers: toolkits and archs you support), "
-                             f"put your kernels in {STARTER_CASES}/ (one folder per case, see "
-                             "the two examples), then `cudamatrix run`")
+    say("wrote " + ", ".join(str(p) for p in written), invocation.console)
+    say(f"next: edit {CONFIG} (tiers: toolkits and archs you support), put your kernels in "
+        f"{STARTER_CASES}/ (one folder per case, see the two examples), then `cudamatrix run`",
+        invocation.console)
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..common.log_line import say, say_json
 from .arguments import add_selection
 from .command import Command, Invocation
 from .selection import options_from
@@ -20,8 +21,6 @@ def _list(args: argparse.Namespace, invocation: Invocation) -> int:
 
     listed = make_plan(options_from(args))
     if args.json:
-        import json
-
         def described(cell: Cell, ruled_out: str | None) -> dict[str, object]:
             return {"id": cell.id, "case": cell.case, "variant": cell.variant,
                     "toolkit": cell.toolkit, "arch": cell.arch, "frontend": cell.frontend,
@@ -31,12 +30,12 @@ def _list(args: argparse.Namespace, invocation: Invocation) -> int:
 
         cells = [described(c, None) for c in listed.cells]
         cells += [described(c, str(why)) for c, why in listed.ruled_out]
-        invocation.console.print(json.dumps(cells, indent=1), markup=False)
+        say_json(cells, indent=1)
         return 0
     for cell in listed.cells:
-        invocation.console.print(cell.id, markup=False)
+        say(cell.id, invocation.console)
     for cell, _ in listed.ruled_out:  # listed too: each a skip saying why, in a run
-        invocation.console.print(cell.id, markup=False)
+        say(cell.id, invocation.console)
     return 0
 
 

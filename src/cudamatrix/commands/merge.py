@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.log_line import say
 from ..errors import UserError
 from .arguments import add_baseline, add_flag, add_history
 from .command import Command, Invocation
@@ -58,7 +59,7 @@ def _merge(args: argparse.Namespace, invocation: Invocation) -> int:
     info, results = merge_results(args.shards, expected)
     for name, why in info.environment_errors.items():  # said here, not only inside
         if name.startswith("shard "):
-            invocation.errors.print(f"warning: {name}: {why}", markup=False, soft_wrap=True)
+            say(f"warning: {name}: {why}", invocation.errors)
     # max_slowdown against a toolkit another shard ran: only the merge has both (the
     # cases are read only where some cell was timed).
     cases = cases_here(args) if any(r.timing for r in results) else {}

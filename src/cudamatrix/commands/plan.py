@@ -5,11 +5,10 @@ cells on one runner: the one labelled ``gpu``, or cudamatrix.toml's [runners]
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
+from ..common.log_line import json_text, say, say_json
 from ..config.run_flags import job_words
 from ..errors import UserError
 from .actions_matrix import RUNNER_BASE
@@ -35,12 +34,12 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
                            runner_base=args.runner_labels.split(),
                            label_prefix=args.label_prefix,
                            runners=find_project(Path.cwd()).runners)
-    text = json.dumps(matrix, separators=(",", ":"))
-    print(text)
+    text = json_text(matrix)  # one line: the same as printed and as $GITHUB_OUTPUT's
+    say_json(matrix)
     lost = [job for job in matrix["include"] if job.get("not-run")]
     if lost:  # said where a person reads it (stderr: the plan job's log)
-        print(f"plan: {sum(j['cells'] for j in lost)} cells build without a GPU: "
-              f"{lost[0]['not-run']}", file=sys.stderr)
+        say(f"plan: {sum(j['cells'] for j in lost)} cells build without a GPU: "
+            f"{lost[0]['not-run']}", stderr=True)
     if args.github_output:
         target = os.environ.get("GITHUB_OUTPUT")
         if not target:

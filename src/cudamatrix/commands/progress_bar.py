@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from ..common.log_line import log_line, say
 from ..orchestrator.progress import Progress as PlainProgress
 from ..orchestrator.progress import said_duration
 
@@ -42,7 +43,7 @@ class RichProgress(PlainProgress):
         self.task: TaskID | None = None
 
     def note(self, text: str) -> None:
-        self.console.print(text, markup=False)
+        say(text, self.console)
 
     def start(self, total: int) -> None:
         super().start(total)
@@ -59,8 +60,8 @@ class RichProgress(PlainProgress):
             self._finished(result)
         result = self.settle(result)
         if result.outcome not in ("pass", "xfail", "skip"):
-            self.bar.console.print(f"{result.outcome:>5}  {result.cell.id}: "
-                                   f"{(result.message or result.reason)[:120]}", markup=False)
+            said = log_line(result.message or result.reason)[:120]
+            say(f"{result.outcome:>5}  {result.cell.id}: {said}", self.bar.console)
         if self.task is not None:
             self.bar.advance(self.task)
         self._update()
@@ -72,7 +73,7 @@ class RichProgress(PlainProgress):
         with self._lock:
             running = min(self._running, key=self._running.__getitem__, default=None)
             eta = self._eta()
-        self.bar.update(self.task, description=escape(running) if running else "cells",
+        self.bar.update(self.task, description=escape(log_line(running)) if running else "cells",
                         eta=said_duration(eta) if eta is not None else "-:--")
 
     def finish(self) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.log_line import log_line, say
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 
 if TYPE_CHECKING:
@@ -59,27 +60,27 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     written = write_reports(out, info, results, diff, history)
     publish(out / "COMPATIBILITY.md", results, diff)
     counts = summary(results)
-    console.print(" ".join(f"{k}={v}" for k, v in counts.items()) +
-                  f" ({len(results)} cells, {info.wall_seconds:.1f} s)")
+    say(" ".join(f"{k}={v}" for k, v in counts.items()) +
+        f" ({len(results)} cells, {info.wall_seconds:.1f} s)", console)
     said = unexplained_said(results)
     if said:
-        console.print(said, markup=False)
+        say(said, console)
     if diff is not None:
-        console.print(f"since {args.baseline}: {len(diff.new_failures)} new failures, "
-                      f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "
-                      f"{len(diff.added)} added, {len(diff.removed)} removed, "
-                      f"{len(diff.resources)} resource changes, "
-                      f"{len(diff.slower)} slower, {len(diff.times) - len(diff.slower)} faster"
-                      + (f"; {diff.outside} of its cells are outside this run (tier "
-                         f"{before.tier if before else '?'}, runners or selection) and not "
-                         "compared" if diff.outside else ""))
-        for change in diff.new_failures[:20]:
-            console.print(f"  new failure: {change.cell}: {change.message[:160]}", markup=False)
+        say(f"since {args.baseline}: {len(diff.new_failures)} new failures, "
+            f"{len(diff.fixed)} fixed, {len(diff.flipped)} flipped, "
+            f"{len(diff.added)} added, {len(diff.removed)} removed, "
+            f"{len(diff.resources)} resource changes, "
+            f"{len(diff.slower)} slower, {len(diff.times) - len(diff.slower)} faster"
+            + (f"; {diff.outside} of its cells are outside this run (tier "
+               f"{before.tier if before else '?'}, runners or selection) and not "
+               "compared" if diff.outside else ""), console)
+        for change in diff.new_failures[:20]:  # a shard's message: folded before it is cut
+            say(f"  new failure: {change.cell}: {log_line(change.message)[:160]}", console)
         for grown in diff.resources[:20]:
-            console.print(f"  resources: {grown.cell}: {grown.describe()}", markup=False)
+            say(f"  resources: {grown.cell}: {grown.describe()}", console)
         for moved in diff.times[:20]:
-            console.print(f"  time: {moved.cell}: {moved.describe()}", markup=False)
-    console.print("reports: " + ", ".join(str(p) for p in written))
+            say(f"  time: {moved.cell}: {moved.describe()}", console)
+    say("reports: " + ", ".join(str(p) for p in written), console)
     write_outputs(out, results, diff)
     fail_on = fail_on_of(args)
     if fail_on == "never":

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.log_line import log_line, say_lines
 from ..errors import UserError
 from .arguments import add_flag
 from .command import Command, Invocation
@@ -133,8 +134,9 @@ def _one_program(line: str, roots: list[str]) -> list[str] | None:
 
 
 def _said(text: str) -> str:
-    """A record's value as a comment may hold it: one line, nothing a terminal acts on."""
-    return "".join(c if c.isprintable() else "?" for c in text)
+    """A record's value as a comment or a message may hold it: one line, nothing a terminal
+    or a CI log acts on (common/log_line.py)."""
+    return log_line(text)
 
 
 def _refused(result: CellResult, field: str, value: str, why: str) -> UserError:
@@ -435,8 +437,10 @@ def compile_script(result: CellResult, out: Path,
 def _repro(args: argparse.Namespace, invocation: Invocation) -> int:
     from .selection import cases_here
 
-    print(compile_script(_recorded_cell(args.out, args.cell), args.out,
-                         lambda: cases_here(args), args.cache), end="")
+    # A line at a time through the log's rule: a line the script needs is as it was made
+    # (each word quoted, each comment _said), nothing in it starts a CI log's command.
+    say_lines(compile_script(_recorded_cell(args.out, args.cell), args.out,
+                             lambda: cases_here(args), args.cache))
     return 0
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.interruption import interrupt
+from ..common.log_line import say, say_lines
 from ..config.options import RunOptions
 from .arguments import add_baseline, add_history, add_run_arguments
 from .command import Command
@@ -37,7 +38,6 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         record_refusals,
         record_run,
         refusals,
-        said_plainly,
         standing_record,
     )
     from ..orchestrator.gpu import run_device
@@ -59,17 +59,17 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if not args.always_run:
         record, changed = standing_record(options.out, command)
         if record is not None:
-            console.print(f"up to date: nothing the run into {options.out} (finished "
-                          f"{said_plainly(record.finished)}) read has changed; its "
-                          f"{record.cells} cells stand (--always-run runs them again)")
-            console.file.write(said_plainly(record.said))
+            say(f"up to date: nothing the run into {options.out} (finished "
+                f"{record.finished}) read has changed; its {record.cells} cells stand "
+                "(--always-run runs them again)", console)
+            say_lines(record.said, console)  # a line at a time: a damaged record's too
             return record.status
         if changed:
-            console.print(f"running: {changed} since the last run into {options.out}")
+            say(f"running: {changed} since the last run into {options.out}", console)
         elif refused := refusals(options.out):
             more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
-            console.print(f"running: the last run into {options.out} cannot stand for this "
-                          f"one ({refused[0]}{more})", markup=False)
+            say(f"running: the last run into {options.out} cannot stand for this one "
+                f"({refused[0]}{more})", console)
     from ..orchestrator.runner import run_plan
     from ..record.baseline import load_baseline
     from ..record.verdict import settled
@@ -90,19 +90,18 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     try:
         info, results, cases = run_plan(options, progress, device=device, ledger=ledger)
     except KeyboardInterrupt:
-        console.print(f"interrupted: finished cells are kept in {options.out}/cells; "
-                      "continue with --resume")
+        say(f"interrupted: finished cells are kept in {options.out}/cells; continue with "
+            "--resume", console)
         return 130
     console.begin_capture()
     try:
         code = publish_reports(args, console, options.out, info, results, baseline, cases)
     finally:
         said = console.end_capture()
-        console.file.write(said)
-        console.file.flush()
+        say_lines(said, console)
     for name, reason in info.environment_errors.items():
-        errors.print(f"error: {name} could not be prepared; its cells are marked error: "
-                      f"{reason}", markup=False, soft_wrap=True)
+        say(f"error: {name} could not be prepared; its cells are marked error: {reason}",
+            errors)
     unrecorded = _unrecorded(options, ledger, info.environment_errors)
     if not unrecorded:
         _watch_run_inputs(args, options, ledger)

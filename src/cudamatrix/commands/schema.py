@@ -6,15 +6,15 @@ line."""
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..common.log_line import say_json
 from .command import Command, Invocation
 
 
 def _schema(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.declarations import json_schema
 
-    print(json.dumps(json_schema(args.file), indent=2))
+    say_json(json_schema(args.file), indent=2)
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ..common.log_line import say
 from .arguments import add_selection
 from .command import Command, Invocation
 from .selection import options_from
@@ -73,15 +74,14 @@ def _validate(args: argparse.Namespace, invocation: Invocation) -> int:
     # it names another), else the matrix read.
     checked = options.overrides_file or plan.matrix.path
     for idle in plan.idle_variants:
-        invocation.console.print(f"warning: variant {idle} has no cell in tier "
-                                 f"{plan.tier.name} (its `only`, or the tier's toolkits, archs "
-                                 "and libraries, leave none): it never runs", markup=False)
+        say(f"warning: variant {idle} has no cell in tier {plan.tier.name} (its `only`, or "
+            "the tier's toolkits, archs and libraries, leave none): it never runs",
+            invocation.console)
     for warning in kernel_warnings(plan.cases):
-        invocation.console.print(warning, markup=False)
-    invocation.console.print(f"{checked}: ok; {len(plan.cases)} cases, "
-                             f"{len(plan.cells)} cells in tier {plan.tier.name}"
-                             + (f" (and {len(plan.ruled_out)} the matrix rules out, each a "
-                                "skip)" if plan.ruled_out else ""))
+        say(warning, invocation.console)
+    say(f"{checked}: ok; {len(plan.cases)} cases, {len(plan.cells)} cells in tier "
+        f"{plan.tier.name}" + (f" (and {len(plan.ruled_out)} the matrix rules out, each a "
+                               "skip)" if plan.ruled_out else ""), invocation.console)
     return 0
 
 

@@ -13,7 +13,6 @@ import fcntl
 import os
 import platform
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import EnvironmentUnavailable, UserError
+from .log_line import say
 
 # How long a run waits for another process's folder (a toolkit's install takes minutes;
 # an hour is a process that hangs, not one that works).
@@ -129,7 +129,7 @@ def _claim(handle: IO[str]) -> None:
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    say(text, stderr=True)
 
 
 # One lock a folder within this process, keyed by its path: two threads of one run.

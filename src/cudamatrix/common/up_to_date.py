@@ -45,7 +45,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 import threading
@@ -385,16 +384,6 @@ def _texts(value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
     return list(value)
-
-
-# What a record may print as the run's summary: its lines, no terminal control sequence.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def said_plainly(text: str) -> str:
-    """A record's summary as the terminal shows it: control characters (an escape
-    sequence a damaged record holds) made visible, never sent."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def standing_record(out: Path, command: Mapping[str, str]) -> tuple[RunRecord | None, str]:

@@ -34,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..common import package_index
 from ..common.files import read_marker, write_atomic
+from ..common.log_line import say
 from ..common.versions import INSTALLED
 
 # The values a tier's or a variant's `torch_pairing` takes; the first is the default.
@@ -194,9 +195,8 @@ def torch_cuda(version: str, cache: Path) -> TorchCuda:
 @functools.cache
 def _say_unknown(version: str, why: str) -> None:
     """Said once a process: a pairing asked for that cannot be read keeps the cells."""
-    print(f"cudamatrix: torch {version}'s CUDA is not known ({why}): its cells are kept "
-          "with every toolkit, as torch_pairing = \"all\" keeps them", file=sys.stderr,
-          flush=True)
+    say(f"cudamatrix: torch {version}'s CUDA is not known ({why}): its cells are kept with "
+        "every toolkit, as torch_pairing = \"all\" keeps them", stderr=True)
 
 
 def unpaired(version: str, toolkit: str, pairing: str, cache: Path) -> str | None:

@@ -8,12 +8,12 @@ the run should end (the bar once sat at 7/114 for 40 s with nothing said)."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ..common.log_line import say
 from ..stages.cell.result import TOGETHER_SECONDS
 
 if TYPE_CHECKING:
@@ -41,13 +41,6 @@ def said_seconds(result: CellResult) -> str:
     return f"{result.seconds:.1f}s"
 
 
-def one_line(text: str) -> str:
-    """A message as one log line, whole: its lines folded into one, so the reason stays
-    on its cell's line in a log read by grep (no cut: the end of a message is often
-    what decides, "... uses too much shared data")."""
-    return " ".join(part.strip() for part in text.splitlines() if part.strip())
-
-
 def said_duration(seconds: float) -> str:
     """Seconds as a clock says them: 3:01, 1:02:03."""
     whole = max(0, round(seconds))
@@ -70,9 +63,9 @@ class Progress:
 
     def note(self, text: str) -> None:
         if text.startswith("warning:"):
-            print(text, file=sys.stderr, flush=True)
+            say(text, stderr=True)
         elif self.verbosity >= 0:
-            print(text, flush=True)
+            say(text)
 
     def start(self, total: int) -> None:
         self.total, self.done = total, 0
@@ -109,9 +102,11 @@ class Progress:
             failed = shown.outcome in ("fail", "error")
             if self.verbosity < 0 and not failed:
                 return
-            said = one_line(shown.message or shown.reason) if failed else ""
-            print(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
-                  f"({said_seconds(shown)})" + (f": {said}" if said else ""), flush=True)
+            # Its message whole, folded into the cell's one line (say): a grep for the
+            # cell finds its reason, and the end of a message is often what decides.
+            said = (shown.message or shown.reason) if failed else ""
+            say(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
+                f"({said_seconds(shown)})" + (f": {said}" if said.strip() else ""))
         self.tick()
 
     def _finished(self, result: CellResult) -> None:

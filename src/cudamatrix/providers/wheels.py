@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 from ..common.files import read_marker, remove_leftovers, write_atomic
 from ..common.interruption import preparation_process, signal_group
 from ..common.locks import folder_lock
+from ..common.log_line import say
 from ..common.up_to_date import InputLedger
 from ..common.versions import INSTALLED
 from ..config.matrix import Library, Matrix
@@ -140,8 +141,8 @@ def run_pip(command: list[str], timeout_s: float, env: Mapping[str, str] | None
                 now = time.monotonic()
                 if total >= SAID_BYTES and (now - said_at >= SAID_EVERY_S or done == total):
                     said_at = now
-                    print(f"downloading {name or 'a wheel'}: {done / 1e6:.0f} of "
-                          f"{total / 1e6:.0f} MB", file=sys.stderr, flush=True)
+                    say(f"downloading {name or 'a wheel'}: {done / 1e6:.0f} of "
+                        f"{total / 1e6:.0f} MB", stderr=True)  # the name is the index's
             pip.wait()
         finally:
             watchdog.cancel()

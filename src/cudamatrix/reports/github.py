@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..common.log_line import annotation_data, annotation_property
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.results import CellResult
 
@@ -21,16 +22,10 @@ SUMMARY_LIMIT_BYTES = 1024 * 1024
 SUMMARY_BUDGET_BYTES = SUMMARY_LIMIT_BYTES - 64 * 1024
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def _command(kind: str, title: str, message: str) -> str:
-    return f"::{kind} title={_escape_property(title)}::{_escape_data(message)}"
+    """One workflow command on one line: what a case or a compiler wrote is in its values
+    alone, escaped as GitHub reads them, and cannot end the line or start another."""
+    return f"::{kind} title={annotation_property(title)}::{annotation_data(message)}"
 
 
 def _budgeted(kind: str, items: list[tuple[str, str]], what: str) -> list[str]:
@@ -90,7 +85,10 @@ def publish(report: Path, results: Sequence[CellResult], diff: BaselineDiff | No
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return False
     for line in annotation_lines(results, diff):
-        print(line, flush=True)  # plain stdout: a wrapped workflow command is no command
+        # Plain stdout, never through the log's rule (which would break the command on
+        # purpose) nor rich (a wrapped workflow command is no command): the one place the
+        # tool starts a line with `::`, its values escaped (_command).
+        print(line, flush=True)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with Path(summary_file).open("a", encoding="utf-8") as handle:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...common.log_line import say
 from ...errors import UserError
 from ..arguments import add_baseline, add_flag, add_history
 from ..command import Command
@@ -44,7 +45,7 @@ def _audit(args: argparse.Namespace, console: Console) -> int:
     options = AuditOptions(tuple(args.inputs), cache, tuple(args.gpu), tuple(args.driver),
                            tuple(args.expect_gpu), measure=not args.no_measure)
     info, results = run_audit(options, matrix, cuobjdump,
-                              lambda text: console.print(text, soft_wrap=True))
+                              lambda text: say(text, console))
     return publish_reports(args, console, args.out, info, results, baseline)
 
 
