@@ -25,7 +25,7 @@ from ..binaries.facts import cubin_kernel_names
 from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.specs import ArtifactCheck, ResourceBudget
-from ..compile.logs import decode
+from ..process.limits import decode
 from .artifact_text import cubin_strings
 from .budgets import judge_budget, reporter
 from .kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, KernelNotFound, resolve
