@@ -158,6 +158,35 @@ class RunFlag:
             return bool(given), self.collect(list(given or ()))
         return given is not None, given
 
+    def refusal(self, value: Any) -> str | None:
+        """Why `value` cannot be the field's, or None: each of its words, written as
+        `words` writes them and read back by `read` (whose ValueError names what is
+        wrong), must be a choice where there are choices and give the value itself back,
+        so that a value made in code (a `RunOptions(...)`, a benchmark's) is held to what
+        the command line accepts (a retries=-1, an order nothing knows, a "4" for a number
+        all read back as something else or not at all)."""
+        if self.switch:
+            return None if isinstance(value, bool) else f"{value!r} is not true or false"
+        try:
+            items = list(self.spread(value)) if self.repeated else [value]
+            back = [self.read(self.spell(item)) if self.read else item for item in items]
+        except ValueError as exc:
+            return str(exc)
+        except (TypeError, AttributeError, IndexError):
+            return f"{value!r} is not a value {self.name} gives"
+        for item in back:
+            if self.choices is not None and item not in self.choices:
+                return f"{item!r} is not one of {', '.join(self.choices)}"
+        again = self.collect(back) if self.repeated else back[0]
+        same_type = type(again) is type(value) or (
+            isinstance(again, float) and isinstance(value, int) and not isinstance(value, bool))
+        if not same_type:
+            return (f"{value!r} is of type {type(value).__name__}, where {self.name} gives "
+                    f"{type(again).__name__}")
+        if again != value:
+            return f"{value!r} reads back from {self.name}'s words as {again!r}"
+        return None
+
     def words(self, value: Any, where: Callable[[Path], str] = str) -> list[str]:
         """The flag's words that give the field `value` (paths written by `where`)."""
         if self.switch:

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..errors import UserError
 from . import flags
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 
@@ -479,6 +480,20 @@ class RunOptions:
             not_in_repro="the machine the repro runs on says its own",
         ),
     )
+
+    def __post_init__(self) -> None:
+        """Each flagged field checked where the options are made, by its flag's own reader:
+        only words from the command line were checked, so `RunOptions(retries=-1, jobs=0,
+        order="bogus")` from a benchmark, a test or a plugin ran with them. A field whose
+        default is None may be None (not given)."""
+        for option in fields(self):
+            flag = option.metadata.get(FLAG)
+            value = getattr(self, option.name)
+            if flag is None or (value is None and option.default is None):
+                continue
+            why = flag.refusal(value)
+            if why is not None:
+                raise UserError(f"run option {option.name} ({flag.name}): {why}")
 
 
 def default(name: str) -> Any:
