@@ -12,6 +12,7 @@ import pytest
 
 from cudamatrix.cli import build_parser
 from cudamatrix.commands.selection import run_options
+from cudamatrix.config.flags import RunFlag, whole_number
 from cudamatrix.config.options import PROVIDER_ENV, RUNNER_LABEL_ENV, RunOptions, default
 from cudamatrix.errors import UserError
 
@@ -77,3 +78,35 @@ def test_valid_options_made_in_code_are_kept() -> None:
     options = RunOptions(jobs=3, cell_timeout=60, order="plan", shard=(2, 4), tier=None,
                          library_versions={"torch": ("2.5.1",)}, toolkits=("12.4",))
     assert (options.jobs, options.cell_timeout, options.order) == (3, 60, "plan")
+
+
+def test_each_variable_is_declared_once_on_its_flag(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 80: $CUDAMATRIX_PROVIDER was spelled three times in its one field (the
+    default's reader, the help, the default in words), so a renamed variable would have
+    been read under one name and documented under another. Each variable is now the
+    flag's `environment`: the field reads it, and the help says it from there."""
+    from cudamatrix.config.run_flags import RUN_FLAGS
+
+    declared = {flag.field: flag for flag in RUN_FLAGS if flag.environment}
+    assert set(declared) == {"provider", "cache", "compile_cache_from", "runner_label"}
+    values = {"provider": "host", "cache": tmp_path / "c", "runner_label": "h100",
+              "compile_cache_from": (tmp_path / "a", tmp_path / "b")}
+    for name, flag in declared.items():
+        assert flag.environment not in flag.help + flag.default_said, name
+        assert f"${flag.environment}" in flag.shown_help, name
+        value = values[name]
+        monkeypatch.setenv(flag.environment, ":".join(map(str, value))
+                           if isinstance(value, tuple) else str(value))
+    made = RunOptions()
+    assert {name: getattr(made, name) for name in declared} == values
+
+
+def test_a_variable_the_flag_would_refuse_is_refused_naming_it() -> None:
+    flag = RunFlag(("--workers",), "how many", "run", read=whole_number(1, 4),
+                   environment="CUDAMATRIX_WORKERS")
+    with pytest.raises(UserError, match=r"^\$CUDAMATRIX_WORKERS \(--workers's default\): "
+                                        r"must be 1 to 4, got '9'$"):
+        flag.environment_default({"CUDAMATRIX_WORKERS": "9"}, lambda: 1)
+    assert flag.environment_default({}, lambda: 1) == 1
+    assert flag.environment_default({"CUDAMATRIX_WORKERS": "3"}, lambda: 1) == 3

@@ -20,6 +20,7 @@ from cudamatrix.cli import build_parser
 from cudamatrix.commands.merge import planned_shards
 from cudamatrix.commands.selection import options_from
 from cudamatrix.common import package_index
+from cudamatrix.config.options import CACHE_ENV
 from cudamatrix.config.planning import make_plan
 from cudamatrix.config.torch_cuda import KEPT, cuda_of_metadata, cuda_of_version_py
 
@@ -180,7 +181,7 @@ def test_the_plan_reads_and_keeps_pairings_in_the_runs_cache_only(
     tier with the tool's default cache, so a run given `--cache` asked the index again and
     wrote its answer into ~/.cache/cudamatrix (and read a stale one kept there)."""
     default = tmp_path / "default-cache"
-    monkeypatch.setenv("CUDAMATRIX_CACHE", str(default))
+    monkeypatch.setenv(CACHE_ENV, str(default))
     _torch_index(tmp_path, "2.7.1", monkeypatch)
     cache = tmp_path / "cache"
     try:
