@@ -12,7 +12,12 @@ from pathlib import Path
 
 import grimp
 
-SOURCE = Path(__file__).resolve().parents[2] / "src"
+import cudamatrix
+
+# The tree the tests import (this checkout's src, or a mutated copy: tests/mutations.py),
+# and the repository whose pyproject.toml holds the contracts.
+SOURCE = Path(cudamatrix.__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _module_edges(graph: grimp.ImportGraph) -> dict[str, list[str]]:
@@ -114,7 +119,7 @@ def test_the_import_contracts_hold() -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import sys\nfrom importlinter.cli import lint_imports\n"
          "sys.exit(lint_imports(no_cache=True, no_logo=True))"],
-        cwd=SOURCE.parent, capture_output=True, text=True, timeout=300, check=False,
+        cwd=REPOSITORY, capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
