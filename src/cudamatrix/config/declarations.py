@@ -13,11 +13,14 @@ everything a reader of the file needs to write it.
 from __future__ import annotations
 
 import re
+import types
+import typing
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, get_args
 
 from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, PYTHON, PYTHON_VALUE, WHEN_KEYS
+from ..stages.cell.job import VariantSettings
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
@@ -86,6 +89,27 @@ class Key:
                 if not isinstance(one, str) or not re.fullmatch(self.pattern, one):
                     return f"got {one!r:.40}; expected values such as {such}"
         return None
+
+
+# A scalar field's Python type, as TOML writes its value.
+_KINDS: dict[type, str] = {str: STRING, bool: BOOLEAN, int: INTEGER, float: NUMBER}
+
+
+def setting(name: str, doc: str, **declared: Any) -> Key:
+    """The key of the VariantSettings field `name` (the worker reads it as the case said
+    it): its kind and default are the field's own, written once on the field, so the
+    declaration (the reader's check, the schema, the reference) cannot say another type or
+    default than the worker receives (kind="string" beside `kernel: str | None` said it
+    twice, and only a test held the two equal)."""
+    hints = typing.get_type_hints(VariantSettings)
+    field = next(f for f in fields(VariantSettings) if f.name == name)
+    given = hints[name]
+    scalar = [t for t in get_args(given) if t is not type(None)] \
+        if isinstance(given, types.UnionType) else [given]
+    if len(scalar) != 1 or scalar[0] not in _KINDS:
+        raise TypeError(f"VariantSettings.{name}: {given} is not one scalar type")
+    default = None if field.default is MISSING else field.default
+    return Key(name, _KINDS[scalar[0]], doc, default=default, **declared)
 
 
 @dataclass(frozen=True)
@@ -282,12 +306,11 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
         example='frontend = "nvcc"'),
     Key("source", STRING, "a kernel case's source file beside case.toml, or {tree}/path; a "
         "build case's project folder (default: the case folder)", example='source = "k.cu"'),
-    Key("kernel", STRING, "the kernel as its C++ names it (`ns::gemm<128, float>`)",
-        example='kernel = "saxpy"'),
+    setting("kernel", "the kernel as its C++ names it (`ns::gemm<128, float>`)",
+            example='kernel = "saxpy"'),
     Key("flags", STRINGS, "compiler flags; relative paths are the case folder's, {tree} a "
         "[paths] tree", default=[], example='flags = ["-std=c++17", "-Iinclude"]'),
-    Key("arch_flag", BOOLEAN, "give the compiler the cell's arch", default=True,
-        example="arch_flag = false"),
+    setting("arch_flag", "give the compiler the cell's arch", example="arch_flag = false"),
     Key("only", "table", "the cells this variant has (others are not planned)", table=WHEN,
         example='only = { toolkit = ">=12.0" }', not_compiled="it chooses which cells exist"),
     Key("expect", "array of tables", "what its cells should do", table=EXPECT),
@@ -295,8 +318,8 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("timeout", NUMBER, "seconds a cell may take", minimum=0, example="timeout = 600",
         not_compiled="it bounds how long a cell may take"),
     Key("run", "table", "run the kernel on a GPU", table=RUN),
-    Key("load", STRING, "how the load stage gets the module: the cubin where it runs, else "
-        "the PTX through the driver's JIT", default="auto", allowed=("auto", "cubin", "ptx"),
+    setting("load", "how the load stage gets the module: the cubin where it runs, else "
+            "the PTX through the driver's JIT", allowed=("auto", "cubin", "ptx"),
         example='load = "ptx"',
         not_compiled="the load stage chooses the cubin or the PTX after the compile"),
     Key("options", "table", "the frontend's own options (cupy: jitify, "
@@ -323,9 +346,9 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("defines", "table", "a build option's values, a cell each (-DNAME=VALUE)",
         table=Table("defines", "NAME = [values]", extra=STRINGS, extra_doc="a C macro"),
         example='defines = { GGML_CUDA_FORCE_MMQ = ["0", "1"] }'),
-    Key("maxrregcount", INTEGER, "the most registers a thread of each kernel may take "
-        "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
-        maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
+    setting("maxrregcount", "the most registers a thread of each kernel may take "
+            "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
+            maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
 ))
 
 CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (
