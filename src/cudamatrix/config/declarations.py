@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, get_args
 
@@ -113,9 +113,21 @@ def setting(name: str, doc: str, **declared: Any) -> Key:
 
 
 @dataclass(frozen=True)
+class Across:
+    """A check across keys of one table, declared with the table: two keys that can say
+    the same thing differently (a compiler takes the last word it is given, another its
+    flags), so a table giving both is refused rather than built one way by one compiler
+    and another way by the next. `refusal`: why the table's raw values contradict, or None."""
+
+    keys: tuple[str, ...]
+    refusal: Callable[[Mapping[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
 class Table:
     """A table and its keys; `extra` is the kind of keys it takes beyond those declared
-    (a table of names the user chooses: [paths], [variant.defines]), None for none."""
+    (a table of names the user chooses: [paths], [variant.defines]), None for none;
+    `across`: its checks across keys (each reader runs them on the table it read)."""
 
     title: str
     doc: str
@@ -126,6 +138,15 @@ class Table:
     extra_names: str | None = None
     # Why its keys never change a compile, where none does (a key may say otherwise).
     keys_not_compiled: str = ""
+    across: tuple[Across, ...] = ()
+
+    def contradiction(self, raw: Mapping[str, Any]) -> str | None:
+        """The first of its checks across keys that `raw` fails, in words, or None."""
+        for check in self.across:
+            why = check.refusal(raw)
+            if why is not None:
+                return why
+        return None
 
     def names(self) -> tuple[str, ...]:
         return tuple(key.name for key in self.keys)
@@ -297,6 +318,30 @@ FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option
         example='flags = ["-compress-mode=size"]'),
 ))
 
+# A register cap in a variant's compiler flags (nvcc's and NVRTC's -maxrregcount,
+# --maxrregcount=N, clang's through -Xcuda-ptxas).
+_REGISTER_CAP_FLAG = re.compile(r"^--?maxrregcount\b")
+
+
+def _register_cap_twice(raw: Mapping[str, Any]) -> str | None:
+    """`maxrregcount` and a register cap among the flags: nvcc takes whichever comes last
+    on its line, clang's ptxas the flags', so the two would say different caps per
+    compiler; one way to say it is kept."""
+    cap = raw.get("maxrregcount")
+    if cap is None:
+        return None
+    given: list[Any] = []
+    for flags in [raw.get("flags", []), *(entry.get("flags", []) for entry in
+                                          raw.get("flags_if", []) if isinstance(entry, dict))]:
+        given += [flags] if isinstance(flags, str) else list(flags) \
+            if isinstance(flags, list) else []
+    word = next((w for w in given if isinstance(w, str) and _REGISTER_CAP_FLAG.match(w)), None)
+    if word is None:
+        return None
+    return (f"maxrregcount = {cap!r:.20} and the flag {word!r:.40} both cap the registers "
+            "(nvcc takes the last, clang its flags): give maxrregcount alone")
+
+
 VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
                 "host compiler and library version of the tier.", (
     Key("name", STRING, "letters, digits, '.', '_' or '-'; part of each cell's id",
@@ -349,7 +394,7 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     setting("maxrregcount", "the most registers a thread of each kernel may take "
             "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
             maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
-))
+), across=(Across(("maxrregcount", "flags", "flags_if"), lambda raw: _register_cap_twice(raw)),))
 
 CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (
     Key("title", STRING, "what the case reproduces", required=True,
