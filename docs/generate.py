@@ -79,7 +79,7 @@ def _table_page(root: Table, file_name: str, intro: str) -> str:
 
 # Defaults that are this machine's, not the tool's: the page says what they are made from.
 # The defaults that depend on the machine, in the words their declarations give.
-MACHINE_DEFAULTS = {flag.dest: flag.default_said for flag in RUN_FLAGS if flag.default_said}
+MACHINE_DEFAULTS = {flag.dest: flag.default_words for flag in RUN_FLAGS if flag.default_words}
 PACKAGE = Path(cudamatrix.__file__).resolve().parent
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cudamatrix.common.locks import folder_lock
+from cudamatrix.config.options import CACHE_ENV, PROVIDER_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes
@@ -43,7 +44,7 @@ def cudamatrix(*args: str, out: Path | None = None, cwd: Path = REPO,
         command += ["--out", str(out)]
     # The wheels provider unless a test asks for another: a Docker engine that CI started
     # for the container tests must not turn every other test into a container run.
-    variables = {**os.environ, "CI": "1", "CUDAMATRIX_PROVIDER": "wheels", **(env or {})}
+    variables = {**os.environ, "CI": "1", PROVIDER_ENV: "wheels", **(env or {})}
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=variables, check=False)
     return Run(done.returncode, done.stdout + done.stderr, out or REPO)
@@ -96,7 +97,7 @@ def write_case(root: Path, name: str, toml: str, files: dict[str, str | bytes]) 
 
 
 # The machine's cache, as the run would find it before any test points it elsewhere.
-SHARED_CACHE = Path(os.environ.get("CUDAMATRIX_CACHE") or Path.home() / ".cache" / "cudamatrix")
+SHARED_CACHE = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "cudamatrix")
 # What a test's own cache shares with every other test, by link: downloads, each checked
 # against its hashes when it is prepared (toolkit and library wheels, Debian's packages,
 # build tools, sdists, upstream sources). Everything else (compiled cells, CuPy's kernel
@@ -148,7 +149,7 @@ def module_cache(request: pytest.FixtureRequest,
         return
     cache = private_cache(tmp_path_factory.mktemp("module-cache"))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CUDAMATRIX_CACHE", str(cache))
+        patch.setenv(CACHE_ENV, str(cache))
         yield cache
 
 
@@ -159,7 +160,7 @@ def own_cache(module_cache: Path | None, request: pytest.FixtureRequest,
     if module_cache is None:
         return None
     cache = private_cache(tmp_path_factory.mktemp("test-cache"))
-    monkeypatch.setenv("CUDAMATRIX_CACHE", str(cache))
+    monkeypatch.setenv(CACHE_ENV, str(cache))
     return cache
 
 
@@ -182,7 +183,7 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> Run:
         folder.mkdir(exist_ok=True)
         cache = private_cache(folder)
         run = cudamatrix("run", out=folder / "out", timeout=3000,
-                         env={"CUDAMATRIX_CACHE": str(cache)})
+                         env={CACHE_ENV: str(cache)})
         said.write_text(json.dumps([run.code, run.output]))
         return run
 
@@ -214,7 +215,7 @@ def cudamatrix_in_process(*args: str, env: dict[str, str] | None = None,
     from cudamatrix.cli import main
 
     said = io.StringIO()
-    variables = {"CI": "1", "CUDAMATRIX_PROVIDER": "wheels", **(env or {})}
+    variables = {"CI": "1", PROVIDER_ENV: "wheels", **(env or {})}
     saved = {name: os.environ.get(name) for name in variables}
     here = os.getcwd()
     code = 0

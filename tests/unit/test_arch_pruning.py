@@ -5,22 +5,24 @@ and the known-bug corpus."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cudamatrix.config.corpus import load_corpus
 from cudamatrix.config.defaults import DEFAULT_MATRIX, KNOWN_BUGS
 from cudamatrix.config.matrix import load_matrix
 from cudamatrix.config.plan import expand, pruned
 
 
-def test_a_cell_its_toolkit_cannot_build_is_pruned_with_the_reason() -> None:
+def test_a_cell_its_toolkit_cannot_build_is_pruned_with_the_reason(tmp_path: Path) -> None:
     matrix = load_matrix(DEFAULT_MATRIX)
     cases = load_corpus([KNOWN_BUGS])
     tier = matrix.tiers["nightly"]
     selection = {"toolkits": ["11.8", "12.9", "13.0"], "archs": ["sm_70", "sm_90a", "sm_100a"]}
-    cells = expand(matrix, tier, cases, **selection)
+    cells = expand(matrix, tier, cases, **selection, cache=tmp_path)
     pairs = {(c.toolkit, c.arch) for c in cells if c.toolkit != "bundled"}
     assert pairs == {("11.8", "sm_70"), ("12.9", "sm_70"), ("12.9", "sm_90a"),
                      ("12.9", "sm_100a"), ("13.0", "sm_90a"), ("13.0", "sm_100a")}
-    reasons = pruned(matrix, tier, cases, **selection)
+    reasons = pruned(matrix, tier, cases, **selection, cache=tmp_path)
     assert "CUDA 12.9 was the last to build sm_70" in reasons
     assert "sm_90a first came with CUDA 12.0" in reasons
     assert "sm_100a first came with CUDA 12.8" in reasons

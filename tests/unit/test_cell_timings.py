@@ -101,7 +101,7 @@ def test_a_first_run_starts_the_shipped_corpus_longest_cell_first(tmp_path: Path
     from cudamatrix.config.corpus import load_corpus
 
     cases = load_corpus([KNOWN_BUGS])
-    cells = expand(matrix, matrix.tiers["pr"], cases)
+    cells = expand(matrix, matrix.tiers["pr"], cases, cache=tmp_path / "cache")
     missing = [c.id for c in cells if c.id not in costs]
     assert not missing, f"{len(missing)} shipped cells have no reference cost: {missing[:5]}"
     first = CellTimings(tmp_path).schedule(cells)[0]  # an empty cache: no timing of its own

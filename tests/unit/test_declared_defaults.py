@@ -159,3 +159,24 @@ def test_no_stage_reads_a_case_key_with_a_default_of_its_own() -> None:
     pattern = re.compile(r"\b(run|time|build|budgets|resources|options|spec|settings|arg)"
                          rf"\.get\(\s*[\"']({'|'.join(map(re.escape, keys))})[\"']\s*,")
     assert source_lines(pattern, outside="config") == []
+
+
+def test_a_settings_key_takes_its_kind_and_default_from_its_field() -> None:
+    """Issue 80: a key that is a VariantSettings field wrote its type twice (`kind="string"`
+    and `kernel: str | None`) and its default twice (`default=True` and `arch_flag: bool =
+    True`); its declaration now reads both off the field, so the reader's check, the schema
+    and the reference say what the worker receives. A field of no scalar type has no such
+    key."""
+    from cudamatrix.config.corpus import DECLARED_SETTINGS
+    from cudamatrix.config.declarations import VARIANT, setting
+    from cudamatrix.stages.cell.job import VariantSettings
+
+    made = VariantSettings()
+    kinds = {"kernel": "string", "arch_flag": "boolean", "load": "string",
+             "maxrregcount": "integer"}
+    for name in DECLARED_SETTINGS:
+        key = VARIANT.key(name)
+        assert (key.kind, key.default) == (kinds[name], getattr(made, name)), name
+        assert (setting(name, "").kind, setting(name, "").default) == (key.kind, key.default)
+    with pytest.raises(TypeError, match=r"VariantSettings\.options: .* is not one scalar"):
+        setting("options", "")

@@ -51,7 +51,8 @@ def test_a_variant_naming_it_gets_a_cell_per_release_its_when_can_select(
         tmp_path: Path) -> None:
     matrix = load_matrix(DEFAULT_MATRIX)
     case = load_case(_case(tmp_path))
-    cells = expand(matrix, matrix.tiers["nightly"], [case], toolkits=["13.0"], archs=["sm_90a"])
+    cells = expand(matrix, matrix.tiers["nightly"], [case], toolkits=["13.0"], archs=["sm_90a"],
+                   cache=tmp_path / "cache")
     versions = sorted(c.library_version or "" for c in cells)
     assert versions == ["13.0.85", "13.1.115", "13.2.86", "13.3.5.0.6"]
     assert {c.library for c in cells} == {"cccl"}
@@ -81,11 +82,13 @@ def test_an_unknown_library_is_named_with_the_case(tmp_path: Path) -> None:
                            when='flashinfer = "<0.7.2"'))
     with pytest.raises(UserError, match=r"case.toml: variant 'v'.libraries: unknown library "
                                         r"'flashinfer' \(header libraries of matrix.toml: cccl"):
-        expand(matrix, matrix.tiers["pr"], [case], toolkits=["13.0"], archs=["sm_90a"])
+        expand(matrix, matrix.tiers["pr"], [case], toolkits=["13.0"], archs=["sm_90a"],
+               cache=tmp_path / "cache")
     with pytest.raises(UserError, match="cutlass is not a header library"):
         expand(matrix, matrix.tiers["pr"],
                [load_case(_case(tmp_path, libraries='["cutlass"]', only='cutlass = ">=4"',
-                                when='cutlass = "<4"'))], toolkits=["13.0"], archs=["sm_90a"])
+                                when='cutlass = "<4"'))], toolkits=["13.0"], archs=["sm_90a"],
+               cache=tmp_path / "cache")
 
 
 def test_a_project_declares_its_own(tmp_path: Path) -> None:
@@ -100,7 +103,8 @@ def test_a_project_declares_its_own(tmp_path: Path) -> None:
     assert matrix.tiers["pr"].libraries["flashinfer"] == ("0.7.1", "0.7.2")
     case = load_case(_case(tmp_path, libraries='["flashinfer"]', only='flashinfer = ">=0.7"',
                            when='flashinfer = "<0.7.2"'))
-    cells = expand(matrix, matrix.tiers["pr"], [case], toolkits=["13.0"], archs=["sm_90a"])
+    cells = expand(matrix, matrix.tiers["pr"], [case], toolkits=["13.0"], archs=["sm_90a"],
+                   cache=tmp_path / "cache")
     assert sorted(c.library_version or "" for c in cells) == ["0.7.1", "0.7.2"]
 
 
@@ -117,7 +121,8 @@ def test_a_project_library_without_headers_is_a_build_variants_python_package(
                              when='torch_wheel = "2.9.1"'))
     with pytest.raises(UserError, match=r"torch_wheel is a Python package .*only a build "
                                         r"variant"):
-        expand(matrix, matrix.tiers["pr"], [kernel], toolkits=["13.0"], archs=["sm_90a"])
+        expand(matrix, matrix.tiers["pr"], [kernel], toolkits=["13.0"], archs=["sm_90a"],
+               cache=tmp_path / "cache")
     build = tmp_path / "b"
     build.mkdir()
     (build / "case.toml").write_text(
@@ -126,7 +131,8 @@ def test_a_project_library_without_headers_is_a_build_variants_python_package(
         '  commands = ["{python} setup.py build_ext"]\n  outputs = ["*.so"]\n')
     tier = replace(matrix.tiers["pr"], libraries={**matrix.tiers["pr"].libraries,
                                                   "torch_wheel": ("2.9.1",)})
-    cells = expand(matrix, tier, [load_case(build)], toolkits=["12.4"], archs=["sm_90"])
+    cells = expand(matrix, tier, [load_case(build)], toolkits=["12.4"], archs=["sm_90"],
+                   cache=tmp_path / "cache")
     assert [(c.library, c.library_version) for c in cells] == [("torch_wheel", "2.9.1")]
 
 
@@ -135,7 +141,8 @@ def test_the_toolkits_own_is_a_value_of_the_axis(tmp_path: Path) -> None:
     "toolkit" }` selects it alone, and no version specifier does."""
     matrix = load_matrix(DEFAULT_MATRIX)
     case = load_case(_case(tmp_path, only='arch = "sm_90a"', when='cccl = "toolkit"'))
-    cells = expand(matrix, matrix.tiers["nightly"], [case], toolkits=["13.0"], archs=["sm_90a"])
+    cells = expand(matrix, matrix.tiers["nightly"], [case], toolkits=["13.0"], archs=["sm_90a"],
+                   cache=tmp_path / "cache")
     own = next(c for c in cells if c.library_version == "toolkit")
     assert own.id.endswith("/cccl-toolkit")
     variant = case.variants[0]
@@ -143,4 +150,5 @@ def test_the_toolkits_own_is_a_value_of_the_axis(tmp_path: Path) -> None:
     assert all(variant.expectation_for(c.axes()).outcome == "pass" for c in cells if c != own)
     later = load_case(_case(tmp_path, only='cccl = ">=13.0"', when='cccl = "<13.1"'))
     assert "toolkit" not in {c.library_version for c in expand(
-        matrix, matrix.tiers["nightly"], [later], toolkits=["13.0"], archs=["sm_90a"])}
+        matrix, matrix.tiers["nightly"], [later], toolkits=["13.0"], archs=["sm_90a"],
+        cache=tmp_path / "cache")}

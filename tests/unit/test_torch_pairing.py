@@ -20,6 +20,7 @@ from cudamatrix.cli import build_parser
 from cudamatrix.commands.merge import planned_shards
 from cudamatrix.commands.selection import options_from
 from cudamatrix.common import package_index
+from cudamatrix.config.options import CACHE_ENV
 from cudamatrix.config.planning import make_plan
 from cudamatrix.config.torch_cuda import KEPT, cuda_of_metadata, cuda_of_version_py
 
@@ -156,6 +157,41 @@ def test_pairing_read_from_the_index_once(tmp_path: Path, monkeypatch: pytest.Mo
     torch_cuda.cache_clear()  # a new process: the cache file alone answers
     kept, out = _planned(_project(tmp_path / "q", "major", torch=("2.7.1",)), cache)
     assert kept == {("2.7.1", "12.4"), ("2.7.1", "12.8")}
+
+
+def _torch_index(root: Path, version: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file:// index listing one Linux wheel of torch `version` with its PEP 658
+    METADATA (the wheel itself absent), configured as pip's only index."""
+    index = root / "simple"
+    wheel = f"torch-{version}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    (index / "torch").mkdir(parents=True)
+    (index / "torch" / "index.html").write_text(
+        f'<html><body><a href="{wheel}" data-core-metadata="true">{wheel}</a></body></html>')
+    shutil.copy(METADATA / f"torch-{version}.METADATA", index / "torch" / f"{wheel}.metadata")
+    for name, value in (("PIP_INDEX_URL", index.as_uri()), ("PIP_EXTRA_INDEX_URL", ""),
+                        ("PIP_FIND_LINKS", ""), ("PIP_NO_INDEX", ""), ("PIP_TRUSTED_HOST", "")):
+        monkeypatch.setenv(name, value)
+    package_index.configured.cache_clear()
+    return index
+
+
+def test_the_plan_reads_and_keeps_pairings_in_the_runs_cache_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--cache` is the plan's cache too: the check of a tier's exclude rows expanded the
+    tier with the tool's default cache, so a run given `--cache` asked the index again and
+    wrote its answer into ~/.cache/cudamatrix (and read a stale one kept there)."""
+    default = tmp_path / "default-cache"
+    monkeypatch.setenv(CACHE_ENV, str(default))
+    _torch_index(tmp_path, "2.7.1", monkeypatch)
+    cache = tmp_path / "cache"
+    try:
+        kept, _ = _planned(_project(tmp_path / "p", "exact", torch=("2.7.1",),
+                                    toolkits=("12.6", "12.8")), cache)
+    finally:
+        package_index.configured.cache_clear()
+    assert kept == {("2.7.1", "12.6")}
+    assert json.loads((cache / KEPT).read_text())["2.7.1"]["cuda"] == "12.6"
+    assert not default.exists(), sorted(str(p) for p in default.rglob("*"))
 
 
 def test_an_unknown_pairing_keeps_the_cells_and_says_so(tmp_path: Path, offline: None,

@@ -51,7 +51,7 @@ def _add(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: RunFla
          help: str | None = None) -> None:
     if flag.switch:
         parser.add_argument(*flag.flags, dest=flag.dest, action="store_true",
-                            help=help or flag.help)
+                            help=help or flag.shown_help)
         return
     extra: dict[str, Any] = {}
     if flag.field == "provider":
@@ -64,7 +64,7 @@ def _add(parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: RunFla
         extra["metavar"] = flag.metavar
     parser.add_argument(*flag.flags, dest=flag.dest, type=refusing(flag.read or str),
                         action="append" if flag.repeated else "store",
-                        default=parsed_default(flag), help=help or flag.help, **extra)
+                        default=parsed_default(flag), help=help or flag.shown_help, **extra)
 
 
 def add_flags(parser: argparse.ArgumentParser, *groups: Group) -> None:

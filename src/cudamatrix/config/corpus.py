@@ -217,6 +217,9 @@ class _Reader(RunTableReader):
             raise self.fail(where, f"name must be letters, digits, '.', '_' or '-', got {name!r}")
         where = f"variant {name!r}"
         check_keys(where, raw, VARIANT_KEYS, self.fail)
+        contradiction = VARIANT.contradiction(raw)
+        if contradiction is not None:
+            raise self.fail(where, contradiction)
         frontend = raw.get("frontend")
         if not isinstance(frontend, str) or frontend not in registered():
             raise self.fail(where, f"frontend must be one of {', '.join(registered())}, "

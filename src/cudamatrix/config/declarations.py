@@ -13,12 +13,15 @@ everything a reader of the file needs to write it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal, get_args
 
 from ..common.confined import FLAGS, PATHS, PATTERNS
 from ..common.versions import EXPECT_KEYS, LIBRARY_AXES, PYTHON, PYTHON_VALUE, WHEN_KEYS
+from ..stages.cell.job import VariantSettings
 from ..stages.cell.result import STAGE_NAMES
 from ..stages.inspect.artifact_text import ARTIFACT_KINDS
 from ..stages.inspect.budgets import BUDGET_FIELDS, BUDGET_KEYS
@@ -93,10 +96,43 @@ class Key:
         return None
 
 
+# A scalar field's Python type, as TOML writes its value.
+_KINDS: dict[type, str] = {str: STRING, bool: BOOLEAN, int: INTEGER, float: NUMBER}
+
+
+def setting(name: str, doc: str, **declared: Any) -> Key:
+    """The key of the VariantSettings field `name` (the worker reads it as the case said
+    it): its kind and default are the field's own, written once on the field, so the
+    declaration (the reader's check, the schema, the reference) cannot say another type or
+    default than the worker receives (kind="string" beside `kernel: str | None` said it
+    twice, and only a test held the two equal)."""
+    hints = typing.get_type_hints(VariantSettings)
+    field = next(f for f in fields(VariantSettings) if f.name == name)
+    given = hints[name]
+    scalar = [t for t in get_args(given) if t is not type(None)] \
+        if isinstance(given, types.UnionType) else [given]
+    if len(scalar) != 1 or scalar[0] not in _KINDS:
+        raise TypeError(f"VariantSettings.{name}: {given} is not one scalar type")
+    default = None if field.default is MISSING else field.default
+    return Key(name, _KINDS[scalar[0]], doc, default=default, **declared)
+
+
+@dataclass(frozen=True)
+class Across:
+    """A check across keys of one table, declared with the table: two keys that can say
+    the same thing differently (a compiler takes the last word it is given, another its
+    flags), so a table giving both is refused rather than built one way by one compiler
+    and another way by the next. `refusal`: why the table's raw values contradict, or None."""
+
+    keys: tuple[str, ...]
+    refusal: Callable[[Mapping[str, Any]], str | None]
+
+
 @dataclass(frozen=True)
 class Table:
     """A table and its keys; `extra` is the kind of keys it takes beyond those declared
-    (a table of names the user chooses: [paths], [variant.defines]), None for none."""
+    (a table of names the user chooses: [paths], [variant.defines]), None for none;
+    `across`: its checks across keys (each reader runs them on the table it read)."""
 
     title: str
     doc: str
@@ -107,6 +143,15 @@ class Table:
     extra_names: str | None = None
     # Why its keys never change a compile, where none does (a key may say otherwise).
     keys_not_compiled: str = ""
+    across: tuple[Across, ...] = ()
+
+    def contradiction(self, raw: Mapping[str, Any]) -> str | None:
+        """The first of its checks across keys that `raw` fails, in words, or None."""
+        for check in self.across:
+            why = check.refusal(raw)
+            if why is not None:
+                return why
+        return None
 
     def names(self) -> tuple[str, ...]:
         return tuple(key.name for key in self.keys)
@@ -278,6 +323,30 @@ FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option
         example='flags = ["-compress-mode=size"]', path=FLAGS),
 ))
 
+# A register cap in a variant's compiler flags (nvcc's and NVRTC's -maxrregcount,
+# --maxrregcount=N, clang's through -Xcuda-ptxas).
+_REGISTER_CAP_FLAG = re.compile(r"^--?maxrregcount\b")
+
+
+def _register_cap_twice(raw: Mapping[str, Any]) -> str | None:
+    """`maxrregcount` and a register cap among the flags: nvcc takes whichever comes last
+    on its line, clang's ptxas the flags', so the two would say different caps per
+    compiler; one way to say it is kept."""
+    cap = raw.get("maxrregcount")
+    if cap is None:
+        return None
+    given: list[Any] = []
+    for flags in [raw.get("flags", []), *(entry.get("flags", []) for entry in
+                                          raw.get("flags_if", []) if isinstance(entry, dict))]:
+        given += [flags] if isinstance(flags, str) else list(flags) \
+            if isinstance(flags, list) else []
+    word = next((w for w in given if isinstance(w, str) and _REGISTER_CAP_FLAG.match(w)), None)
+    if word is None:
+        return None
+    return (f"maxrregcount = {cap!r:.20} and the flag {word!r:.40} both cap the registers "
+            "(nvcc takes the last, clang its flags): give maxrregcount alone")
+
+
 VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
                 "host compiler and library version of the tier.", (
     Key("name", STRING, "letters, digits, '.', '_' or '-'; part of each cell's id",
@@ -288,13 +357,12 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("source", STRING, "a kernel case's source file beside case.toml, or {tree}/path; a "
         "build case's project folder (default: the case folder)", example='source = "k.cu"',
         path=PATHS),
-    Key("kernel", STRING, "the kernel as its C++ names it (`ns::gemm<128, float>`)",
-        example='kernel = "saxpy"'),
+    setting("kernel", "the kernel as its C++ names it (`ns::gemm<128, float>`)",
+            example='kernel = "saxpy"'),
     Key("flags", STRINGS, "compiler flags; relative paths are the case folder's, {tree} a "
         "[paths] tree", default=[], example='flags = ["-std=c++17", "-Iinclude"]',
         path=FLAGS),
-    Key("arch_flag", BOOLEAN, "give the compiler the cell's arch", default=True,
-        example="arch_flag = false"),
+    setting("arch_flag", "give the compiler the cell's arch", example="arch_flag = false"),
     Key("only", "table", "the cells this variant has (others are not planned)", table=WHEN,
         example='only = { toolkit = ">=12.0" }', not_compiled="it chooses which cells exist"),
     Key("expect", "array of tables", "what its cells should do", table=EXPECT),
@@ -302,8 +370,8 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("timeout", NUMBER, "seconds a cell may take", minimum=0, example="timeout = 600",
         not_compiled="it bounds how long a cell may take"),
     Key("run", "table", "run the kernel on a GPU", table=RUN),
-    Key("load", STRING, "how the load stage gets the module: the cubin where it runs, else "
-        "the PTX through the driver's JIT", default="auto", allowed=("auto", "cubin", "ptx"),
+    setting("load", "how the load stage gets the module: the cubin where it runs, else "
+            "the PTX through the driver's JIT", allowed=("auto", "cubin", "ptx"),
         example='load = "ptx"',
         not_compiled="the load stage chooses the cubin or the PTX after the compile"),
     Key("options", "table", "the frontend's own options (cupy: jitify, "
@@ -330,10 +398,10 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     Key("defines", "table", "a build option's values, a cell each (-DNAME=VALUE)",
         table=Table("defines", "NAME = [values]", extra=STRINGS, extra_doc="a C macro"),
         example='defines = { GGML_CUDA_FORCE_MMQ = ["0", "1"] }'),
-    Key("maxrregcount", INTEGER, "the most registers a thread of each kernel may take "
-        "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
-        maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
-))
+    setting("maxrregcount", "the most registers a thread of each kernel may take "
+            "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
+            maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
+), across=(Across(("maxrregcount", "flags", "flags_if"), lambda raw: _register_cap_twice(raw)),))
 
 CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (
     Key("title", STRING, "what the case reproduces", required=True,

@@ -5,12 +5,14 @@ with their field), or in config/run_flags.py for the few no field holds."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..common.versions import HOST_COMPILER
+from ..errors import UserError
 
 # Which commands take a flag: every command that selects cells, or only those that run them.
 Group = Literal["selection", "run"]
@@ -97,9 +99,11 @@ class RunFlag:
     `repro`: a cell's repro carries it wherever the run's value is not the default.
     `default_said`: the default in words where it depends on the machine (its cores, an
     environment variable): the parser then holds nothing where the flag is not given, and
-    `RunOptions` makes the default as the run starts. `section`: the heading the help lists
-    it under (a selection's flags: which cells; a run's: how the cells run, unless it says
-    another)."""
+    `RunOptions` makes the default as the run starts. `environment`: the variable whose
+    value is the default where the flag is not given, named here only (the field reads it,
+    the help and the reference say it), read as the flag's own words are (a repeated
+    flag's values joined by os.pathsep). `section`: the heading the help lists it under (a
+    selection's flags: which cells; a run's: how the cells run, unless it says another)."""
 
     flags: tuple[str, ...]
     help: str
@@ -121,7 +125,38 @@ class RunFlag:
     # flag to one of the two.
     not_in_repro: str = ""
     default_said: str = ""
+    environment: str = ""
     section: Section | None = None
+
+    @property
+    def default_words(self) -> str:
+        """The default in words where the machine or the environment decides it ("" where
+        the declared value is the default)."""
+        if not self.environment:
+            return self.default_said
+        joined = f", values joined by {os.pathsep!r}" if self.repeated else ""
+        otherwise = f", else {self.default_said}" if self.default_said else ""
+        return f"${self.environment}{joined}{otherwise}"
+
+    @property
+    def shown_help(self) -> str:
+        """The help a parser shows: the declared words, and the variable that sets it."""
+        return f"{self.help} (default: {self.default_words})" if self.environment \
+            else self.help
+
+    def environment_default(self, environment: Mapping[str, str],
+                            otherwise: Callable[[], Any]) -> Any:
+        """The field's default: the variable's value read as the flag's words are, else
+        `otherwise()`; a value the flag would refuse is refused naming the variable."""
+        text = environment.get(self.environment, "") if self.environment else ""
+        if not text:
+            return otherwise()
+        words = [w for w in text.split(os.pathsep) if w] if self.repeated else [text]
+        try:
+            values = [self.read(word) if self.read else word for word in words]
+        except ValueError as exc:
+            raise UserError(f"${self.environment} ({self.name}'s default): {exc}") from None
+        return self.collect(values) if self.repeated else values[0]
 
     @property
     def why_not_in_repro(self) -> str:
@@ -157,6 +192,35 @@ class RunFlag:
         if self.repeated:
             return bool(given), self.collect(list(given or ()))
         return given is not None, given
+
+    def refusal(self, value: Any) -> str | None:
+        """Why `value` cannot be the field's, or None: each of its words, written as
+        `words` writes them and read back by `read` (whose ValueError names what is
+        wrong), must be a choice where there are choices and give the value itself back,
+        so that a value made in code (a `RunOptions(...)`, a benchmark's) is held to what
+        the command line accepts (a retries=-1, an order nothing knows, a "4" for a number
+        all read back as something else or not at all)."""
+        if self.switch:
+            return None if isinstance(value, bool) else f"{value!r} is not true or false"
+        try:
+            items = list(self.spread(value)) if self.repeated else [value]
+            back = [self.read(self.spell(item)) if self.read else item for item in items]
+        except ValueError as exc:
+            return str(exc)
+        except (TypeError, AttributeError, IndexError):
+            return f"{value!r} is not a value {self.name} gives"
+        for item in back:
+            if self.choices is not None and item not in self.choices:
+                return f"{item!r} is not one of {', '.join(self.choices)}"
+        again = self.collect(back) if self.repeated else back[0]
+        same_type = type(again) is type(value) or (
+            isinstance(again, float) and isinstance(value, int) and not isinstance(value, bool))
+        if not same_type:
+            return (f"{value!r} is of type {type(value).__name__}, where {self.name} gives "
+                    f"{type(again).__name__}")
+        if again != value:
+            return f"{value!r} reads back from {self.name}'s words as {again!r}"
+        return None
 
     def words(self, value: Any, where: Callable[[Path], str] = str) -> list[str]:
         """The flag's words that give the field `value` (paths written by `where`)."""

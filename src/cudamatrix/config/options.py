@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..errors import UserError
 from . import flags
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
 
@@ -47,6 +48,13 @@ FLAG = "flag"
 def flagged(value: Any, flag: flags.RunFlag) -> Any:
     """A field with its default and the flag that sets it."""
     return field(default=value, metadata={FLAG: flag})
+
+
+def from_environment(otherwise: Callable[[], Any], flag: flags.RunFlag) -> Any:
+    """A field whose default is the environment variable its flag declares (read as the
+    flag's words are), else `otherwise()`: the variable is named once, on the flag."""
+    return field(default_factory=lambda: flag.environment_default(os.environ, otherwise),
+                 metadata={FLAG: flag})
 
 
 def flagged_factory(factory: Callable[[], Any], flag: flags.RunFlag) -> Any:
@@ -188,17 +196,17 @@ class RunOptions:
             not_in_repro="a repro writes to a folder of its own",
         ),
     )
-    provider: str = flagged_factory(
-        lambda: os.environ.get(PROVIDER_ENV, "auto"),
+    provider: str = from_environment(
+        lambda: "auto",
         flags.RunFlag(
             ("--provider",),
             "where toolkits come from: wheels, docker, host or a plugin's; "
-            "auto (the default): docker where an engine and the base image are ready, else "
-            f"wheels; ${PROVIDER_ENV}",
+            "auto: docker where an engine and the base image are ready, else wheels",
             "run",
             read=str,
             metavar="PROVIDER",
-            default_said=f"`auto` (${PROVIDER_ENV})",
+            default_said="`auto`",
+            environment=PROVIDER_ENV,
             section="toolkits",
             not_in_repro="the repro line names the provider the run took (repro.py)",
         ),
@@ -262,15 +270,16 @@ class RunOptions:
             not_in_repro="how many cells run at once; one cell is one job",
         ),
     )
-    cache: Path = flagged_factory(
-        lambda: default_cache(),
+    cache: Path = from_environment(
+        lambda: _user_cache(),
         flags.RunFlag(
             ("--cache",),
-            f"where environments are kept (default: ${CACHE_ENV} or ~/.cache/cudamatrix)",
+            "where environments are kept",
             "run",
             read=Path,
             repro=True,
-            default_said=f"${CACHE_ENV} or ~/.cache/cudamatrix",
+            default_said="$XDG_CACHE_HOME/cudamatrix or ~/.cache/cudamatrix",
+            environment=CACHE_ENV,
             section="toolkits",
         ),
     )
@@ -425,17 +434,18 @@ class RunOptions:
     )
     # Other cudamatrix caches whose compiled cells this run may take, never writing to
     # them: a CI job's restored cache, a team's shared one (--compile-cache-from).
-    compile_cache_from: tuple[Path, ...] = flagged_factory(
-        lambda: _compile_cache_from(),
+    compile_cache_from: tuple[Path, ...] = from_environment(
+        tuple,
         flags.RunFlag(
             ("--compile-cache-from",),
             "also take compiled cells from this cudamatrix cache "
-            f"(repeatable; default ${COMPILE_CACHE_FROM_ENV}), never writing to it: a CI "
-            "job's restored cache, a team's shared one",
+            "(repeatable), never writing to it: a CI job's restored cache, a team's shared "
+            "one",
             "run",
             read=Path,
             repeated=True,
             metavar="CACHE",
+            environment=COMPILE_CACHE_FROM_ENV,
             section="compiles",
             not_in_repro="a repro compiles afresh",
         ),
@@ -468,17 +478,31 @@ class RunOptions:
             not_in_repro="with --prebuilt only, which the repro carries",
         ),
     )
-    runner_label: str = flagged_factory(
-        lambda: os.environ.get(RUNNER_LABEL_ENV, ""),
+    runner_label: str = from_environment(
+        str,
         flags.RunFlag(
             ("--runner-label",),
-            f"the driver/runner label this machine was promised (${RUNNER_LABEL_ENV})",
+            "the driver/runner label this machine was promised",
             "run",
             read=str,
-            default_said=f"${RUNNER_LABEL_ENV}",
+            environment=RUNNER_LABEL_ENV,
             not_in_repro="the machine the repro runs on says its own",
         ),
     )
+
+    def __post_init__(self) -> None:
+        """Each flagged field checked where the options are made, by its flag's own reader:
+        only words from the command line were checked, so `RunOptions(retries=-1, jobs=0,
+        order="bogus")` from a benchmark, a test or a plugin ran with them. A field whose
+        default is None may be None (not given)."""
+        for option in fields(self):
+            flag = option.metadata.get(FLAG)
+            value = getattr(self, option.name)
+            if flag is None or (value is None and option.default is None):
+                continue
+            why = flag.refusal(value)
+            if why is not None:
+                raise UserError(f"run option {option.name} ({flag.name}): {why}")
 
 
 def default(name: str) -> Any:
@@ -503,13 +527,14 @@ def default_cell_memory(jobs: int) -> int:
     return int(min(16 << 30, max(4 << 30, total // max(1, jobs))))
 
 
-def _compile_cache_from() -> tuple[Path, ...]:
-    listed = os.environ.get(COMPILE_CACHE_FROM_ENV, "")
-    return tuple(Path(p) for p in listed.split(os.pathsep) if p)
+def _user_cache() -> Path:
+    """The user's cache folder for the tool, where $CUDAMATRIX_CACHE names none."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "cudamatrix"
 
 
 def default_cache() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "cudamatrix"
+    """The cache a run given no --cache keeps (for the parts of the tool that have no run's
+    options: the reports' template and chart caches, audit, repro)."""
+    cache: Path = default("cache")
+    return cache

@@ -166,10 +166,11 @@ def _check_libraries(matrix: Matrix, case: Case, variant: Variant) -> None:
 def expand(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
            toolkits: Sequence[str] = (), archs: Sequence[str] = (),
            host_compilers: Sequence[str] = (), prune: bool = True,
-           cache: Path | None = None) -> list[Cell]:
+           cache: Path) -> list[Cell]:
     """All cells of a tier; `toolkits`/`archs` replace the tier's axis lists when given;
     cells that cannot exist (`impossible`) are left out unless `prune` is false. `cache`:
-    where the torch releases' CUDA is kept (the run's --cache; default the tool's)."""
+    where the torch releases' CUDA is kept, always the run's --cache: a default here read
+    and wrote the user's ~/.cache/cudamatrix behind a run told to keep its cache elsewhere."""
     for value, known, what in ((toolkits, matrix.toolkits, "toolkit"),
                                (archs, matrix.archs, "arch")):
         unknown = [v for v in value if v not in known]
@@ -207,8 +208,7 @@ def torch_pairings(tier: Tier, cases: Sequence[Case]) -> dict[tuple[str, str], s
             for case in cases for v in case.variants}
 
 
-def impossible(matrix: Matrix, cell: Cell, pairing: str = ALL,
-               cache: Path | None = None) -> str | None:
+def impossible(matrix: Matrix, cell: Cell, pairing: str, cache: Path) -> str | None:
     """Why a cell cannot exist, or None: its toolkit cannot build its arch (the matrix's
     first and last toolkit of each arch; each toolkit's own ptxas is checked against it
     when prepared), matrix.toml's library constraints rule the pair out, or `pairing`
@@ -225,24 +225,19 @@ def impossible(matrix: Matrix, cell: Cell, pairing: str = ALL,
         return None
     why = library.impossible(cell.library_version, cell.toolkit)
     if why is None and cell.library == TORCH and pairing != ALL:
-        if cache is None:
-            from .options import default_cache
-
-            cache = default_cache()
         why = unpaired(cell.library_version, cell.toolkit, pairing, cache)
     return why
 
 
 def ruled_out(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
               toolkits: Sequence[str] = (), archs: Sequence[str] = (),
-              host_compilers: Sequence[str] = (), cache: Path | None = None
-              ) -> list[tuple[Cell, str]]:
+              host_compilers: Sequence[str] = (), cache: Path) -> list[tuple[Cell, str]]:
     """The cells the matrix's constraints rule out of a selection, each with the reason
     (`sm_90a first came with CUDA 12.0`): kept in the results as skips, never dropped."""
     found = []
     pairings = torch_pairings(tier, cases)
     for cell in expand(matrix, tier, cases, toolkits=toolkits, archs=archs,
-                       host_compilers=host_compilers, prune=False):
+                       host_compilers=host_compilers, prune=False, cache=cache):
         why = impossible(matrix, cell, pairings.get((cell.case, cell.variant), ALL), cache)
         if why:
             found.append((cell, why))
@@ -251,7 +246,7 @@ def ruled_out(matrix: Matrix, tier: Tier, cases: Sequence[Case], *,
 
 def pruned(matrix: Matrix, tier: Tier, cases: Sequence[Case], *, toolkits: Sequence[str] = (),
            archs: Sequence[str] = (), host_compilers: Sequence[str] = (),
-           cache: Path | None = None) -> dict[str, int]:
+           cache: Path) -> dict[str, int]:
     """The cells the constraints removed from a selection, counted by reason."""
     counts: dict[str, int] = {}
     for _, why in ruled_out(matrix, tier, cases, toolkits=toolkits, archs=archs,
@@ -266,10 +261,11 @@ def known_bug_ids() -> frozenset[str]:
     return frozenset(p.parent.name for p in KNOWN_BUGS.glob("*/case.toml"))
 
 
-def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case]) -> None:
-    """Every exclude row of a tier must remove at least one cell of the full tier."""
+def check_excludes(matrix: Matrix, tier: Tier, cases: Sequence[Case], cache: Path) -> None:
+    """Every exclude row of a tier must remove at least one cell of the full tier (`cache`:
+    the run's, where a torch pairing is read)."""
     unfiltered = replace(tier, exclude=())  # every axis kept (its Pythons, its compilers)
-    cells = expand(matrix, unfiltered, cases)
+    cells = expand(matrix, unfiltered, cases, cache=cache)
     loaded = {c.id for c in cases}
     used = {v.frontend for c in cases for v in c.variants}
     for i, row in enumerate(tier.exclude):

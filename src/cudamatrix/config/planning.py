@@ -49,7 +49,7 @@ def make_plan(options: RunOptions) -> Plan:
     matrix = run_matrix(options)
     tier = matrix.tier(options.tier)
     all_cases = load_corpus(options.corpus, options.paths)
-    check_excludes(matrix, tier, all_cases)
+    check_excludes(matrix, tier, all_cases, options.cache)
     check_only(matrix, all_cases)
     cases = select_cases(all_cases, options.cases)
     if options.project_override:
@@ -101,7 +101,8 @@ def _idle_variants(matrix: Matrix, tier: Tier, cases: Sequence[Case], options: R
     (on the tier's own axes: a --toolkit that leaves a variant out is the user's choice);
     `whole`: those cells where the plan already has them all."""
     every = whole if whole is not None else expand(
-        matrix, tier, cases, host_compilers=options.host_compilers, prune=False)
+        matrix, tier, cases, host_compilers=options.host_compilers, prune=False,
+        cache=options.cache)
     have = {(cell.case, cell.variant) for cell in every}
     return tuple(f"{case.id}/{variant.name}" for case in cases
                  if not tier.cases or case.id in tier.cases

@@ -117,4 +117,4 @@ def parsed_default(flag: RunFlag) -> Any:
         return False
     if flag.repeated:
         return []
-    return default(flag.field) if flag.field and not flag.default_said else None
+    return default(flag.field) if flag.field and not flag.default_words else None

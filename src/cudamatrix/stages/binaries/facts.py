@@ -13,9 +13,10 @@ A stranger's fatbinary is read within bounds: what cuobjdump writes of one modul
 be at most what any archive may inflate to (inputs.inflation_limit of the fatbinary's own
 size: compressed PTX of 44 kB once expanded to 768 MiB), each file held to it by
 RLIMIT_FSIZE and the folder watched as it grows; a module takes at most MODULE_SECONDS to
-read; and the PTX patterns are linear in the text (a line's blanks never span lines: where
-they did, 1 MiB of blank lines took hours). A module over a bound is an UnreadableFile
-naming the module and the bound, and the audit's other files are judged all the same.
+read; and a PTX's head is read once from its start (a search through the text whose blanks
+spanned lines took hours over 1 MiB of blank lines), its kernels by a pattern linear in
+it. A module over a bound is an UnreadableFile naming the module and the bound, and the
+audit's other files are judged all the same.
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ from .inputs import MEMBER_CEILING_BYTES, RATIO_CEILING, inflation_limit
 # ``k.sm_90.cubin``, not ``k.1.sm_90.cubin``): such an image was read as no image at all.
 _IMAGE = re.compile(r"^(?P<stem>.+?)(?:\.(?P<module>\d+))?\.(?P<arch>sm_\d+[af]?)"
                     r"\.(?P<kind>cubin|ptx)$")
-# Blanks within a line only: ``^\s*`` spans lines, so every blank line rescanned all the
-# blank lines after it (quadratic: 32 KiB of them took 48 s).
-_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+\.\d+)", re.MULTILINE)
-_PTX_TARGET = re.compile(rb"^[ \t]*\.target[ \t]+(sm_\d+[af]?)", re.MULTILINE)
+# A PTX module's head, as the PTX ISA fixes it: blanks and comments, then `.version`, then
+# `.target` (ptxas refuses a module whose first directive is another). Read from the start
+# by a cursor that only moves forward; a search of the whole text for them once rescanned
+# every blank line for each (``^\s*`` spans lines: 32 KiB of blank lines took 48 s).
+_PTX_BLANKS = re.compile(rb"[ \t\r\n]*")
+_PTX_VERSION = re.compile(rb"\.version[ \t]+(\d+\.\d+)")
+_PTX_TARGET = re.compile(rb"\.target[ \t]+(sm_\d+[af]?)")
 _PTX_ENTRY = re.compile(rb"^[ \t]*(?:\.visible[ \t]+|\.weak[ \t]+)?\.entry\s", re.MULTILINE)
 # The most seconds one module may take to be read (cuobjdump and the images' facts): the
 # largest real modules take a few seconds; past this a module is an error cell.
@@ -118,12 +122,50 @@ def read_cubin(data: bytes, arch: str, index: int = 0) -> Image:
     return Image("sass", arch, index, len(data), kernels, toolkit=toolkit)
 
 
+@dataclass(frozen=True)
+class PtxHead:
+    """A PTX module's `.version` and `.target` (None where its head lacks them), and
+    `examined`: how many bytes from its start the reading took, each read once and none
+    after the head, so that what reading a stranger's PTX costs is counted, not timed."""
+
+    version: str | None
+    target: str | None
+    examined: int
+
+
+def ptx_head(data: bytes) -> PtxHead:
+    """The head of a PTX module: past blanks and comments, `.version` first and `.target`
+    next, as the ISA orders them."""
+    at = 0
+    found: list[str] = []
+    for directive in (_PTX_VERSION, _PTX_TARGET):
+        while True:
+            at = _blanks_end(data, at)
+            if data.startswith(b"//", at):
+                end = data.find(b"\n", at)
+                at = len(data) if end < 0 else end
+            elif data.startswith(b"/*", at):
+                end = data.find(b"*/", at + 2)
+                at = len(data) if end < 0 else end + 2
+            else:
+                break
+        match = directive.match(data, at)
+        if match is None:
+            break
+        found.append(match.group(1).decode())
+        at = match.end()
+    return PtxHead(found[0] if found else None, found[1] if len(found) > 1 else None, at)
+
+
+def _blanks_end(data: bytes, at: int) -> int:
+    match = _PTX_BLANKS.match(data, at)
+    return match.end() if match else at
+
+
 def read_ptx(data: bytes, arch: str, index: int = 0) -> Image:
-    version = _PTX_VERSION.search(data)
-    target = _PTX_TARGET.search(data)
-    return Image("ptx", target.group(1).decode() if target else arch, index, len(data),
-                 len(_PTX_ENTRY.findall(data)), ptx_isa=version.group(1).decode()
-                 if version else None)
+    head = ptx_head(data)
+    return Image("ptx", head.target or arch, index, len(data),
+                 len(_PTX_ENTRY.findall(data)), ptx_isa=head.version)
 
 
 def shipped_images(cubin: Path | None, ptx: Path | None, arch: str) -> list[dict[str, Any]]:

@@ -39,11 +39,6 @@ def missing_include(log: str) -> str | None:
     return (match.group(1) or match.group(2)) if match else None
 
 
-def decode(data: bytes) -> str:
-    """Tool output as text whatever its encoding: an undecodable byte is shown, not fatal."""
-    return data.decode("utf-8", errors="replace")
-
-
 def warning_lines(log: str) -> list[str]:
     """What the tools warned about: kept in the cell, shown in the report, and what an
     expectation's ``warning`` pattern is matched against."""

@@ -49,13 +49,12 @@ from ..cell.steps import Carried, Step
 from ..compile.logs import (
     cuobjdump_resource_usage,
     decisive_line,
-    decode,
     error_lines,
     warning_lines,
 )
 from ..inspect.budgets import judge_budget, with_ptxas_figures
 from ..inspect.kernel_names import cpp_names
-from ..process.limits import run_tool
+from ..process.limits import decode, run_tool
 
 # What a build command may name; every other {name} is left for the shell-free command.
 BUILD_PLACEHOLDERS = ("arch", "cuda_arch", "torch_arch", "gencode", "python", "cuda_home",

@@ -19,8 +19,9 @@ from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.steps import Carried, Step
 from ..compile.flags import resolve_flags
-from ..compile.logs import decisive_line, decode
+from ..compile.logs import decisive_line
 from ..inspect.kernel_names import is_mangled
+from ..process.limits import decode
 
 
 def _options(job: Job) -> list[str]:

@@ -3,5 +3,6 @@ parts: what each artifact check reads (``artifact_text``), the resource budget a
 compiler's figures (``budgets``), a kernel named as C++ writes it found among a module's
 entries (``kernel_names``).
 
-May import: ``cell``, ``compile.logs``, ``binaries``, ``common``, ``errors``.
+May import: ``cell``, ``process``, ``binaries``, ``common``, ``errors``; never ``compile``,
+whose parts name kernels with ``kernel_names`` (import-linter keeps the one direction).
 """

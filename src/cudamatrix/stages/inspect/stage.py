@@ -26,7 +26,7 @@ from ..cell.cell_environment import cell_environment
 from ..cell.job import Job
 from ..cell.result import StageResult
 from ..cell.specs import ArtifactCheck, ResourceBudget
-from ..compile.logs import decode
+from ..process.limits import decode
 from .artifact_text import cubin_strings
 from .budgets import judge_budget, reporter
 from .kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, KernelNotFound, resolve

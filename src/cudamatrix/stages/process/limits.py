@@ -61,6 +61,13 @@ class LineReader(Protocol):
     def feed(self, line: str) -> None: ...
 
 
+def decode(data: bytes) -> str:
+    """Tool output as text whatever its encoding: an undecodable byte is shown, not fatal.
+    Here, below every stage, since the inspect stage reads cuobjdump's output with it and
+    the compile stage's parts may not be imported by inspect (compile uses its names)."""
+    return data.decode("utf-8", errors="replace")
+
+
 def cut_bytes(text: str) -> int:
     """How many bytes of a tool's output `text` (as a cell keeps it) lacks: 0 when whole."""
     return sum(int(found.group(1)) for found in _CUT.finditer(text))
