@@ -9,7 +9,9 @@ cell first too (the CUTLASS-emitted PyTorch extension, 237 s, started late and m
 whole first run); else its frontend's guess: a slow frontend's (CUTLASS, a project's
 build) ahead of every kernel seen to take less, a kernel's behind. The file is small
 (one number per cell), bounded, and rewritten whole after each run; a damaged or
-unwritable one is no timing, never an error.
+unwritable one is no timing, never an error. Each figure read is a number of seconds from
+0 to a day: `1e308` in a damaged file was infinity once two cells were summed, which the
+ETA could not say (a traceback at a terminal, a dead heartbeat in a CI log).
 """
 
 from __future__ import annotations
@@ -31,20 +33,34 @@ MAX_CELLS = 50_000
 # Seconds guessed for a cell never timed: slow frontends first, as before any timing.
 GUESS_SLOW_S = 120.0
 GUESS_S = 1.0
+# The most a recorded cell is taken to cost: longer than any cell's limits let it run, and
+# small enough that a run's cells summed stay a figure a clock can say.
+MAX_SECONDS = 24 * 3600.0
 
 
 COSTS_FILE = "cell-costs.json"
 
 
-def _seconds(value: object) -> bool:
-    """Whether a recorded value is a number of seconds a float holds (a 10^400 integer in a
-    damaged file was an OverflowError at start)."""
+def _seconds(value: object) -> float | None:
+    """A recorded value as seconds, at most MAX_SECONDS; None where it is no number of
+    seconds (a 10^400 integer in a damaged file was an OverflowError at start; NaN,
+    infinite or negative is no time)."""
     if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
+        return None
     try:
-        return math.isfinite(float(value)) and float(value) >= 0
+        seconds = float(value)
     except OverflowError:
-        return False
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, MAX_SECONDS)
+
+
+def _all_seconds(data: object) -> dict[str, float]:
+    """The cells' seconds of a timings document, each bounded; the rest passed over."""
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in ((k, _seconds(v)) for k, v in data.items()) if v is not None}
 
 
 def shipped_costs() -> dict[str, float]:
@@ -56,7 +72,7 @@ def shipped_costs() -> dict[str, float]:
         seconds = data["seconds"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {str(k): float(v) for k, v in seconds.items() if _seconds(v)}
+    return _all_seconds(seconds)
 
 
 def _key(cell: Cell) -> str:
@@ -71,9 +87,7 @@ class CellTimings:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError):
             data = {}
-        self.seconds: dict[str, float] = {
-            str(k): float(v) for k, v in (data.items() if isinstance(data, dict) else ())
-            if _seconds(v)}
+        self.seconds: dict[str, float] = _all_seconds(data)
         self.shipped = shipped_costs()
 
     def expected(self, cell: Cell) -> float:
