@@ -20,10 +20,11 @@ import contextlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from importlib import resources
 from pathlib import Path
 
 from ..common.files import write_atomic
+from ..common.recorded import read_cache
+from ..config.defaults import DATA
 from ..config.plan import Cell
 from ..record.results import CellResult
 from ..stages.frontends import frontend
@@ -66,13 +67,8 @@ def _all_seconds(data: object) -> dict[str, float]:
 def shipped_costs() -> dict[str, float]:
     """What each cell of the shipped corpus cost on the reference machine (seconds), by
     cell id: empty where the file is missing or damaged (the guesses then stand)."""
-    try:
-        data = json.loads(resources.files("cudamatrix.config").joinpath("data", COSTS_FILE)
-                          .read_text())
-        seconds = data["seconds"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return _all_seconds(seconds)
+    data = read_cache(DATA / COSTS_FILE)
+    return _all_seconds(data.get("seconds") if isinstance(data, dict) else None)
 
 
 def _key(cell: Cell) -> str:
@@ -83,11 +79,7 @@ def _key(cell: Cell) -> str:
 class CellTimings:
     def __init__(self, cache: Path) -> None:
         self.path = cache / FILE
-        try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
-            data = {}
-        self.seconds: dict[str, float] = _all_seconds(data)
+        self.seconds: dict[str, float] = _all_seconds(read_cache(self.path))
         self.shipped = shipped_costs()
 
     def expected(self, cell: Cell) -> float:
