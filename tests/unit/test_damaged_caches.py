@@ -164,3 +164,50 @@ def test_the_walk_finds_what_it_looks_for() -> None:
         assert _reads_a_file(ast.parse(source).body[0].value), source  # type: ignore[attr-defined]
     for source in passed:
         assert not _reads_a_file(ast.parse(source).body[0].value), source  # type: ignore[attr-defined]
+
+
+def test_a_damaged_jitify_warm_up_record_is_warmed_again(tmp_path: Path) -> None:
+    """The warm-up's record in the cache, truncated or without its seconds, was a
+    JSONDecodeError or KeyError in every later CuPy cell: it is warmed up again."""
+    from cudamatrix.orchestrator.cupy_warmup import DONE_FILE, JitifyWarmups
+    from cudamatrix.stages.cell.environment import LibraryEnvironment
+    from cudamatrix.stages.cell.job import Job
+    from cudamatrix.stages.cell.result import StageResult
+
+    warmed: list[Job] = []
+
+    def warm(job: Job) -> list[StageResult]:
+        warmed.append(job)
+        (job.work / "cupy-cache").mkdir(exist_ok=True)
+        return [StageResult("compile", "ok")]
+
+    for number, damage in enumerate((b'{"seconds": 1', b'{"key": "x"}', b'{"seconds": NaN}',
+                                     b"\x00\xff")):
+        work = tmp_path / "out" / "artifacts" / f"c{number}"
+        work.mkdir(parents=True)
+        job = Job(cell_id=f"c{number}", arch="sm_90a", source="k.cu", frontend="cupy",
+                  workdir=str(work), timeout=150, options={"jitify": True},
+                  library=LibraryEnvironment("cupy", "14.2.0", "(this Python)"))
+        folder = tmp_path / "cache" / "cupy-jitify" / JitifyWarmups.key(job)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / DONE_FILE).write_bytes(damage)
+        warmups = JitifyWarmups(tmp_path / "cache", tmp_path / "out", 900, warm, print)
+        seeded = warmups.prepare(job)
+        assert isinstance(seeded, Job) and seeded.options["jitify_seed"] == str(folder)
+        assert len(warmed) == number + 1, damage
+
+
+def test_a_worker_that_left_damaged_stages_is_its_cells_error(tmp_path: Path) -> None:
+    """A worker that exited 0 with a truncated result file (a full disk) was a
+    JSONDecodeError in the run's thread: the cell's error now, said in one line."""
+    from cudamatrix.orchestrator.executors.outcome import collect_stages
+    from cudamatrix.stages.cell.files import RESULT_FILE
+    from cudamatrix.stages.cell.job import Job
+
+    job = Job(cell_id="c", arch="sm_90", source="k.cu", frontend="nvrtc",
+              workdir=str(tmp_path), timeout=60)
+    for damage in (b'[{"stage": "compile", "sta', b'[{"stage": 5}]', b"{}"):
+        (tmp_path / RESULT_FILE).write_bytes(damage)
+        stages = collect_stages(job, 0, "exited with status 0", "")
+        assert [(s.status, s.message) for s in stages] == [
+            ("error", f"cell worker left a damaged {RESULT_FILE}")], damage
