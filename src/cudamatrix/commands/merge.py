@@ -4,7 +4,6 @@ planned cell no shard reported is an error naming its job."""
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,17 +18,21 @@ from .selection import cases_here, options_from
 if TYPE_CHECKING:
     from ..record.merge import ExpectedShard
 
+# How large a workflow plan may be: a job a line, a few hundred bytes each.
+PLAN_BYTES = 64 << 20
+
 
 def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.ArgumentParser
                    ) -> list[ExpectedShard]:
     """The jobs of a workflow plan, each with the cells its arguments select (read by
     `parser`, the command line's own), those it reports as ruled out included, as the plan
     counted them."""
+    from ..common.recorded import UnreadableRecord, read_json
     from ..config.planning import make_plan
     from ..record.merge import ExpectedShard
 
     try:
-        jobs = json.loads(plan_file.read_text())["include"]
+        jobs = read_json(plan_file, PLAN_BYTES)["include"]
         expected = []
         for job in jobs:
             if not isinstance(job, dict) or not all(
@@ -45,6 +48,8 @@ def planned_shards(plan_file: Path, matrix: Path | None, parser: argparse.Argume
                                           tuple(cells)))
     except OSError as exc:
         raise UserError(f"--plan {plan_file}: cannot read it ({exc.strerror})") from None
+    except UnreadableRecord as exc:  # no file, no JSON: said as read_json says it
+        raise UserError(f"--plan {plan_file}: {exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"--plan {plan_file}: not a plan from `cudamatrix plan` "
                         f"({type(exc).__name__}: {exc})") from None

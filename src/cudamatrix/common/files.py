@@ -4,11 +4,12 @@ leaves the old file and no stray one."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from . import recorded
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -32,11 +33,8 @@ def write_atomic(path: Path, text: str) -> None:
 def read_marker(path: Path) -> Any:
     """A marker or record the tool wrote (JSON), or None where there is none or it is
     damaged (a run killed as it wrote one, a hand's edit): the folder it stands for is made
-    again, never a traceback on every later run."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    again, never a traceback on every later run (recorded.read_cache, the one reader)."""
+    return recorded.read_cache(path)
 
 
 def remove_leftovers(target: Path) -> None:

@@ -1,10 +1,15 @@
-"""Typed reads of recorded JSON (results.json, cell files, stage records).
+"""Typed reads of recorded JSON (results.json, cell files, stage records), and the one
+reader of every JSON file the tool reads back, its own cache's records included.
 
 A results file is a stranger's file as soon as it is downloaded from another job's
 artifacts: `report`, `merge`, `--baseline`, `--resume` and `--rejudge` read it. Each field
 is read here with the type its consumers use, and a field of another type is a
 ValueError naming it, which the readers turn into one line and exit status 2; a report
 is never written from a record that would break it halfway (fuzzed: tests/unit/test_fuzz.py).
+
+The tool's own records (a marker, a toolkit's description, the cells' timings) are no
+user's file: `read_cache` reads a damaged one as none, and the tool makes it again. No
+module reads a JSON file any other way (tests/unit/test_damaged_caches.py walks them).
 """
 
 from __future__ import annotations
@@ -82,6 +87,22 @@ def read_json(path: Path, max_bytes: int = MAX_BYTES) -> Any:
     if _depth(document) > MAX_DEPTH:
         raise UnreadableRecord(f"nested deeper than the {MAX_DEPTH} levels a record may have")
     return document
+
+
+# How large a record the tool keeps in its cache may be: the largest (a toolkit's
+# description, 50,000 cells' timings) are a few MiB.
+CACHE_BYTES = 64 << 20
+
+
+def read_cache(path: Path, max_bytes: int = CACHE_BYTES) -> Any:
+    """A record the tool wrote into its own cache or a cell's folder, or None where there is
+    none or it is damaged (a run killed as it wrote one, a full disk, a hand's edit:
+    truncated, binary, too large): what it stands for is made again, never a traceback on
+    every later run. The document's types are its reader's to check, as damage too."""
+    try:
+        return read_json(path, max_bytes)
+    except UnreadableRecord:
+        return None
 
 
 # The largest time a record may hold, in microseconds (11 days): history.json's bound too.

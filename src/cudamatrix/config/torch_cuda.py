@@ -44,6 +44,8 @@ ALL = PAIRINGS[0]
 TORCH = "torch"
 # Where the answers are kept, under the cache folder.
 KEPT = Path("libraries") / "torch-cuda.json"
+# A CUDA version as the cache keeps it (major.minor): anything else there is damage.
+_KEPT_CUDA = re.compile(r"\d{1,3}\.\d{1,3}")
 # The CUDA runtime's package, as a torch wheel requires it (cu12, cu13, or unsuffixed).
 _RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 # `cuda: Optional[str] = '12.8'` (or `cuda = None`) in an installed torch's version.py.
@@ -165,6 +167,20 @@ def _from_index(version: str) -> TorchCuda:
         return TorchCuda(version, None, why=f"the index did not answer ({exc})")
 
 
+def _kept_answer(kept: object, version: str) -> TorchCuda | None:
+    """The cache's answer for `version`, or None where it has none or a damaged one (a CUDA
+    that is no major.minor was an InvalidVersion in list, plan and run): asked again, and
+    the record made again."""
+    said = kept.get(version) if isinstance(kept, dict) else None
+    if not isinstance(said, dict):
+        return None
+    cuda, source = said.get("cuda"), said.get("source", "")
+    if not isinstance(cuda, str) or not _KEPT_CUDA.fullmatch(cuda) \
+            or not isinstance(source, str):
+        return None
+    return TorchCuda(version, cuda, source)
+
+
 def _remember(cache: Path, found: TorchCuda) -> None:
     path = cache / KEPT
     kept = read_marker(path)
@@ -182,10 +198,9 @@ def torch_cuda(version: str, cache: Path) -> TorchCuda:
     answer is not kept: the next run online reads it."""
     if version == INSTALLED:
         return _installed()
-    said = read_marker(cache / KEPT)
-    if isinstance(said, dict) and isinstance(said.get(version), dict) \
-            and isinstance(said[version].get("cuda"), str):
-        return TorchCuda(version, said[version]["cuda"], str(said[version].get("source", "")))
+    kept = _kept_answer(read_marker(cache / KEPT), version)
+    if kept is not None:
+        return kept
     found = _kept_headers(version, cache) or _from_index(version)
     if found.cuda is not None:
         _remember(cache, found)

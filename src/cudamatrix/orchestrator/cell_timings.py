@@ -9,7 +9,9 @@ cell first too (the CUTLASS-emitted PyTorch extension, 237 s, started late and m
 whole first run); else its frontend's guess: a slow frontend's (CUTLASS, a project's
 build) ahead of every kernel seen to take less, a kernel's behind. The file is small
 (one number per cell), bounded, and rewritten whole after each run; a damaged or
-unwritable one is no timing, never an error.
+unwritable one is no timing, never an error. Each figure read is a number of seconds from
+0 to a day: `1e308` in a damaged file was infinity once two cells were summed, which the
+ETA could not say (a traceback at a terminal, a dead heartbeat in a CI log).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import contextlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from importlib import resources
 from pathlib import Path
 
 from ..common.files import write_atomic
+from ..common.recorded import read_cache
+from ..config.defaults import DATA
 from ..config.plan import Cell
 from ..record.results import CellResult
 from ..stages.frontends import frontend
@@ -31,32 +34,41 @@ MAX_CELLS = 50_000
 # Seconds guessed for a cell never timed: slow frontends first, as before any timing.
 GUESS_SLOW_S = 120.0
 GUESS_S = 1.0
+# The most a recorded cell is taken to cost: longer than any cell's limits let it run, and
+# small enough that a run's cells summed stay a figure a clock can say.
+MAX_SECONDS = 24 * 3600.0
 
 
 COSTS_FILE = "cell-costs.json"
 
 
-def _seconds(value: object) -> bool:
-    """Whether a recorded value is a number of seconds a float holds (a 10^400 integer in a
-    damaged file was an OverflowError at start)."""
+def _seconds(value: object) -> float | None:
+    """A recorded value as seconds, at most MAX_SECONDS; None where it is no number of
+    seconds (a 10^400 integer in a damaged file was an OverflowError at start; NaN,
+    infinite or negative is no time)."""
     if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
+        return None
     try:
-        return math.isfinite(float(value)) and float(value) >= 0
+        seconds = float(value)
     except OverflowError:
-        return False
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, MAX_SECONDS)
+
+
+def _all_seconds(data: object) -> dict[str, float]:
+    """The cells' seconds of a timings document, each bounded; the rest passed over."""
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): v for k, v in ((k, _seconds(v)) for k, v in data.items()) if v is not None}
 
 
 def shipped_costs() -> dict[str, float]:
     """What each cell of the shipped corpus cost on the reference machine (seconds), by
     cell id: empty where the file is missing or damaged (the guesses then stand)."""
-    try:
-        data = json.loads(resources.files("cudamatrix.config").joinpath("data", COSTS_FILE)
-                          .read_text())
-        seconds = data["seconds"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {str(k): float(v) for k, v in seconds.items() if _seconds(v)}
+    data = read_cache(DATA / COSTS_FILE)
+    return _all_seconds(data.get("seconds") if isinstance(data, dict) else None)
 
 
 def _key(cell: Cell) -> str:
@@ -67,13 +79,7 @@ def _key(cell: Cell) -> str:
 class CellTimings:
     def __init__(self, cache: Path) -> None:
         self.path = cache / FILE
-        try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
-            data = {}
-        self.seconds: dict[str, float] = {
-            str(k): float(v) for k, v in (data.items() if isinstance(data, dict) else ())
-            if _seconds(v)}
+        self.seconds: dict[str, float] = _all_seconds(read_cache(self.path))
         self.shipped = shipped_costs()
 
     def expected(self, cell: Cell) -> float:

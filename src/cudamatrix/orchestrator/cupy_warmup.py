@@ -24,12 +24,25 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..common.removal import emptied
+from ..common.files import read_marker
 from ..record.results import ARTIFACTS_DIR
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
 from ..stages.frontends.cupy_run import JITIFY_CACHE
 
 DONE_FILE = "warmed.json"
+
+
+def _warmed_seconds(folder: Path) -> float | None:
+    """How long the warm-up kept in `folder` took, or None where none finished there or its
+    record is damaged (a KeyError or a JSONDecodeError on every later CuPy cell): warmed
+    up again."""
+    done = read_marker(folder / DONE_FILE)
+    seconds = done.get("seconds") if isinstance(done, dict) else None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+            or not 0 <= seconds < 1e9:
+        return None
+    return float(seconds)
 
 
 class JitifyWarmups:
@@ -59,7 +72,7 @@ class JitifyWarmups:
         with lock:
             if key not in self._outcome:
                 folder = self.root / key
-                if (folder / DONE_FILE).is_file():
+                if _warmed_seconds(folder) is not None:
                     self._outcome[key] = folder
                 else:
                     self._outcome[key] = self._warm(job, key, folder)
@@ -68,9 +81,11 @@ class JitifyWarmups:
             return outcome
         if outcome is None:
             return job
-        done = json.loads((outcome / DONE_FILE).read_text())
+        seconds = _warmed_seconds(outcome)
+        if seconds is None:  # removed or damaged since: the cell warms up for itself
+            return job
         return replace(job, options={**job.options, "jitify_seed": str(outcome),
-                                     "jitify_warmup_s": done["seconds"]})
+                                     "jitify_warmup_s": seconds})
 
     def _warm(self, job: Job, key: str, folder: Path) -> Path | StageResult | None:
         work = self.out / ARTIFACTS_DIR / f"_warmup-{key}"

@@ -4,10 +4,14 @@ terminal bar builds on it.
 A CI log is read after the fact, by someone who cannot re-run with -v: each failing
 cell's line carries its decisive message, whole, on that one line (so a grep for the
 cell finds its reason), and every `heartbeat_s` a line names the cells running and when
-the run should end (the bar once sat at 7/114 for 40 s with nothing said)."""
+the run should end (the bar once sat at 7/114 for 40 s with nothing said). What the ETA is
+made of is bounded as it is taken (a damaged timings file's `1e308` summed to infinity,
+which no clock says), and a heartbeat that fails once keeps beating: a thread that dies
+leaves a CI log silent for the rest of the run, which reads as a hang."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +30,10 @@ NAMED_RUNNING = 3
 # How far this machine's speed may be taken to differ from the timings' (a run of cache
 # hits is far faster than the cold times recorded; a first cell's luck is not the run's).
 SPEED_BOUNDS = (0.05, 20.0)
+# The most a cell is expected to take (seconds): a week, longer than any run is let run.
+MAX_EXPECTED_S = 7 * 24 * 3600.0
+# The longest duration a line says (999 hours): beyond it a figure says nothing more.
+MAX_SAID_S = 999 * 3600.0 + 59 * 60 + 59
 
 
 def said_seconds(result: CellResult) -> str:
@@ -41,9 +49,18 @@ def said_seconds(result: CellResult) -> str:
     return f"{result.seconds:.1f}s"
 
 
+def _expected_seconds(seconds: float) -> float:
+    """A cell's expected seconds as the ETA takes them: from 0 to MAX_EXPECTED_S (NaN as
+    0), so the remaining cells summed stay finite."""
+    return 0.0 if math.isnan(seconds) else min(MAX_EXPECTED_S, max(0.0, seconds))
+
+
 def said_duration(seconds: float) -> str:
-    """Seconds as a clock says them: 3:01, 1:02:03."""
-    whole = max(0, round(seconds))
+    """Seconds as a clock says them: 3:01, 1:02:03; a figure no clock holds (NaN, infinite)
+    is said as unknown and a huge one as the longest said, never an OverflowError."""
+    if math.isnan(seconds):
+        return "-:--"
+    whole = round(min(MAX_SAID_S, max(0.0, seconds)))
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
@@ -82,7 +99,7 @@ class Progress:
         (cell-timings.json), by cell id, and how many cells run at once. Starts the
         heartbeat that names the running cells (the plain lines only)."""
         with self._lock:
-            self._expected = dict(seconds)
+            self._expected = {c: _expected_seconds(s) for c, s in seconds.items()}
             self._workers = max(1, workers)
         if self.heartbeat_s > 0 and self.verbosity >= 0:
             threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True).start()
@@ -161,8 +178,18 @@ class Progress:
             self.note(line)
 
     def _beat(self) -> None:
+        """The heartbeat's thread. A line it cannot make is warned of once and the beat goes
+        on: an exception here ended the thread, silently, and the log said nothing more
+        until the run ended."""
+        warned = False
         while not self._stop.wait(self.heartbeat_s):
-            self.tick()
+            try:
+                self.tick()
+            except Exception as exc:  # any failure: the beat must go on
+                if not warned:
+                    warned = True
+                    self.note(f"warning: the progress heartbeat could not say what runs "
+                              f"({type(exc).__name__}: {exc}); it goes on")
 
     def finish(self) -> None:
         if hasattr(self, "_stop"):

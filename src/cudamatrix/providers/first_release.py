@@ -31,7 +31,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ..common.confined import Outside, confined, plain_relative
-from ..common.files import write_atomic
+from ..common.files import read_marker, write_atomic
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
 from ..config.matrix import Matrix
@@ -232,22 +232,16 @@ class FirstReleases:
 
     def _load(self) -> dict[str, bool | str]:
         if self._known is None:
-            try:
-                read = json.loads(self.file.read_text())
-                self._known = {k: v for k, v in read.items() if isinstance(v, bool | str)} \
-                    if isinstance(read, dict) else {}
-            except (OSError, ValueError):
-                self._known = {}
+            read = read_marker(self.file)
+            self._known = {k: v for k, v in read.items() if isinstance(v, bool | str)} \
+                if isinstance(read, dict) else {}
         return self._known
 
     def _keep(self, key: str, value: bool | str) -> None:
         """One answer into the cache file (under its lock: runs share the cache)."""
         with folder_lock(self.file):
-            try:
-                kept = json.loads(self.file.read_text())
-                kept = kept if isinstance(kept, dict) else {}
-            except (OSError, ValueError):
-                kept = {}
+            kept = read_marker(self.file)
+            kept = kept if isinstance(kept, dict) else {}
             kept[key] = value
             write_atomic(self.file, json.dumps(kept, indent=1, sort_keys=True))
         self._load()[key] = value

@@ -36,7 +36,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..common.files import write_atomic
+from ..common.files import read_marker, write_atomic
 from ..common.interruption import interrupted
 from ..common.locks import folder_lock
 from ..common.up_to_date import InputLedger
@@ -124,13 +124,15 @@ def _kept(root: Path, toolkit: str) -> dict[str, str] | None:
     marker = root / HEADERS_MARKER
     if not marker.is_file():
         return None
-    try:
-        kept = json.loads(marker.read_text())
-        if kept.get("format") == HEADERS_FORMAT and kept.get("release") == toolkit:
-            return dict(kept["components"])
-    except (ValueError, KeyError, TypeError, AttributeError, OSError):
-        pass
-    return None
+    kept = read_marker(marker)
+    if not isinstance(kept, dict) or kept.get("format") != HEADERS_FORMAT \
+            or kept.get("release") != toolkit:
+        return None
+    components = kept.get("components")
+    if not isinstance(components, dict) \
+            or not all(isinstance(v, str) for v in components.values()):
+        return None
+    return dict(components)
 
 
 @dataclass(frozen=True)

@@ -167,11 +167,9 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path, ledger: InputLedg
     # install never changes, so its description is kept beside it.
     described = root / DESCRIBED
     installed = (root / MARKER).read_text() + (root / HEADERS_MARKER).read_text()
-    if described.is_file():
-        data = json.loads(described.read_text())
-        if data.get("marker") == installed and data.get("root") == str(root) \
-                and data.get("reader") == TREE_READER_VERSION:
-            return Environment.from_dict(data["environment"])
+    kept = _kept_description(described, toolkit, installed, root)
+    if kept is not None:
+        return kept
     # The components whose headers alone are here are named as such: what a compile read.
     packages = {**installed_packages(root),
                 **{f"{name} (headers)": version for name, version in components.items()}}
@@ -179,6 +177,27 @@ def prepare_toolkit(matrix: Matrix, toolkit: str, cache: Path, ledger: InputLedg
     write_atomic(described, json.dumps({"marker": installed, "root": str(root),
                                         "reader": TREE_READER_VERSION,
                                         "environment": env.to_dict()}))
+    return env
+
+
+def _kept_description(described: Path, toolkit: str, installed: str, root: Path
+                      ) -> Environment | None:
+    """The toolkit's description kept beside its install, or None where there is none, it
+    describes another install, or it is damaged (a truncated one was a JSONDecodeError on
+    every run of the toolkit): described again. A description is taken only where it
+    reads back as the very document the tool wrote, so a field of the wrong type is
+    damage here, never a traceback in a cell."""
+    data = read_marker(described)
+    if not isinstance(data, dict) or data.get("marker") != installed \
+            or data.get("root") != str(root) or data.get("reader") != TREE_READER_VERSION \
+            or not isinstance(data.get("environment"), dict):
+        return None
+    try:
+        env = Environment.from_dict(data["environment"])
+    except (TypeError, ValueError):
+        return None
+    if env.toolkit != toolkit or json.loads(json.dumps(env.to_dict())) != data["environment"]:
+        return None
     return env
 
 
@@ -431,9 +450,9 @@ def prepare_component_libraries(env: Environment, component: str, cache: Path,
     headers (release_headers.py's record), and a folder of links with the unversioned
     names a link step asks for (`libcublas.so` for `libcublas.so.12`)."""
     root = Path(env.root)
-    try:
-        taken = json.loads((root / HEADERS_MARKER).read_text())["components"]
-    except (OSError, ValueError, KeyError, TypeError):
+    kept = read_marker(root / HEADERS_MARKER)
+    taken = kept.get("components") if isinstance(kept, dict) else None
+    if not isinstance(taken, dict) or not all(isinstance(v, str) for v in taken.values()):
         raise EnvironmentUnavailable(f"toolkit {env.toolkit}: no record of its release's "
                                      "components (prepare it again)") from None
     name = next((n for n in taken if re.sub(r"^nvidia-|-cu\d+$", "", n) == component), None)

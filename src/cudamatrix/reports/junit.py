@@ -1,4 +1,10 @@
-"""junit.xml: one testsuite per case, one testcase per cell, axes as properties."""
+"""junit.xml: one testsuite per case, one testcase per cell, axes as properties.
+
+Written in time linear in the cells: junitparser's own ways of adding (add_testcase,
+add_testsuite) recount or compare everything added before on every call, so the elements
+are appended and counted once here (8,000 cases took 31.8x the CPU of 1,000, and a
+40,000-case shard's merge was still writing at 900 s: tests/unit/test_junit_linear.py
+counts the work)."""
 
 from __future__ import annotations
 
@@ -58,6 +64,7 @@ def junit_xml(info: RunInfo, results: Sequence[CellResult]) -> str:
     for result in results:
         suites[result.cell.case].append(result)
     document = JUnitXml("cudamatrix")
+    counted: list[TestSuite] = []
     for case, cells in suites.items():
         suite = TestSuite(case)
         properties = Properties()
@@ -72,10 +79,19 @@ def junit_xml(info: RunInfo, results: Sequence[CellResult]) -> str:
         for result in cells:
             suite.append(_testcase(result))
         suite.update_statistics()
-        document.add_testsuite(suite)
-    document.update_statistics()
-    return document.tostring().decode() if isinstance(document.tostring(), bytes) \
-        else str(document.tostring())
+        # append, not add_testsuite: that compares the suite with every suite before it
+        # (quadratic in the cases), to merge suites of one name, and each case is one suite.
+        document.append(suite)
+        counted.append(suite)
+    # The document's figures summed from its suites' (update_statistics would count every
+    # suite's cells again).
+    document.tests = sum(s.tests for s in counted)
+    document.failures = sum(s.failures for s in counted)
+    document.errors = sum(s.errors for s in counted)
+    document.skipped = sum(s.skipped for s in counted)
+    document.time = round(sum(s.time for s in counted), 3)
+    written = document.tostring()
+    return written.decode() if isinstance(written, bytes) else str(written)
 
 
 FORMAT = ReportFormat("junit.xml", lambda run: junit_xml(run.info, run.results))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
+from ...common.recorded import read_cache
 from ...stages.cell.files import RESULT_FILE
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
@@ -34,8 +34,11 @@ def collect_stages(job: Job, code: int, how: str, output: str) -> list[StageResu
     if code != 0 or not result_file.exists():
         crashed = _crashed(job, how, output)
         return [*(s for s in _finished(job) if s.stage != crashed.stage), crashed]
-    stages = [StageResult.from_dict(s) for s in json.loads(result_file.read_text())]
-    return with_process_output(stages, output)
+    saved = _saved(job)
+    if saved is None:  # the worker said it finished, and left no stages that read back
+        return [StageResult(stage_entered(job.work), "error",
+                            f"cell worker left a damaged {RESULT_FILE}", output[-20_000:])]
+    return with_process_output(saved, output)
 
 
 def _crashed(job: Job, how: str, output: str) -> StageResult:
@@ -47,11 +50,19 @@ def _crashed(job: Job, how: str, output: str) -> StageResult:
 
 def _finished(job: Job) -> list[StageResult]:
     """The stages a worker that died had finished and saved (runtime/pipeline.save_stages)."""
+    return _saved(job) or []
+
+
+def _saved(job: Job) -> list[StageResult] | None:
+    """The stages the worker saved in its folder, or None where none read back (a worker
+    killed as it wrote them, a full disk)."""
+    saved = read_cache(job.work / RESULT_FILE)
+    if not isinstance(saved, list):
+        return None
     try:
-        saved = json.loads((job.work / RESULT_FILE).read_text())
         return [StageResult.from_dict(s) for s in saved]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def with_process_output(stages: list[StageResult], output: str) -> list[StageResult]:

@@ -42,6 +42,44 @@ def elf_machine(elf: BinaryIO) -> int | None:
     return machine
 
 
+def _text_start(head: bytes) -> str | None:
+    """The first line of a file that reads as text (no NUL, UTF-8), as a message quotes it;
+    None for a binary file."""
+    if b"\0" in head:
+        return None
+    try:
+        text = head.decode()
+    except UnicodeDecodeError:
+        return None
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line[:60]
+
+
+def elf_problem(elf: BinaryIO) -> str | None:
+    """Why a file handed over as a library is no ELF a module can be read from, in a few
+    words (a linker script named `.so` is text; a build killed as it wrote leaves a
+    truncated one); None for an ELF whose header and 64-bit section table it holds whole.
+    The section table is the one thing read to find a module: one past the end reads as
+    no device code at all, which would be a silent wrong answer."""
+    end = _size(elf)
+    if end == 0:
+        return "an empty file, not an ELF file"
+    elf.seek(0)
+    head = elf.read(512)
+    if head[:4] != b"\x7fELF":
+        text = _text_start(head)
+        return "not an ELF file" + (f" (text: {text!r})" if text is not None else "")
+    if head[4] != 2:  # a 32-bit ELF: no CUDA library, nothing of it is read
+        return None
+    if len(head) < 64:
+        return f"a truncated ELF file ({end} bytes, shorter than its 64-byte header)"
+    shoff, = struct.unpack_from("<Q" if head[5] == 1 else ">Q", head, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH" if head[5] == 1 else ">HH", head, 0x3A)
+    if shoff > end or shentsize * shnum > end - shoff:
+        return f"a truncated ELF file (its section table lies past its {end} bytes)"
+    return None
+
+
 def elf_sections(elf: BinaryIO) -> dict[str, tuple[int, int]]:
     """A 64-bit little-endian ELF's sections by name: (offset, size). Cubins and the
     host libraries that embed them are such ELFs. Reads the headers only; a table or a

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import UserError
+from .elf import elf_problem
 
 ELF_MAGIC = b"\x7fELF"
 # Shared libraries and extension modules inside a wheel: foo.so, libfoo.so.12, foo.abi3.so.
@@ -162,6 +163,22 @@ def _regular(path: Path, follow: bool = False) -> bool:
         return stat.S_ISREG((os.stat if follow else os.lstat)(path).st_mode)
     except OSError:
         return False
+
+
+def unreadable(path: Path) -> str | None:
+    """Why `members` could read no library from `path`, in a few words; None for a folder,
+    a wheel (each of its members is checked as it is read) or a whole ELF file."""
+    if path.is_dir():
+        return None
+    if not _regular(path, follow=True):
+        return "not a regular file (a device, a FIFO or a socket is never read)"
+    try:
+        if zipfile.is_zipfile(path):
+            return None
+        with path.open("rb") as handle:
+            return elf_problem(handle)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
 
 
 def members(path: Path, scratch: Path) -> Iterator[Member]:

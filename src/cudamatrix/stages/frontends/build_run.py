@@ -37,10 +37,10 @@ from typing import Any
 
 from ...common.confined import inside
 from ...common.versions import Arch, sass_runs_on
-from ...errors import Failure
+from ...errors import Failure, UserError
 from ..binaries.elf import UnreadableFile, fatbins
 from ..binaries.facts import Module, read_modules, runs_on
-from ..binaries.inputs import members
+from ..binaries.inputs import members, unreadable
 from ..cell.cell_environment import CellEnvironment, cell_environment
 from ..cell.files import BUILD_SOURCE, COMPILE_RECORD
 from ..cell.job import Job
@@ -160,6 +160,8 @@ _WRAPPER = re.compile(r"^(CMake Error|g?make(\[\d+\])?:|ninja: build stopped|col
 # The linker's own complaints carry no "error" word: "ld: cannot find -lcudart".
 _LINKER = re.compile(r"^\S*\bld(\.\w+)?: ")
 _MISSING_LIBRARY = re.compile(r"cannot find -l([\w.+-]+)")
+# A pattern of `outputs` that is a glob (it may catch files the case did not mean).
+_GLOB = re.compile(r"[*?[]")
 
 
 def failure_line(log: str) -> str:
@@ -275,12 +277,51 @@ def _resource_usage(path: Path, label: str, cuobjdump: str, gpu: Arch) -> list[d
     return [{**r, "name": name, "file": label} for r, name in zip(records, names, strict=True)]
 
 
+def _caught_by(job: Job, output: Path) -> str | None:
+    """The glob of the case's `outputs` that caught `output`, or None where the case names
+    it (or the frontend made it: a torch extension's library)."""
+    if job.build is None:
+        return None
+    root = job.work / BUILD_SOURCE
+    if not output.is_relative_to(root):
+        return None
+    relative = output.relative_to(root)
+    if any(Path(p) == relative for p in job.build.outputs if not _GLOB.search(p)):
+        return None
+    return next((p for p in job.build.outputs if _GLOB.search(p) and output in root.glob(p)),
+                None)
+
+
+def _no_elf(job: Job, outputs: list[Path]) -> tuple[list[Path], list[str], str]:
+    """The outputs a library can be read from; a note for each file a glob caught that is
+    none (`outputs = ["*"]` catches case.toml: skipped, said); and the one line naming a
+    file the case named that is none (a linker script named `.so`), which fails the
+    stage. Each such file crashed the cell's worker at inspect."""
+    readable, notes = [], []
+    root = job.work / BUILD_SOURCE
+    for output in outputs:
+        why = unreadable(output)
+        if why is None:
+            readable.append(output)
+            continue
+        label = str(output.relative_to(root)) if output.is_relative_to(root) else output.name
+        caught = _caught_by(job, output)
+        if caught is None:
+            return [], [], f"{label}: {why}"
+        notes.append(f"skipped {label} (caught by {caught!r}): {why}")
+    return readable, notes, ""
+
+
 def audit_outputs(job: Job, outputs: list[Path], ptxas: Sequence[Mapping[str, Any]] = ()
                   ) -> tuple[StageResult, list[bytes]]:
     """The inspect stage: what each output ships, per module, for the cell's arch; and
     the modules' fatbinaries, for the driver on a GPU. `ptxas`: the figures ptxas printed
     while they were compiled (-v), for the spills no cubin records."""
     started = time.monotonic()
+    outputs, skipped, refused = _no_elf(job, outputs)
+    if refused:
+        return StageResult("inspect", "error", f"cannot read the build's outputs: {refused}",
+                           refused, time.monotonic() - started), []
     cuobjdump = job.cuobjdump
     if not cuobjdump:
         return StageResult("inspect", "unavailable", "no cuobjdump to read the build's "
@@ -305,7 +346,7 @@ def audit_outputs(job: Job, outputs: list[Path], ptxas: Sequence[Mapping[str, An
                         for fatbin in fatbins(handle):
                             handle.seek(fatbin.offset)
                             fatbinaries.append(handle.read(fatbin.size))
-        except (UnreadableFile, OSError, subprocess.SubprocessError) as exc:
+        except (UnreadableFile, UserError, OSError, subprocess.SubprocessError) as exc:
             return StageResult("inspect", "error", f"cannot read the build's outputs: {exc}",
                                seconds=time.monotonic() - started), []
     with_kernels = [s for s in summaries if s["kernels"]]
@@ -314,7 +355,7 @@ def audit_outputs(job: Job, outputs: list[Path], ptxas: Sequence[Mapping[str, An
         resources = with_ptxas_figures(resources, ptxas)
         said_by = f"cuobjdump -res-usage and ptxas -v, {gpu.name}"
     details: dict[str, Any] = {"modules": summaries, "resources": resources}
-    lines = [f"{s['file']} module {s['module']}: {s['ships']}" for s in summaries]
+    lines = [*skipped, *(f"{s['file']} module {s['module']}: {s['ships']}" for s in summaries)]
     if not with_kernels:
         return StageResult("inspect", "ok", "the build ships no kernels", "\n".join(lines),
                            time.monotonic() - started, details), fatbinaries

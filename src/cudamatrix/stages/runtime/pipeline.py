@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ...common.recorded import read_json
 from ..cell.files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
 from ..cell.job import Job
 from ..cell.result import StageResult
@@ -130,13 +131,22 @@ def _in_folder(folder: Path, stage: StageResult) -> Build:
     return Build(stage, found(PTX), found(CUBIN), found(LIBRARY))
 
 
+# How large a compile record may be: a stage's log and details (a results file's cell is
+# bounded alike).
+RECORD_BYTES = 64 << 20
+
+
 def recorded() -> Step:
     """The compile record and module in the job's `prebuilt` folder: an earlier run's
     (another machine's), a compile-cache hit's or a group compile's, restored there."""
 
     def run(carried: Carried) -> list[StageResult]:
         folder = Path(carried.job.prebuilt or "")
-        stage = StageResult.from_dict(json.loads((folder / COMPILE_RECORD).read_text()))
+        path = folder / COMPILE_RECORD
+        try:
+            stage = StageResult.from_dict(read_json(path, RECORD_BYTES))
+        except (ValueError, KeyError, TypeError) as exc:  # damaged: the cell's error, said
+            return [StageResult("compile", "error", f"{path}: no compile record ({exc})")]
         return _built(carried, _in_folder(folder, stage))
 
     return Step("compile", run)
