@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..common.removal import emptied
 from ..common.files import read_marker
+from ..common.removal import emptied
 from ..record.results import ARTIFACTS_DIR
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
