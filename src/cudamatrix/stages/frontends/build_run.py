@@ -283,13 +283,22 @@ def _caught_by(job: Job, output: Path) -> str | None:
     if job.build is None:
         return None
     root = job.work / BUILD_SOURCE
-    if not output.is_relative_to(root):
+    try:  # which of the case's words named it, not whether it may be read
+        relative = output.relative_to(root)
+    except ValueError:
         return None
-    relative = output.relative_to(root)
     if any(Path(p) == relative for p in job.build.outputs if not _GLOB.search(p)):
         return None
     return next((p for p in job.build.outputs if _GLOB.search(p) and output in root.glob(p)),
                 None)
+
+
+def _shown(output: Path, root: Path) -> str:
+    """A build output as a message names it: from the project's root, else by its name."""
+    try:
+        return str(output.relative_to(root))
+    except ValueError:
+        return output.name
 
 
 def _no_elf(job: Job, outputs: list[Path]) -> tuple[list[Path], list[str], str]:
@@ -304,7 +313,7 @@ def _no_elf(job: Job, outputs: list[Path]) -> tuple[list[Path], list[str], str]:
         if why is None:
             readable.append(output)
             continue
-        label = str(output.relative_to(root)) if output.is_relative_to(root) else output.name
+        label = _shown(output, root)
         caught = _caught_by(job, output)
         if caught is None:
             return [], [], f"{label}: {why}"
