@@ -59,6 +59,9 @@ def _install(session: nox.Session, gpu_extra: bool = True) -> None:
 # Imports every module of the package, each apart (one that needs what this machine lacks,
 # the GPU extra's bindings say, is passed over), with bytecode writing on: every module a
 # run can import, the package's and its dependencies', is compiled once and kept.
+# The package's own modules are compiled first, each of them: one that does not import
+# here (the GPU extra's) is still one a GPU machine's run imports, and one whose bytecode
+# is missing is compiled again at every start (`_compile_changed_sources`).
 # `cudamatrix.__main__` is the command itself (importing it runs `cudamatrix`): compiled,
 # never imported. The modules Python imported before the flag was set (site's, a .pth
 # file's) are compiled last.
@@ -66,7 +69,11 @@ _IMPORT_EVERY_MODULE = """
 import importlib.util, os, pkgutil, py_compile, sys
 sys.dont_write_bytecode = False
 import cudamatrix
-py_compile.compile(cudamatrix.__path__[0] + "/__main__.py")
+for folder, folders, files in os.walk(cudamatrix.__path__[0]):
+    folders[:] = [f for f in folders if f not in ("data", "__pycache__")]
+    for name in files:
+        if name.endswith(".py"):
+            py_compile.compile(os.path.join(folder, name))
 for module in pkgutil.walk_packages(cudamatrix.__path__, "cudamatrix."):
     if module.name.rpartition(".")[2] == "__main__":
         continue

@@ -67,6 +67,14 @@ def test_a_runs_imports_compile_nothing_once_the_session_compiled_them(tmp_path:
     # runs the command).
     kept = tmp_path / "bytecode" / str(ROOT / "src" / "cudamatrix").lstrip("/")
     assert list(kept.glob("__main__.*.pyc"))
+    # Every module of the package, those this machine cannot import too (the GPU extra's):
+    # one left without bytecode would be compiled again at every session's start.
+    package = ROOT / "src" / "cudamatrix"
+    missing = [str(source.relative_to(package)) for source in package.rglob("*.py")
+               if "data" not in source.relative_to(package).parts
+               and not list((kept / source.parent.relative_to(package)).glob(
+                   f"{source.stem}.*.pyc"))]
+    assert missing == []
 
 
 def test_a_changed_module_counts_as_stale_until_compiled_again(tmp_path: Path) -> None:
