@@ -24,6 +24,15 @@ from ..errors import UserError
 MERGE_REQUEST_SOURCES = frozenset({"merge_request_event", "external_pull_request_event"})
 TIMEOUT_VARIABLE = "CUDAMATRIX_TIMEOUT_MINUTES"
 DEFAULT_TIMEOUT_MINUTES = 120
+# The settings the child's jobs read, with their defaults (the parent's `variables:`). The
+# plan job writes the values it saw (project variables over the parent's YAML) into the
+# child's own `variables:`, the lowest precedence there: forwarded from the trigger job
+# they would be the highest, and a project variable set in GitLab's settings would lose
+# to the parent's YAML default in every shard.
+SETTINGS = {"CUDAMATRIX": "", "CUDAMATRIX_PYTHON": "python3", "CUDAMATRIX_PROVIDER": "wheels",
+            "CUDAMATRIX_ARGS": "", TIMEOUT_VARIABLE: str(DEFAULT_TIMEOUT_MINUTES),
+            "CUDAMATRIX_RETRIES": "1", "CUDAMATRIX_HISTORY_RUNS": "20",
+            "CUDAMATRIX_PAGES_URL": ""}
 
 
 def trusted(variables: Mapping[str, str]) -> bool:
@@ -96,10 +105,14 @@ def child_pipeline(matrix: Mapping[str, Sequence[Mapping[str, Any]]], tier: str,
     jobs = list(matrix["include"])
     template = (files("cudamatrix.config") / "data" / "ci" / "gitlab-child.yml").read_text()
     shards = "".join("\n".join(_shard(job, untrusted)) + "\n\n" for job in jobs)
+    settings = {name: given.get(name) or default for name, default in SETTINGS.items()}
+    settings["CUDAMATRIX"] = settings["CUDAMATRIX"] or f"cudamatrix=={__version__}"
+    block = "".join(f"  {name}: {_value(value)}\n" for name, value in settings.items())
     what = (f"tier {tier}, {len(jobs)} shards of {sum(j['cells'] for j in jobs)} cells"
             + (", a fork's merge request: each shard waits for a maintainer" if untrusted
                else ""))
     return (template.replace("@@WHAT@@", what).replace("@@VERSION@@", __version__)
             .replace("@@TIMEOUT@@", str(timeout_minutes(given)))
+            .replace("@@SETTINGS@@\n", block)
             .replace("@@SHARDS@@\n", shards)
             .replace("@@PLAN@@", _value(json.dumps(matrix, separators=(",", ":")))))

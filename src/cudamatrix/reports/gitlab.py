@@ -67,7 +67,7 @@ def note(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:
         if size > NOTE_BUDGET_CHARS:
             break
         kept.append(line)
-    return "".join(kept) + (f"\n\n… cut to fit GitLab's {NOTE_LIMIT_CHARS:,} character note; "
+    return "".join(kept) + (f"\n… cut to fit GitLab's {NOTE_LIMIT_CHARS:,} character note; "
                             f"the whole report is {report_name} in the pipeline's artifacts.\n")
 
 
