@@ -65,7 +65,7 @@ def _arguments(plan: argparse.ArgumentParser) -> None:
     plan.add_argument("--ci", choices=sorted(ENGINES), default="github",
                       help="the CI engine the plan is written for: github (a job matrix, "
                            "JSON) or gitlab (a child pipeline, YAML, for trigger: include: "
-                           "artifact); default: github")
+                           "artifact)")
     plan.add_argument("--runner-labels", default=None, metavar="LABELS",
                       help="labels every GPU runner has, space separated (default: "
                            + "; ".join(f"{e.name}: {' '.join(e.runner_base) or 'none'}"
