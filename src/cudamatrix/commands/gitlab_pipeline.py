@@ -108,8 +108,9 @@ def child_pipeline(matrix: Mapping[str, Sequence[Mapping[str, Any]]], tier: str,
     settings = {name: given.get(name) or default for name, default in SETTINGS.items()}
     settings["CUDAMATRIX"] = settings["CUDAMATRIX"] or f"cudamatrix=={__version__}"
     block = "".join(f"  {name}: {_value(value)}\n" for name, value in settings.items())
-    what = (f"tier {tier}, {len(jobs)} shards of {sum(j['cells'] for j in jobs)} cells"
-            + (", a fork's merge request: each shard waits for a maintainer" if untrusted
+    what = (f"tier {tier}: {len(jobs)} shard{'' if len(jobs) == 1 else 's'} of "
+            f"{sum(j['cells'] for j in jobs)} cells"
+            + ("; a fork's merge request: each shard waits for a maintainer" if untrusted
                else ""))
     return (template.replace("@@WHAT@@", what).replace("@@VERSION@@", __version__)
             .replace("@@TIMEOUT@@", str(timeout_minutes(given)))
