@@ -66,6 +66,7 @@ def test_the_child_pipeline_runs_each_shard_on_its_runners_tags() -> None:
     gpu, shared = child["h100 1/1"], child["no-gpu-runner 1/1"]
     assert isinstance(gpu, dict) and isinstance(shared, dict)
     assert gpu["tags"] == ["gpu-h100"] and "tags" not in shared  # a shared runner builds it
+    assert shared["image"] == "python:3.11" and "image" not in gpu
     assert gpu["variables"]["CUDAMATRIX_SHARD_ARGS"] == "--tier pr --arch sm_90 --shard 1/1"
     assert gpu["cache"] == {"key": "cudamatrix-trusted-0.1.0-abc", "policy": "pull-push",
                             "paths": [".cudamatrix/cache/", ".cudamatrix/pip-cache/"]}

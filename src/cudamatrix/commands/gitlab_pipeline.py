@@ -35,6 +35,11 @@ SETTINGS = {"CUDAMATRIX": "", "CUDAMATRIX_PYTHON": "python3", "CUDAMATRIX_PROVID
             "CUDAMATRIX_PAGES_URL": ""}
 
 
+# The image of the jobs on shared runners (a GPU runner's own is the runner's choice): the
+# Python cudamatrix needs, and curl.
+SHARED_IMAGE = "python:3.11"
+
+
 def trusted(variables: Mapping[str, str]) -> bool:
     """Whether the pipeline runs code its project's members pushed, from GitLab's own
     variables. Fails closed: a merge request's pipeline is trusted only where its source
@@ -75,6 +80,8 @@ def _shard(job: Mapping[str, Any], untrusted: bool) -> list[str]:
     lines = [f"{json.dumps(job['name'])}:", "  extends: .cudamatrix-shard"]
     if tags:
         lines += ["  tags:", *(f"    - {_value(tag)}" for tag in tags)]
+    else:  # a shared runner's default image (GitLab.com's: Ruby) has no Python 3.11
+        lines += [f"  image: {SHARED_IMAGE}"]
     if untrusted:  # a maintainer plays each shard of a fork's merge request
         lines += ["  when: manual", "  allow_failure: false"]
     key = f"cudamatrix-{trust}-{job['cache']}"
