@@ -179,7 +179,11 @@ def _pipeline(project: Path, wheelhouse: Path, *variables: str) -> str:
     """One pipeline of `project` under gitlab-ci-local's shell executor, each job in a
     folder of its own (artifacts and caches moved between them as GitLab moves them); its
     log. Each job's outcome is read from the log: gitlab-ci-local's own exit status does
-    not carry a child pipeline's (`strategy: depend`, which GitLab honours)."""
+    not carry a child pipeline's (`strategy: depend`, which GitLab honours). Each job starts
+    from a clean checkout, as GitLab's does (`git clean -ffdx`): gitlab-ci-local keeps a
+    job's folder between pipelines, so a merge would find the last pipeline's shards there.
+    """
+    shutil.rmtree(project / ".gitlab-ci-local" / "builds", ignore_errors=True)
     done = subprocess.run(
         ["node", str(GITLAB_CI_LOCAL), "--shell-isolation", "--force-shell-executor",
          "--no-color", "--concurrency", "2", "--ignore-predefined-vars", "GITLAB_CI",
@@ -265,5 +269,5 @@ def test_the_pipeline_rehearsed_under_gitlab_ci_local(
     jobs = _jobs(log)
     assert [jobs[f"gpu {i}/3"] for i in (1, 2, 3)] == ["PASS"] * 3, log[-6000:]
     assert jobs.get("cudamatrix-merge") == "FAIL", log[-6000:]
-    assert "new failure: new-bug/nvrtc/13.0/sm_80" in log, log[-6000:]
+    assert "new failure: new-bug/nvrtc/13.0/sm_80" in log, log[log.rfind("cudamatrix-merge"):]
     assert "new failure: old-bug" not in log
