@@ -187,6 +187,9 @@ def _pipeline(project: Path, wheelhouse: Path, *variables: str) -> str:
     done = subprocess.run(
         ["node", str(GITLAB_CI_LOCAL), "--shell-isolation", "--force-shell-executor",
          "--no-color", "--concurrency", "2", "--ignore-predefined-vars", "GITLAB_CI",
+         # Artifacts stay GitLab's (gitlab-ci-local copies them into the checkout by
+         # default, where the next pipeline's jobs would find them).
+         "--no-artifacts-to-source",
          *(word for v in variables for word in ("--variable", v))],
         cwd=project, capture_output=True, text=True, timeout=900, check=False,
         # A runner's environment: not this test session's PYTHONPATH (pip would take the
