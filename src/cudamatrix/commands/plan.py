@@ -1,6 +1,7 @@
-"""`cudamatrix plan`: the GitHub Actions job matrix (JSON) for a tier, each job a shard of
-cells on one runner: the one labelled ``gpu``, or cudamatrix.toml's [runners]
-(``actions_matrix``)."""
+"""`cudamatrix plan`: a tier's cells as CI jobs, each job a shard of cells on one runner: the
+one labelled ``gpu``, or cudamatrix.toml's [runners] (``actions_matrix``); written for the
+CI engine --ci names (``ci_engines``): GitHub Actions' job matrix (JSON), or GitLab's child
+pipeline (YAML)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import argparse
 import os
 from pathlib import Path
 
-from ..common.log_line import json_text, say, say_json
+from ..common.log_line import json_text, say, say_lines
 from ..config.run_flags import job_words
 from ..errors import UserError
-from .actions_matrix import RUNNER_BASE
 from .arguments import add_selection
+from .ci_engines import ENGINES
 from .command import Command, Invocation
 from .selection import options_from
 
@@ -22,6 +23,9 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.project import find_project
     from .actions_matrix import github_matrix
 
+    engine = ENGINES[args.ci]
+    if args.github_output and engine.name != "github":
+        raise UserError(f"--github-output: GitHub Actions' output, not --ci {engine.name}'s")
     made = make_plan(options_from(args))
     # The plan's own narrowing (corpus folders, known bugs, cases, toolkits...: every flag
     # declared to travel with a job) narrows each job as it narrowed the plan.
@@ -31,11 +35,13 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
     matrix = github_matrix(every, made.tier.name, args.drivers or (),
                            args.cells_per_job, args.max_jobs, gpu=not args.cpu,
                            compat=args.compat, selection=selection,
-                           runner_base=args.runner_labels.split(),
+                           runner_base=engine.runner_base if args.runner_labels is None
+                           else args.runner_labels.split(),
                            label_prefix=args.label_prefix,
                            runners=find_project(Path.cwd()).runners)
-    text = json_text(matrix)  # one line: the same as printed and as $GITHUB_OUTPUT's
-    say_json(matrix)
+    # One text for the engine (GitHub's JSON matrix on one line, GitLab's child pipeline),
+    # printed a line at a time through the log's rule: a line the tool made is as made.
+    say_lines(engine.render(matrix, made.tier.name))
     lost = [job for job in matrix["include"] if job.get("not-run")]
     if lost:  # said where a person reads it (stderr: the plan job's log)
         say(f"plan: {sum(j['cells'] for j in lost)} cells build without a GPU: "
@@ -45,7 +51,7 @@ def _plan(args: argparse.Namespace, invocation: Invocation) -> int:
         if not target:
             raise UserError("--github-output: $GITHUB_OUTPUT is not set")
         with open(target, "a", encoding="utf-8") as handle:
-            handle.write(f"{args.github_output}={text}\n")
+            handle.write(f"{args.github_output}={json_text(matrix)}\n")
     return 0
 
 
@@ -56,9 +62,14 @@ def _arguments(plan: argparse.ArgumentParser) -> None:
                            "standing for it (default: none, each runner's own driver)")
     plan.add_argument("--cells-per-job", type=int, default=40,
                       help="at most this many cells a job (more jobs where the matrix allows)")
-    plan.add_argument("--runner-labels", default=" ".join(RUNNER_BASE), metavar="LABELS",
-                      help="labels every GPU runner has, space separated "
-                           f"(default: {' '.join(RUNNER_BASE)})")
+    plan.add_argument("--ci", choices=sorted(ENGINES), default="github",
+                      help="the CI engine the plan is written for: github (a job matrix, "
+                           "JSON) or gitlab (a child pipeline, YAML, for trigger: include: "
+                           "artifact)")
+    plan.add_argument("--runner-labels", default=None, metavar="LABELS",
+                      help="labels every GPU runner has, space separated (default: "
+                           + "; ".join(f"{e.name}: {' '.join(e.runner_base) or 'none'}"
+                                       for e in ENGINES.values()) + ")")
     plan.add_argument("--label-prefix", default="", metavar="PREFIX",
                       help="put before the default runner's gpu and driver-NAME labels")
     plan.add_argument("--max-jobs", type=int, default=256,
@@ -72,4 +83,5 @@ def _arguments(plan: argparse.ArgumentParser) -> None:
                       help="also append NAME=<json> to $GITHUB_OUTPUT")
 
 
-COMMAND = Command("plan", "the GitHub Actions matrix (JSON) for a tier", _arguments, _plan)
+COMMAND = Command("plan", "a tier's CI jobs: GitHub Actions' matrix (JSON) or GitLab's child "
+                  "pipeline", _arguments, _plan)

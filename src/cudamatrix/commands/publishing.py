@@ -25,9 +25,9 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                     cases: Mapping[str, Case] | None = None) -> int:
     """The run-level verdicts (record.verdict.judge_run: `max_slowdown` where the `cases`
     are given, an xpass against the baseline), then every report (with the baseline diff
-    when asked), published to GitHub when there; the exit status as --fail-on says: new
-    failures with a baseline, any failure without, or 0 once the record is written (a CI
-    shard, whose verdict is the merge's)."""
+    when asked), published to the CI it runs in (GitHub, GitLab); the exit status as
+    --fail-on says: new failures with a baseline, any failure without, or 0 once the record
+    is written (a CI shard, whose verdict is the merge's)."""
     from ..record.baseline import (
         RunSelection,
         compare,
@@ -39,7 +39,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     from ..record.results import exit_status, summary
     from ..record.verdict import judge_run
     from ..reports import write_reports
-    from ..reports.github import publish
+    from ..reports.ci import publish
 
     diff = None
     before = None

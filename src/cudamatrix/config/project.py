@@ -326,7 +326,8 @@ sys.exit(f"saxpy_check returned {status}" if status else 0)
 
 
 WORKFLOW_REPOSITORY = "cudamatrix/cudamatrix"
-CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml"}
+CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml",
+            "gitlab": Path(".gitlab-ci.yml")}
 
 
 def release_commit() -> str:
@@ -362,6 +363,23 @@ def github_caller(workflow: str | None = None) -> str:
     return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
 
 
+def gitlab_pipeline(workflow: str | None = None) -> str:
+    """The `.gitlab-ci.yml` `init --ci gitlab` writes: a plan job and the trigger of the
+    child pipeline it writes, every job installing this release (`CUDAMATRIX`). GitLab has
+    no reusable workflow to pin: the scripts come with the release, in the child pipeline
+    `plan --ci gitlab` writes, so the pin is the release itself."""
+    if workflow is not None:
+        raise UserError(f"--workflow {workflow!r:.80}: GitHub's reusable workflow, for --ci "
+                        "github; a GitLab pipeline pins the release (its CUDAMATRIX variable)")
+    template = (files("cudamatrix.config") / "data" / "ci" / "gitlab-ci.yml").read_text()
+    return template.replace("@@VERSION@@", __version__)
+
+
+# What `init --ci NAME` writes into CI_FILES[NAME], from --workflow (or None).
+CI_WRITERS: dict[str, Callable[[str | None], str]] = {
+    "github": github_caller, "gitlab": gitlab_pipeline}
+
+
 def init_project(folder: Path, ci: str | None = None, workflow: str | None = None
                  ) -> list[Path]:
     """Write a starter configuration and two example cases (a kernel, a build) into
@@ -382,8 +400,8 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
     if ci is not None and ci not in CI_FILES:
         raise UserError(f"--ci {ci}: unknown; known: {', '.join(sorted(CI_FILES))}")
     wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
-    if ci == "github":
-        wanted = {**wanted, folder / CI_FILES["github"]: github_caller(workflow)}
+    if ci is not None:
+        wanted = {**wanted, folder / CI_FILES[ci]: CI_WRITERS[ci](workflow)}
     existing = [p for p in wanted if os.path.lexists(p)]
     if existing:
         raise UserError(f"{existing[0]}: already exists; cudamatrix init writes only new files")
