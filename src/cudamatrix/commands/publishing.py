@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.log_line import log_line, say
+from ..common.words import shortened
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                f"{before.tier if before else '?'}, runners or selection) and not "
                "compared" if diff.outside else ""), console)
         for change in diff.new_failures[:20]:  # a shard's message: folded before it is cut
-            say(f"  new failure: {change.cell}: {log_line(change.message)[:160]}", console)
+            say(f"  new failure: {change.cell}: {shortened(log_line(change.message), 160)}",
+                console)
         for grown in diff.resources[:20]:
             say(f"  resources: {grown.cell}: {grown.describe()}", console)
         for moved in diff.times[:20]:
