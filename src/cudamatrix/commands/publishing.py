@@ -37,7 +37,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     )
     from ..record.diagnose import unexplained_said
     from ..record.history import PastRun, gather
-    from ..record.results import exit_status, summary
+    from ..record.results import exit_status
     from ..record.verdict import judge_run
     from ..reports import write_reports
     from ..reports.github import publish
@@ -60,9 +60,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                      getattr(args, "history_runs", DEFAULT_RUNS))
     written = write_reports(out, info, results, diff, history)
     publish(out / "COMPATIBILITY.md", results, diff)
-    counts = summary(results)
-    say(" ".join(f"{k}={v}" for k, v in counts.items()) +
-        f" ({len(results)} cells, {info.wall_seconds:.1f} s)", console)
+    say(summary_line(results, info.wall_seconds), console)
     said = unexplained_said(results)
     if said:
         say(said, console)
@@ -90,6 +88,19 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     if fail_on == "new" and diff is not None:
         return 1 if diff.new_failures else 0
     return exit_status(results)
+
+
+def summary_line(results: list[CellResult], seconds: float) -> str:
+    """The counts a command ends with: `pass=8 (8 compiled only: no GPU) xfail=0 ...`, the
+    passes that were only compiled said beside theirs (a pass on a machine without a GPU
+    is a compile and an audit, and `pass=8` alone read as eight kernels run)."""
+    from ..record.results import summary
+    from ..reports.glance import CompiledOnly
+
+    compiled = CompiledOnly.of(results).said()
+    return " ".join(f"{k}={v}" + (f" ({compiled})" if k == "pass" and compiled else "")
+                    for k, v in summary(results).items()) \
+        + f" ({len(results)} cells, {seconds:.1f} s)"
 
 
 def fail_on_of(args: argparse.Namespace) -> str:

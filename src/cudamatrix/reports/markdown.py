@@ -35,7 +35,7 @@ from .answers import (
 )
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
 from .formats import ReportFormat
-from .glance import UNEXPECTED, axis_rates, happened, likely_culprit, repro
+from .glance import UNEXPECTED, CompiledOnly, axis_rates, happened, likely_culprit, repro
 from .labels import distinct_labels, row_label
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -558,10 +558,14 @@ def cases_section(results: Sequence[CellResult]) -> Section:
 
 
 def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
-    """The counts in words, then the legend with each symbol's number of cells."""
+    """The counts in words, then the legend with each symbol's number of cells, and what
+    the passes that were only compiled are (CompiledOnly: no GPU ran them)."""
     counts = summary(results)
     unexpected = sum(counts[o] for o in UNEXPECTED)
-    words = [f"{counts['pass']} as expected" if counts["pass"] else "",
+    compiled = CompiledOnly.of(results)
+    words = [f"{counts['pass']} as expected"
+             + (f" ({md_text(compiled.said())})" if compiled.count else "")
+             if counts["pass"] else "",
              f"{counts['xfail']} expected failures" if counts["xfail"] else "",
              f"{counts['skip']} skipped" if counts["skip"] else "",
              f"{counts['fail']} failed" if counts["fail"] else "",
@@ -585,7 +589,9 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
             + (f"{UNEXPECTED_MARK} {unexpected} not what the cases expect" if unexpected
                else "all as the cases expect") + "**: "
             + ", ".join(w for w in words if w) + " · " + " · ".join(facts),
-            *(["", legend(dict(happenings), flaky=bool(flaky))] if happenings else [])]
+            *(["", legend(dict(happenings), flaky=bool(flaky))] if happenings else []),
+            *(["", md_text(compiled.note(str((info.device or {}).get("reason") or "")))]
+              if compiled.count else [])]
 
 
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
