@@ -37,7 +37,7 @@ def test_the_markdown_and_the_page_say_it_with_the_runs_reason(tmp_path: Path) -
     markdown = (tmp_path / "r" / "COMPATIBILITY.md").read_text()
     assert "20 as expected (20 compiled only: no GPU)" in markdown
     assert ("Compiled only: 20 of the 20 passing cells were compiled and their PTX and SASS "
-            "checked, never loaded or run (no GPU (GPU stages turned off (--no-gpu))): such "
+            "checked, never loaded or run (no GPU: GPU stages turned off (--no-gpu)): such "
             "a pass says the code builds, not that it runs.") in markdown.splitlines()
     page = (tmp_path / "r" / "report.html").read_text()
     assert re.search(r'pass: 20</span> <span class="muted" id="compiled-only">'

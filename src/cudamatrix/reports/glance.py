@@ -94,7 +94,7 @@ class CompiledOnly:
             return ""
         why = self._why()
         if run_reason and any(reason == NO_GPU for reason, _ in self.reasons):
-            why = why.replace(NO_GPU, f"{NO_GPU} ({run_reason})", 1)
+            why = why.replace(NO_GPU, f"{NO_GPU}: {run_reason}", 1)
         were = "was" if self.count == 1 else "were"
         return (f"Compiled only: {self.count} of the {self.passes} passing cells {were} "
                 f"compiled and their "
