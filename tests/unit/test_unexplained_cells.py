@@ -30,6 +30,8 @@ def test_the_published_report_rejudged_has_none(tmp_path: Path) -> None:
     nothing of unexplained cells."""
     run = cudamatrix_in_process("report", str(REPO / "reports" / "results.json"), "--rejudge",
                                 "--known-bugs", "--out", str(tmp_path / "r"))
-    assert "no rule explains" not in run.output and "pass=108 xfail=112" in run.output
+    assert "no rule explains" not in run.output
+    # Its four passes whose cubin the H100 could not run are said beside the count.
+    assert "pass=108 (4 compiled only: " in run.output and ") xfail=112" in run.output
     _, results = load_results(tmp_path / "r" / "results.json")
     assert unexplained(results) == []

@@ -37,6 +37,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..common.up_to_date import InputLedger
 from ..common.versions import TOOLKIT_OWN
+from ..common.words import shortened
 from ..config.corpus import load_corpus
 from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
@@ -372,7 +373,7 @@ class Bisection:
                 probe.skipped = (probe.result.message or probe.result.reason) \
                     if probe.result else "no result"
         said = f"skipped: {probe.skipped}" if probe.skipped else \
-            f"{probe.key[0]}" + (f": {probe.result.message[:160]}"  # type: ignore[index,union-attr]
+            f"{probe.key[0]}" + (f": {shortened(probe.result.message, 160)}"  # type: ignore[index,union-attr]
                                  if probe.key and probe.key[1] else "")
         key = self.key_of(probe)
         timing = probe.result.timing if probe.result is not None else None

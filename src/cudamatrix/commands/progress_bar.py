@@ -10,8 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..common.log_line import log_line, say
+from ..common.words import shortened
 from ..orchestrator.progress import Progress as PlainProgress
 from ..orchestrator.progress import said_duration
+from ..record.diagnose import said_beyond
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -60,7 +62,11 @@ class RichProgress(PlainProgress):
             self._finished(result)
         result = self.settle(result)
         if result.outcome not in ("pass", "xfail", "skip"):
-            said = log_line(result.message or result.reason)[:120]
+            # The message ended at a word to keep the row short; what the diagnosis says
+            # beyond a bare status (progress.failure_said) whole after it.
+            said = shortened(log_line(result.message or result.reason), 120)
+            beyond = said_beyond(result.message, result.diagnosis)
+            said += f" — {beyond}" if beyond else ""
             say(f"{result.outcome:>5}  {result.cell.id}: {said}", self.bar.console)
         if self.task is not None:
             self.bar.advance(self.task)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.log_line import log_line, say
+from ..common.words import shortened
 from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     )
     from ..record.diagnose import unexplained_said
     from ..record.history import PastRun, gather
-    from ..record.results import exit_status, summary
+    from ..record.results import exit_status
     from ..record.verdict import judge_run
     from ..reports import write_reports
     from ..reports.ci import publish
@@ -59,9 +60,7 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                      getattr(args, "history_runs", DEFAULT_RUNS))
     written = write_reports(out, info, results, diff, history)
     publish(out / "COMPATIBILITY.md", results, diff)
-    counts = summary(results)
-    say(" ".join(f"{k}={v}" for k, v in counts.items()) +
-        f" ({len(results)} cells, {info.wall_seconds:.1f} s)", console)
+    say(summary_line(results, info.wall_seconds), console)
     said = unexplained_said(results)
     if said:
         say(said, console)
@@ -75,7 +74,8 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
                f"{before.tier if before else '?'}, runners or selection) and not "
                "compared" if diff.outside else ""), console)
         for change in diff.new_failures[:20]:  # a shard's message: folded before it is cut
-            say(f"  new failure: {change.cell}: {log_line(change.message)[:160]}", console)
+            say(f"  new failure: {change.cell}: {shortened(log_line(change.message), 160)}",
+                console)
         for grown in diff.resources[:20]:
             say(f"  resources: {grown.cell}: {grown.describe()}", console)
         for moved in diff.times[:20]:
@@ -88,6 +88,19 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     if fail_on == "new" and diff is not None:
         return 1 if diff.new_failures else 0
     return exit_status(results)
+
+
+def summary_line(results: list[CellResult], seconds: float) -> str:
+    """The counts a command ends with: `pass=8 (8 compiled only: no GPU) xfail=0 ...`, the
+    passes that were only compiled said beside theirs (a pass on a machine without a GPU
+    is a compile and an audit, and `pass=8` alone read as eight kernels run)."""
+    from ..record.results import summary
+    from ..reports.glance import CompiledOnly
+
+    compiled = CompiledOnly.of(results).said()
+    return " ".join(f"{k}={v}" + (f" ({compiled})" if k == "pass" and compiled else "")
+                    for k, v in summary(results).items()) \
+        + f" ({len(results)} cells, {seconds:.1f} s)"
 
 
 def fail_on_of(args: argparse.Namespace) -> str:

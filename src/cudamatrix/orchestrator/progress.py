@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..common.log_line import say
+from ..record.diagnose import said_beyond
 from ..stages.cell.result import TOGETHER_SECONDS
 
 if TYPE_CHECKING:
@@ -47,6 +48,15 @@ def said_seconds(result: CellResult) -> str:
         return (f"{result.seconds:.1f}s, its share of one compile of {len(archs)} archs "
                 f"({said})")
     return f"{result.seconds:.1f}s"
+
+
+def failure_said(result: CellResult) -> str:
+    """A failing cell's words on its one line: its decisive message, whole, then where that
+    is only a status (NVRTC_ERROR_COMPILATION) what the diagnosis knows beyond it, its
+    title: the tool's own words where they say more than the compiler's."""
+    said = result.message or result.reason
+    beyond = said_beyond(result.message, result.diagnosis)
+    return f"{said} — {beyond}" if beyond else said
 
 
 def _expected_seconds(seconds: float) -> float:
@@ -121,7 +131,7 @@ class Progress:
                 return
             # Its message whole, folded into the cell's one line (say): a grep for the
             # cell finds its reason, and the end of a message is often what decides.
-            said = (shown.message or shown.reason) if failed else ""
+            said = failure_said(shown) if failed else ""
             say(f"[{self.done}/{self.total}] {shown.cell.id}: {shown.outcome} "
                 f"({said_seconds(shown)})" + (f": {said}" if said.strip() else ""))
         self.tick()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -154,6 +154,29 @@ _LOCATION = re.compile(r"\A[^\s]*?(?:\(\d++\)|:\d++(?::\d++)?): ")
 # what a cut, or a line that is only a place, leaves of a compiler's error.
 # One word holding a slash, its line number and colon with it: read once, possessively.
 _BARE_PATH = re.compile(r"\A\s*+(?=[^\s/\\]*+[/\\])[^\s]++(?: here)?\s*+\Z")
+
+
+# A decisive message that says only which call failed and the status it returned: every
+# word of it is the API's, none says why ("error: nvrtcCompileProgram returned
+# NVRTC_ERROR_COMPILATION", "cuModuleLoadData: CUDA_ERROR_INVALID_SOURCE",
+# "error: cudaErrorNoKernelImageForDevice (error code: 209)"). Read once, possessively.
+_BARE_STATUS = re.compile(
+    r"\A\s*+(?:error:\s*+)?(?:\w++(?:\(\))?+(?: returned|:)\s++)?"
+    r"(?:[A-Z][A-Z0-9]*+_ERROR(?:_[A-Z0-9]++)*+|cudaError\w*+)"
+    r"(?:\s*+\(error code: \d++\))?+\s*+\Z")
+
+
+def said_beyond(message: str, diagnosis: Mapping[str, Any] | None) -> str:
+    """What a one-line account of a failure (a CI log's line for its cell) adds to the
+    decisive message: the diagnosis' title where the message is a bare status and a rule
+    named the cause, "" otherwise. NVRTC over 48 KiB of static shared memory says only
+    NVRTC_ERROR_COMPILATION; the rule knows why, and the log line said none of it. Where
+    the compiler's own words say why, they are the line and the reports carry the rest."""
+    if not diagnosis or diagnosis.get("rule") in (None, UNCLASSIFIED):
+        return ""
+    if not _BARE_STATUS.match(message[:DIAGNOSED_LINE_CHARS]):
+        return ""
+    return str(diagnosis.get("title") or "")
 
 
 def _said_alone(line: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..common.versions import Arch
+from ..common.words import shortened
 from ..record.results import CellResult, RunInfo
 from .glance import UNEXPECTED, happened, repro
 from .labels import row_label
@@ -194,9 +195,10 @@ def without_paths(text: str) -> str:
 
 
 def said_message(result: CellResult) -> str:
-    """A cell's decisive message as the first screen says it: paths cut, one line, bounded."""
-    text = without_paths(" ".join((result.message or result.reason or "").split()))
-    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 1] + "…"
+    """A cell's decisive message as the first screen says it: paths cut, one line, bounded,
+    ended at a word ("...CUDA_ERRO…" said nothing)."""
+    return shortened(without_paths(" ".join((result.message or result.reason or "").split())),
+                     MESSAGE_LIMIT)
 
 
 def _clauses(rows: dict[str, list[CellResult]], what: str) -> list[Clause]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.plan import BUNDLED, Cell
@@ -32,6 +33,73 @@ def happened(result: CellResult) -> str:
         elif stage.status not in ("skipped",):
             return f"fails at {stage.stage}"
     return {"run": "runs", "load": "loads"}.get(last_ok, "builds")
+
+
+# Why a pass was only compiled, where the run had no GPU (the run's record says which
+# reason: no driver, none seen, --no-gpu).
+NO_GPU = "no GPU"
+# How many reasons a summary names; the rest are counted.
+NAMED_REASONS = 3
+
+
+def compiled_only(result: CellResult) -> str:
+    """Why a passing cell was only compiled and its PTX and SASS checked, its load and run
+    never done: "no GPU" where its run had none, else the skipped stage's own words (a
+    cubin this GPU cannot run); "" where its GPU stages ran or it has none to run. A pass
+    on a laptop means "compiled", and `pass=8` said nothing of it."""
+    if result.outcome != "pass":
+        return ""
+    skipped = next((s for s in result.stages
+                    if s.stage in ("load", "run") and s.status == "skipped"), None)
+    if skipped is None:
+        return ""
+    if not (result.device or {}).get("name"):
+        return NO_GPU
+    return " ".join(skipped.message.split()) or "its load was not run here"
+
+
+@dataclass(frozen=True)
+class CompiledOnly:
+    """The passes of a run that were only compiled, by why: what the summary line, the
+    Markdown and the page say beside `pass`."""
+
+    passes: int
+    reasons: tuple[tuple[str, int], ...]  # (why, how many), most first
+
+    @classmethod
+    def of(cls, results: Sequence[CellResult]) -> CompiledOnly:
+        said = Counter(why for why in map(compiled_only, results) if why)
+        return cls(sum(r.outcome == "pass" for r in results),
+                   tuple(sorted(said.items(), key=lambda item: (-item[1], item[0]))))
+
+    @property
+    def count(self) -> int:
+        return sum(n for _, n in self.reasons)
+
+    def _why(self) -> str:
+        if len(self.reasons) == 1:
+            return self.reasons[0][0]
+        named = ", ".join(f"{n} {why}" for why, n in self.reasons[:NAMED_REASONS])
+        more = len(self.reasons) - NAMED_REASONS
+        return named + (f" and {more} other reasons" if more > 0 else "")
+
+    def said(self) -> str:
+        """Beside the pass count: ``8 compiled only: no GPU``; "" where every pass ran."""
+        return f"{self.count} compiled only: {self._why()}" if self.count else ""
+
+    def note(self, run_reason: str = "") -> str:
+        """The reports' sentence of it, the run's own reason for having no GPU where known;
+        "" where every pass ran."""
+        if not self.count:
+            return ""
+        why = self._why()
+        if run_reason and any(reason == NO_GPU for reason, _ in self.reasons):
+            why = why.replace(NO_GPU, f"{NO_GPU}: {run_reason}", 1)
+        were = "was" if self.count == 1 else "were"
+        return (f"Compiled only: {self.count} of the {self.passes} passing cells {were} "
+                f"compiled and their "
+                f"PTX and SASS checked, never loaded or run ({why}): such a pass says the "
+                "code builds, not that it runs.")
 
 
 def host_compiler(result: CellResult) -> str:

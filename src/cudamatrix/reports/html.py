@@ -39,7 +39,7 @@ from .answers import (
 )
 from .charts import run_charts, svg
 from .formats import ReportFormat
-from .glance import UNEXPECTED, happened, likely_culprit, repro
+from .glance import UNEXPECTED, CompiledOnly, happened, likely_culprit, repro
 from .markdown import header
 
 FLIPS_SHOWN = 200
@@ -267,10 +267,12 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     happenings = Counter(happened(r) for r in results if r.cell.frontend != "audit")
     charts = [(chart, svg(chart.spec)) for chart in run_charts(results, kept)]
     counts = summary(results)
+    compiled = CompiledOnly.of(results)
     return env.get_template("report.html.j2").render(
         info=info, header=[_plain(line) for line in header(info)],
         counts=counts, unexpected=sum(counts[o] for o in UNEXPECTED), outcomes=OUTCOMES,
-        flaky=sum(r.flaky for r in results),
+        flaky=sum(r.flaky for r in results), compiled_only=compiled.said(),
+        compiled_note=compiled.note(str((info.device or {}).get("reason") or "")),
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
         grid_payload=_grid_data(grid, index),
         sentences=_sentences(results), grid_columns=len(grid.columns),

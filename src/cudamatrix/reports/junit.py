@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
+from ..common.words import shortened
 from ..record.results import CellResult, RunInfo
 from .formats import ReportFormat
 
@@ -53,7 +54,7 @@ def _testcase(result: CellResult) -> TestCase:
         said = f"expected failure at {result.stage}: {result.note or result.reason}"
         if result.message:
             said += f" ({result.message})"
-        case.result = [Skipped(_xml_text(said[:2000]), type_="cudamatrix.xfail")]
+        case.result = [Skipped(_xml_text(shortened(said, 2000)), type_="cudamatrix.xfail")]
     case.system_out = _xml_text(f"outcome: {result.outcome} ({result.reason})\n"
                                 + result.log)[:100_000]
     return case

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..common.versions import Arch
+from ..common.words import shortened
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import BisectAnswer, BisectSide, CellResult, RunInfo, summary
@@ -34,7 +35,7 @@ from .answers import (
 )
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
 from .formats import ReportFormat
-from .glance import UNEXPECTED, axis_rates, happened, likely_culprit, repro
+from .glance import UNEXPECTED, CompiledOnly, axis_rates, happened, likely_culprit, repro
 from .labels import distinct_labels, row_label
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -52,6 +53,7 @@ SKIP_REASON = 400  # at most a skip's reason's characters beside its cells
 # Where a message's first sentence ends: a stop and a space, then more.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 NOTE_LIMIT = 160  # a note's characters beside its cells; the case file has it whole
+EXPLANATION_LIMIT = 400  # a diagnosis' explanation in a folded cell; its fix is never cut
 
 
 def _covered(rows: dict[str, list[str]], archs: Sequence[str]) -> str:
@@ -66,11 +68,8 @@ def skip_reason(result: CellResult) -> str:
     """Why a cell was skipped, as the case's lines say it: whole, for its last clause is the
     fix (a skip's reason is the tool's own words, "... NVIDIA's images or a host install
     have it"), paths cut, one line; a reason carrying a long exception ends at a word."""
-    text = without_paths(" ".join((result.message or result.reason or "").split()))
-    if len(text) <= SKIP_REASON:
-        return text
-    cut = text.rfind(" ", 0, SKIP_REASON)
-    return text[:cut if cut > 0 else SKIP_REASON - 1] + " …"
+    return shortened(without_paths(" ".join((result.message or result.reason or "").split())),
+                     SKIP_REASON)
 
 
 def stopped_lines(cells: Sequence[CellResult]) -> list[str]:
@@ -125,10 +124,12 @@ def md_text(text: object, limit: int | None = None) -> str:
     """Any value from a case, a record or a machine, as plain Markdown text safe anywhere
     (a table cell, a heading, a list item): one line, no control characters, no HTML
     (GitHub renders raw tags), no table pipes, and no character that could start a link,
-    an image or code (each backslash-escaped, so it reads as itself)."""
+    an image or code (each backslash-escaped, so it reads as itself). Past `limit`
+    characters it ends at a word, marked (common/words.py): cut inside a word, a diagnosis
+    read "...is not na" and seemed whole."""
     flat = _CONTROL.sub(" ", str(text)).strip()
     if limit is not None:
-        flat = flat[:limit]
+        flat = shortened(flat, limit)
     flat = _MARKUP.sub(lambda m: "\\" + m.group(), flat)
     return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -179,7 +180,8 @@ def bisect_lines(answer: BisectAnswer) -> list[str]:
                                                  f"runnable: {', '.join(between)})"
                                                  if between else ""))
         for side in (before, after):
-            said = f": {side['message'][:200]}" if side["happened"].startswith("fails") else ""
+            said = f": {shortened(side['message'], 200)}" \
+                if side["happened"].startswith("fails") else ""
             time = side.get("time")
             if time:
                 noise = time.get("noise")
@@ -425,10 +427,10 @@ def driver_ruled(results: Sequence[CellResult]) -> tuple[str, list[CellResult]] 
 
 def html_text(text: object, limit: int | None = None) -> str:
     """A value inside an HTML element of the Markdown (a folded block's summary, where
-    GitHub renders no Markdown): one line, escaped."""
+    GitHub renders no Markdown): one line, escaped, ended at a word past `limit`."""
     flat = _CONTROL.sub(" ", str(text)).strip()
-    if limit is not None and len(flat) > limit:
-        flat = flat[:limit - 1] + "…"
+    if limit is not None:
+        flat = shortened(flat, limit)
     return html.escape(flat, quote=False)
 
 
@@ -463,11 +465,7 @@ def unexpected_item(result: CellResult, info: RunInfo) -> str:
             + (f" ({md_text(result.note, 300)})" if result.note else "")]
     if said and rest:  # the summary said its first part: the whole message, folded
         body.append(f"- Message: {md_text(said, 4000)}")
-    diagnosis = result.diagnosis or {}
-    if diagnosis.get("title"):
-        body.append(f"- Diagnosis: {md_text(diagnosis['title'])}"
-                    + (f": {md_text(diagnosis.get('explanation', ''), 400)}"
-                       if diagnosis.get("explanation") else ""))
+    body += diagnosis_lines(result.diagnosis or {})
     if result.upstream:
         body.append("- Upstream: " + ", ".join(map(md_link, result.upstream)))
     if result.attempts:
@@ -475,6 +473,20 @@ def unexpected_item(result: CellResult, info: RunInfo) -> str:
     body.append(f"- Repro: {md_code(repro(result.cell, info))}")
     return "\n".join([f"<details><summary>{summary_line}</summary>", "", *body, "",
                       "</details>"])
+
+
+def diagnosis_lines(diagnosis: dict[str, Any]) -> list[str]:
+    """A diagnosis as the folded cell shows it: its title, its explanation ended at a word
+    past EXPLANATION_LIMIT (report.html has it whole), then its fix, whole: the fix is what
+    the reader acts on, and a cut one once ended "...is not na" and lost the rest."""
+    if not diagnosis.get("title"):
+        return []
+    explanation = str(diagnosis.get("explanation") or "")
+    lines = [f"- Diagnosis: {md_text(diagnosis['title'])}"
+             + (f": {md_text(explanation, EXPLANATION_LIMIT)}" if explanation else "")]
+    if diagnosis.get("fix"):
+        lines.append(f"- Fix: {md_text(diagnosis['fix'])}")
+    return lines
 
 
 def attempts_text(result: CellResult) -> str:
@@ -546,10 +558,14 @@ def cases_section(results: Sequence[CellResult]) -> Section:
 
 
 def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
-    """The counts in words, then the legend with each symbol's number of cells."""
+    """The counts in words, then the legend with each symbol's number of cells, and what
+    the passes that were only compiled are (CompiledOnly: no GPU ran them)."""
     counts = summary(results)
     unexpected = sum(counts[o] for o in UNEXPECTED)
-    words = [f"{counts['pass']} as expected" if counts["pass"] else "",
+    compiled = CompiledOnly.of(results)
+    words = [f"{counts['pass']} as expected"
+             + (f" ({md_text(compiled.said())})" if compiled.count else "")
+             if counts["pass"] else "",
              f"{counts['xfail']} expected failures" if counts["xfail"] else "",
              f"{counts['skip']} skipped" if counts["skip"] else "",
              f"{counts['fail']} failed" if counts["fail"] else "",
@@ -573,7 +589,9 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
             + (f"{UNEXPECTED_MARK} {unexpected} not what the cases expect" if unexpected
                else "all as the cases expect") + "**: "
             + ", ".join(w for w in words if w) + " · " + " · ".join(facts),
-            *(["", legend(dict(happenings), flaky=bool(flaky))] if happenings else [])]
+            *(["", legend(dict(happenings), flaky=bool(flaky))] if happenings else []),
+            *(["", md_text(compiled.note(str((info.device or {}).get("reason") or "")))]
+              if compiled.count else [])]
 
 
 def markdown_report(info: RunInfo, results: Sequence[CellResult],
