@@ -41,6 +41,8 @@ ALLOWED = {
     "stages/runtime/gpu_server.py": "its ready line (JSON) goes to the pipe the run reads",
     "stages/compile/nvrtc.py": "a cell's NVRTC process: its stdout is the cell's compile log, "
                                "captured; the log sees it only as a cell's message",
+    "reports/gitlab.py": "GitLab's section markers (ESC [0K, CR) written as GitLab reads "
+                         "them; each line of a record's words made by log_line first",
     "providers/environment.py": "Python's DeprecationWarning of the old module path: fixed "
                                 "text, no value from outside",
 }

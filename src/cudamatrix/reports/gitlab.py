@@ -11,10 +11,13 @@ Markdown report cut at a line boundary to fit, saying where the rest is.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..common.log_line import log_line
+from ..common.words import shortened
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.results import CellResult, summary
 
@@ -45,10 +48,10 @@ def log_section(results: Sequence[CellResult], diff: BaselineDiff | None,
              f"cudamatrix: {len(results)} cells, "
              + " ".join(f"{k}={v}" for k, v in counts.items() if v),
              f"{len(failing)} {what}"]
-    for result in failing[:LOG_CELLS]:
+    for result in failing[:LOG_CELLS]:  # a record's words: one log line, shown, bounded
         line = f"  {result.cell.id}: {result.outcome} at {result.stage}: " + (
             result.message or result.reason)
-        lines.append(" ".join(line.split())[:LOG_LINE_CHARS])
+        lines.append(log_line(shortened(" ".join(line.split()), LOG_LINE_CHARS)))
     if len(failing) > LOG_CELLS:
         lines.append(f"  … {len(failing) - LOG_CELLS} more: COMPATIBILITY.md and report.html "
                      "in the job's artifacts have them all")
@@ -76,8 +79,11 @@ def publish(report: Path, results: Sequence[CellResult], diff: BaselineDiff | No
     Markdown `report`; False elsewhere."""
     if os.environ.get("GITLAB_CI") != "true":
         return False
-    for line in log_section(results, diff):
-        print(line, flush=True)
+    # Written as made: the section's markers are GitLab's escapes (ESC [0K, CR), which the
+    # log line would show rather than pass; every line of a record's words went through
+    # log_line in log_section.
+    sys.stdout.write("".join(line + "\n" for line in log_section(results, diff)))
+    sys.stdout.flush()
     (report.parent / NOTE_FILE).write_text(note(report.read_text(encoding="utf-8")),
                                            encoding="utf-8")
     return True
