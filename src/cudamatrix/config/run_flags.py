@@ -90,15 +90,19 @@ def named_from(path: Path, root: Path, home: Path | None) -> str:
     folder of the machine that ran: a CI runner's /home/runner), from `~`
     (`~/work/_temp/cache`, which the reader's shell reads as their own home); else as it is
     (`/opt/cases` names the same folder wherever it exists). A report named
-    `--corpus /home/runner/work/p/p/cases`, a folder no reader has."""
-    try:
-        inside = str(path.relative_to(root))
-    except ValueError:
-        pass
-    else:  # a folder named `~` in the project is never read as a home (repro_line.shell_word)
-        return f"./{inside}" if inside.startswith("~") else inside
-    if home is not None and path.is_relative_to(home):
-        return str(Path("~", path.relative_to(home)))
+    `--corpus /home/runner/work/p/p/cases`, a folder no reader has. A name, not a check
+    of where a path may lead: nothing is read through it here."""
+    for base, from_home in ((root, False), (home, True)):
+        if base is None:
+            continue
+        try:
+            rest = str(path.relative_to(base))
+        except ValueError:
+            continue
+        if from_home:
+            return str(Path("~", rest))
+        # A folder of the project named `~...` is never read as a home (repro_line).
+        return f"./{rest}" if rest.startswith("~") else rest
     return str(path)
 
 
@@ -108,10 +112,11 @@ def repro_arguments(options: RunOptions, root: Path, home: Path | None = None) -
     run from there reads once), the known bugs, the matrix, then every flag declared `repro`
     whose value is not the default, each path (relative ones are the run's, from where it
     ran) resolved and named from the root (`named_from`; `home`: the home folder of the
-    machine that ran, this one's where none is given). The provider the run settled on, and the cell's own toolkit, arch,
-    library version and host compiler, are the report's to add (it knows them; --provider
-    auto may choose otherwise next time), and the words every repro has whatever the run
-    had (a folder of its own, a compile afresh) config/repro_line's."""
+    machine that ran, this one's where none is given). The provider the run settled on,
+    and the cell's own toolkit, arch, library version and host compiler, are the report's
+    to add (it knows them; --provider auto may choose otherwise next time), and the words
+    every repro has whatever the run had (a folder of its own, a compile afresh)
+    config/repro_line's."""
     root, home = root.resolve(), (home or Path.home()).resolve()
 
     def where(path: Path) -> str:
