@@ -57,7 +57,11 @@ def test_the_toolkit_where_cuda_fp4_h_appears(tmp_path: Path) -> None:
     assert len(cells) == len(answer["probed"])
     assert "toolkit 12.8: fails at compile -> builds" in run.output
     assert "repro: cudamatrix run --corpus" in run.output
-    assert "--toolkit 12.8 --cell fp4/nvrtc/12.8/sm_80" in run.output
+    # Its repro line, as every repro: a report folder of its own, compiled again (issue 82).
+    repro = next(line for line in run.output.splitlines()
+                 if "--cell fp4/nvrtc/12.8/sm_80" in line)
+    assert "--toolkit 12.8 " in repro and "--no-compile-cache" in repro, repro
+    assert "--out reports/repro/fp4__nvrtc__12.8__sm_80-" in repro, repro
     assert "## Bisect" in (out / "COMPATIBILITY.md").read_text()
 
 

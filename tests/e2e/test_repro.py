@@ -1,16 +1,19 @@
 """Printed repro commands reproduce (issue 38): each unexpected cell's command, copied from
-COMPATIBILITY.md and run in a shell from the folder the report names, reruns that one
-cell as the run ran it (its corpus, provider, toolkit, library version, options) and gets
-the same outcome, stage and message."""
+COMPATIBILITY.md and run in a shell at the project's root the report names, reruns that
+one cell as the run ran it (its corpus, provider, toolkit, library version, options),
+compiled again into a report folder of its own (issue 82), and gets the same outcome,
+stage and message."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,12 +44,26 @@ frontend = "nvrtc"
 """
 
 
-def _repros(markdown: str) -> tuple[str, list[str]]:
-    folder = re.search(r"Each repro command reruns its cell as this run ran it, from `([^`]+)`",
-                       markdown)
-    assert folder, markdown[-3000:]
-    commands = re.findall(r"`(cudamatrix run [^`]+)`", markdown)
-    return folder.group(1), commands
+def _repros(markdown: str, project: Path) -> list[str]:
+    """The repro commands, where the Markdown says they are run from `project`'s root."""
+    root = re.search(r"Each repro command reruns its cell as this run ran it, from the "
+                     r"project's root \(`([^`]+)`", markdown)
+    assert root, markdown[-3000:]
+    assert root.group(1) == project.name
+    return re.findall(r"`(cudamatrix run [^`]+)`", markdown)
+
+
+def _rerun(command: str, project: Path, env: dict[str, str], timeout: float
+           ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """The command run in a shell at the project's root, and the results.json it wrote in
+    the folder it names (its own, never the run's)."""
+    done = subprocess.run(command, shell=True, cwd=project, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    words = shlex.split(command)
+    out = words[words.index("--out") + 1]
+    assert out.startswith("reports/repro/"), command
+    assert (project / out / "results.json").is_file(), (done.stdout[-2000:], done.stderr[-2000:])
+    return done, json.loads((project / out / "results.json").read_text())
 
 
 def test_each_printed_repro_reruns_its_cell(tmp_path: Path) -> None:
@@ -61,20 +78,18 @@ def test_each_printed_repro_reruns_its_cell(tmp_path: Path) -> None:
     unexpected = {cid for cid, c in cells.items() if c["outcome"] == "fail"}
     assert unexpected == {"broken/nvrtc/13.0/sm_80", "cccl/nvrtc/13.0/sm_80/cccl-13.0.85"}, \
         {cid: c["outcome"] for cid, c in cells.items()}
-    folder, commands = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text())
-    assert Path(folder) == project
+    commands = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text(), project)
     assert len(commands) == 2, commands
     # A shell in that folder, with nothing of the first run's environment that chose for it
     # (no CUDAMATRIX_PROVIDER): the command itself must carry what decided the cell.
     env = {k: v for k, v in os.environ.items() if k != "CUDAMATRIX_PROVIDER"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    for number, command in enumerate(commands):
+    for command in commands:
         assert "--provider wheels" in command and "--corpus cases" in command, command
-        out = tmp_path / f"again-{number}"
-        done = subprocess.run(f"{command} --out {out}", shell=True, cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=900, check=False)
+        assert "--no-compile-cache" in command, command
+        done, results = _rerun(command, project, env, 900)
         assert done.returncode == 1, (command, done.stdout[-2000:], done.stderr[-2000:])
-        again = json.loads((out / "results.json").read_text())["cells"]
+        again = results["cells"]
         assert len(again) == 1, (command, [c["id"] for c in again])
         first = cells[again[0]["id"]]
         for key in ("outcome", "stage", "message"):
@@ -180,15 +195,12 @@ def test_a_container_runs_repro_reruns_in_its_container(tmp_path: Path) -> None:
                      "--no-gpu", "--provider", "docker", out=tmp_path / "out", cwd=project,
                      timeout=1800)
     assert run.code == 1, run.output[-3000:]
-    folder, commands = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text())
-    (command,) = commands
+    (command,) = _repros((tmp_path / "out" / "COMPATIBILITY.md").read_text(), project)
     assert "--provider docker" in command, command
     env = {k: v for k, v in os.environ.items() if k != "CUDAMATRIX_PROVIDER"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(f"{command} --out {tmp_path / 'again'}", shell=True, cwd=folder,
-                          env=env, capture_output=True, text=True, timeout=1800, check=False)
+    done, again = _rerun(command, project, env, 1800)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
-    again = json.loads((tmp_path / "again" / "results.json").read_text())
     assert again["run"]["provider"] == "docker"
     (cell,) = again["cells"]
     first = run.cells()[cell["id"]]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +41,8 @@ from ..config.corpus import load_corpus
 from ..config.options import RunOptions
 from ..config.plan import BUNDLED, Cell
 from ..config.planning import make_plan, run_matrix
+from ..config.project import project_root
+from ..config.repro_line import repro_line
 from ..config.run_flags import repro_arguments, words_for
 from ..config.sources import SourceSpec, fetch, index_versions
 from ..errors import EnvironmentUnavailable, Failure, UserError
@@ -145,16 +146,17 @@ def _version_key(text: str) -> Version:
 
 
 def _run_command(cell: Cell, base: RunOptions, extra: Sequence[str] = ()) -> str:
-    """The `cudamatrix run` that runs this one cell again, from where the bisect ran: the
+    """The `cudamatrix run` that runs this one cell again, from the project's root: the
     run's own corpus and options (run_flags.repro_arguments), the provider where one was
-    named, the cell by its id, with the axis value it needs (a toolkit or a library
-    release outside the tier)."""
-    words = ["cudamatrix", "run", *repro_arguments(base, Path.cwd())]
+    named, with the axis value it needs (a toolkit or a library release outside the tier),
+    made one line as every repro is (config/repro_line: its own --out, a compile afresh,
+    the cell by its id)."""
+    words = repro_arguments(base, project_root(Path.cwd()))
     if base.provider != "auto":
         words += words_for("provider", base.provider)
     if cell.toolkit != BUNDLED:
         words += words_for("toolkits", (cell.toolkit,))
-    return shlex.join([*words, *extra, *words_for("cell_ids", (cell.id.split("@")[0],))])
+    return repro_line([*words, *extra], cell.id.split("@")[0])
 
 
 def toolkit_axis(base: RunOptions, start: str | None, end: str | None) -> Axis:

@@ -193,7 +193,8 @@ class RunOptions:
             "run",
             read=Path,
             section="output",
-            not_in_repro="a repro writes to a folder of its own",
+            not_in_repro="a repro writes to a folder of its own, reports/repro/CELL "
+                         "(config/repro_line.py)",
         ),
     )
     provider: str = from_environment(
@@ -365,7 +366,8 @@ class RunOptions:
             "run",
             sets=False,
             section="compiles",
-            not_in_repro="a repro compiles afresh in a folder of its own",
+            not_in_repro="a repro always compiles afresh, whatever the run did "
+                         "(config/repro_line.py)",
         ),
     )
     # The order cells start in: "cost" (the longest expected first: the run does not end

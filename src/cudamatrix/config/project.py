@@ -79,6 +79,14 @@ def find_project(start: Path) -> Project:
     return Project(config=None)
 
 
+def project_root(start: Path) -> Path:
+    """The project's root: the folder holding the configuration nearest above `start`, else
+    `start` itself (a run of --corpus alone). A repro line names its paths from here and is
+    run here (config/repro_line.py), wherever in the project the run was started."""
+    config = find_project(start).config
+    return config.parent if config is not None else start.resolve()
+
+
 def read_project(path: Path, table: dict[str, Any]) -> Project:
     def fail(where: str, message: str) -> UserError:
         return UserError(f"{path}: {where}: {message}")

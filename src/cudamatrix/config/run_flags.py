@@ -33,7 +33,8 @@ UNHELD_RUN: tuple[RunFlag, ...] = (
     RunFlag(("--always-run",), "run every cell even where nothing the last run into --out "
             "read has changed (by default that run's results stand, answered at once)", "run",
             None, section="output",
-            not_in_repro="a repro always runs"),
+            not_in_repro="a repro always runs: it compiles afresh (--no-compile-cache), "
+                         "which no earlier run stands for"),
 )
 
 
@@ -83,19 +84,43 @@ def job_words(given: Mapping[str, Any]) -> list[str]:
     return words
 
 
-def repro_arguments(options: RunOptions, folder: Path) -> list[str]:
-    """The words of `cudamatrix run` that decide a cell the way this run decided it, to be
-    run from `folder`: every corpus folder (relative to `folder` where inside it; the
-    project's own too, which a run from there reads once), the known bugs, the matrix, then
-    every flag declared `repro` whose value is not the default. The provider the run settled
-    on, and the cell's own toolkit, arch, library version and host compiler, are the
-    report's to add (it knows them; --provider auto may choose otherwise next time)."""
-    def where(path: Path) -> str:
-        absolute = path if path.is_absolute() else folder / path
+def named_from(path: Path, root: Path, home: Path | None) -> str:
+    """An absolute `path` as a repro names it, to be run from the project's root `root` on
+    any machine: inside the root, relative to it (`cases`); else, under `home` (the home
+    folder of the machine that ran: a CI runner's /home/runner), from `~`
+    (`~/work/_temp/cache`, which the reader's shell reads as their own home); else as it is
+    (`/opt/cases` names the same folder wherever it exists). A report named
+    `--corpus /home/runner/work/p/p/cases`, a folder no reader has. A name, not a check
+    of where a path may lead: nothing is read through it here."""
+    for base, from_home in ((root, False), (home, True)):
+        if base is None:
+            continue
         try:
-            return str(absolute.resolve().relative_to(folder.resolve())) or "."
+            rest = str(path.relative_to(base))
         except ValueError:
-            return str(absolute.resolve())
+            continue
+        if from_home:
+            return str(Path("~", rest))
+        # A folder of the project named `~...` is never read as a home (repro_line).
+        return f"./{rest}" if rest.startswith("~") else rest
+    return str(path)
+
+
+def repro_arguments(options: RunOptions, root: Path, home: Path | None = None) -> list[str]:
+    """The words of `cudamatrix run` that decide a cell the way this run decided it, to be
+    run from the project's root `root`: every corpus folder (the project's own too, which a
+    run from there reads once), the known bugs, the matrix, then every flag declared `repro`
+    whose value is not the default, each path (relative ones are the run's, from where it
+    ran) resolved and named from the root (`named_from`; `home`: the home folder of the
+    machine that ran, this one's where none is given). The provider the run settled on,
+    and the cell's own toolkit, arch, library version and host compiler, are the report's
+    to add (it knows them; --provider auto may choose otherwise next time), and the words
+    every repro has whatever the run had (a folder of its own, a compile afresh)
+    config/repro_line's."""
+    root, home = root.resolve(), (home or Path.home()).resolve()
+
+    def where(path: Path) -> str:
+        return named_from(path.resolve(), root, home)
 
     words: list[str] = []
     for corpus in options.corpus:

@@ -32,6 +32,7 @@ from ..config.corpus import Case
 from ..config.options import CACHE_ENV, RunOptions
 from ..config.plan import Cell
 from ..config.planning import Plan, make_plan
+from ..config.project import project_root
 from ..config.run_flags import repro_arguments
 from ..errors import RunOutOfTime, UserError
 from ..providers import Environment, LibraryEnvironment
@@ -203,6 +204,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         raise UserError(f"the run stopped at cell {unwritten[0]}; {len(results)} finished cells "
                         f"are kept in {out / CELLS_DIR}: make room and go on with --resume")
     toolkits, libraries = _environment_facts(options, envs)
+    root = project_root(Path.cwd())
     info = RunInfo(
         started=started_at, finished=_now(), tier=plan.tier.name, provider=provider,
         provider_choice=provider_choice,
@@ -213,8 +215,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         environment_errors=_environment_errors(envs, options),
         command=" ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
         wall_seconds=round(time.monotonic() - started, 1), revision=source_revision(),
-        repro_args=shlex.join(repro_arguments(options, Path.cwd())),
-        repro_folder=str(Path.cwd()),
+        repro_args=shlex.join(repro_arguments(options, root)),
+        repro_folder=str(root),
         paths={name: str(folder) for name, folder in options.paths.items()})
     return info, results
 

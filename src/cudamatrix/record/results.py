@@ -380,9 +380,11 @@ class RunInfo:
     revision: str = ""
     # `cudamatrix bisect`'s answer, where the run was one: the axis, its values, the changes.
     bisect: BisectAnswer | None = None
-    # What a cell's repro command carries besides the cell (options.repro_arguments: its
-    # corpus, tier, matrix, cache, GPU or not, ...), shell-quoted, and the folder it is
-    # run from: the report prints it, and it reruns the cell as this run ran it.
+    # What a cell's repro command carries besides the cell (run_flags.repro_arguments: its
+    # corpus, tier, matrix, cache, GPU or not, ...), shell-quoted, and the project's root it
+    # is run from (config/project.project_root), which its paths are named from: the
+    # reports make the line (config/repro_line.py), and it reruns the cell as this run ran
+    # it. The root is this machine's path; a report names it by its name alone.
     repro_args: str = ""
     repro_folder: str = ""
     # The project's [paths]: each tree its cases named as {NAME}, by its folder here.

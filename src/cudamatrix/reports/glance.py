@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.plan import BUNDLED, Cell
+from ..config.repro_line import repro_line
 from ..config.run_flags import words_for
 from ..providers.toolkits import toolkit_providers
 from ..record.outcomes import UNEXPECTED_OUTCOMES
@@ -205,16 +206,24 @@ def likely_culprit(results: Sequence[CellResult]) -> str | None:
     return None
 
 
+def repro_root(info: RunInfo) -> str:
+    """The folder a repro is run from as the reports name it: the project's root by its
+    name alone ("" for a record without one). The record keeps it whole, but that is the
+    path on the machine that ran (a CI runner's /home/runner/work/p/p): a reader's copy of
+    the project is elsewhere."""
+    return Path(info.repro_folder).name if info.repro_folder else ""
+
+
 def repro(cell: Cell, info: RunInfo) -> str:
-    """The command that runs this one cell again as the run ran it, from the folder the run
-    was made in (info.repro_folder, which the reports name): the run's corpus, tier and
-    options that decide a cell, the provider it settled on, the cell's own toolkit, arch,
-    library version and host compiler, then the cell. A run recorded before these were
-    kept gives what it has: the tier and the cell."""
-    the_cell = words_for("cell_ids", (cell.id.split("@")[0],))
+    """The command that runs this one cell again as the run ran it, from the project's root
+    (info.repro_folder, whose name the reports give): the run's corpus, tier and options
+    that decide a cell, the provider it settled on, the cell's own toolkit, arch, library
+    version and host compiler, made one line by config/repro_line (its own --out, a compile
+    afresh, the cell). A run recorded before these were kept gives what it has: the tier."""
+    cell_id = cell.id.split("@")[0]
     if not info.repro_args and not info.repro_folder:
-        return shlex.join(["cudamatrix", "run", *words_for("tier", info.tier), *the_cell])
-    words = ["cudamatrix", "run", *shlex.split(info.repro_args)]
+        return repro_line(words_for("tier", info.tier), cell_id)
+    words = shlex.split(info.repro_args)
     if info.provider in toolkit_providers():  # a plugin's too; not a merge's "unknown"
         words += words_for("provider", info.provider)
     if cell.toolkit != BUNDLED:
@@ -224,4 +233,4 @@ def repro(cell: Cell, info: RunInfo) -> str:
         words += words_for("library_versions", {cell.library: (cell.library_version,)})
     if cell.host_compiler:
         words += words_for("host_compilers", (cell.host_compiler,))
-    return shlex.join([*words, *the_cell])
+    return repro_line(words, cell_id, info.repro_folder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +38,7 @@ from .answers import (
 )
 from .charts import run_charts, svg
 from .formats import ReportFormat
-from .glance import UNEXPECTED, CompiledOnly, happened, likely_culprit, repro
+from .glance import UNEXPECTED, CompiledOnly, happened, likely_culprit, repro, repro_root
 from .markdown import header
 
 FLIPS_SHOWN = 200
@@ -101,8 +100,7 @@ def _cell_data(result: CellResult, info: RunInfo, limits: tuple[int, int] = (LOG
     failed_limit, ok_limit = limits
     data = {
         "happened": happened(result),
-        "repro": (f"cd {shlex.quote(info.repro_folder)} && " if info.repro_folder else "")
-        + repro(cell, info) if result.outcome in UNEXPECTED else "",
+        "repro": repro(cell, info) if result.outcome in UNEXPECTED else "",
         "id": cell.id, "case": cell.case, "variant": cell.variant, "frontend": cell.frontend,
         "toolkit": cell.toolkit, "arch": cell.arch,
         "library": f"{cell.library} {cell.library_version}" if cell.library else "",
@@ -269,7 +267,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     counts = summary(results)
     compiled = CompiledOnly.of(results)
     return env.get_template("report.html.j2").render(
-        info=info, header=[_plain(line) for line in header(info)],
+        info=info, header=[_plain(line) for line in header(info)], repro_root=repro_root(info),
         counts=counts, unexpected=sum(counts[o] for o in UNEXPECTED), outcomes=OUTCOMES,
         flaky=sum(r.flaky for r in results), compiled_only=compiled.said(),
         compiled_note=compiled.note(str((info.device or {}).get("reason") or "")),

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..common.versions import Arch
 from ..common.words import shortened
+from ..config.repro_line import REPRO_REPORTS
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import BisectAnswer, BisectSide, CellResult, RunInfo, summary
@@ -35,7 +36,15 @@ from .answers import (
 )
 from .budget import MARKDOWN_BUDGET_BYTES, Section, fitted
 from .formats import ReportFormat
-from .glance import UNEXPECTED, CompiledOnly, axis_rates, happened, likely_culprit, repro
+from .glance import (
+    UNEXPECTED,
+    CompiledOnly,
+    axis_rates,
+    happened,
+    likely_culprit,
+    repro,
+    repro_root,
+)
 from .labels import distinct_labels, row_label
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -517,8 +526,11 @@ def unexpected_section(results: Sequence[CellResult], info: RunInfo) -> Section:
         return Section([])
     opening = ["", f"## Not what the cases expect ({len(bad)})", ""]
     if info.repro_folder:
-        opening += [f"Each repro command reruns its cell as this run ran it, from "
-                    f"{md_code(info.repro_folder)}.", ""]
+        opening += [f"Each repro command reruns its cell as this run ran it, from the "
+                    f"project's root ({md_code(repro_root(info))}: the folder holding "
+                    f"cudamatrix.toml, else the one the run was made in), compiling it "
+                    f"again into a report folder of its own under "
+                    f"{md_code(str(REPRO_REPORTS))}: this report stays as it is.", ""]
     return Section(opening, [unexpected_item(r, info) + "\n" for r in bad], left="cells")
 
 
