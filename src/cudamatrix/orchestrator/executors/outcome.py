@@ -9,14 +9,14 @@ from ...stages.cell.files import RESULT_FILE
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
 from ...stages.compile.logs import error_lines
-from ...stages.process.hang import innermost_frame, stack_of, stage_entered
+from ...stages.process.hang import RAISE_LIMIT, innermost_frame, stack_of, stage_entered
 
 
 def timed_out(job: Job, output: str = "") -> StageResult:
     """The stopped cell's result: the stage it was in and where its Python stack was."""
     stack = stack_of(job.work)
     where = innermost_frame(stack)
-    message = f"cell ran past its {job.timeout:.0f} s limit and was killed"
+    message = f"cell ran past its {job.timeout:.0f} s limit and was killed ({RAISE_LIMIT})"
     if where:
         message += f"; it was in {where}"
     log = stack

@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -153,7 +154,8 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
              env: CellEnvironment | None = None, cwd: Path | None = None,
              reader: LineReader | None = None) -> ToolRun:
     """Run one compiler; past `timeout` its whole process group is killed and
-    TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
+    TimeoutExpired raised, its `output` the command line and what the tool had printed
+    (head and tail). Output is read as bytes and decoded leniently: a compiler
     quoting a Latin-1 source line is still a compiler's verdict. `reader` is handed every
     line of the whole output (stdout's, then stderr's) before it is cut to its head and tail.
     Its environment is `env`, else the cell environment (never the run's whole)."""
@@ -174,7 +176,12 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
         except subprocess.TimeoutExpired:
             _kill_group(process.pid)
             process.wait()
-            raise
+            # What it printed before the limit is where it was (a torch extension's last
+            # file compiled): kept, bounded, on the exception the stage is made from.
+            printed = (_bounded_text(out, KEPT_OUTPUT_BYTES) + "\n"
+                       + _bounded_text(err, KEPT_OUTPUT_BYTES)).strip()
+            said = f"$ {shlex.join(command)}\n{printed}".strip()
+            raise subprocess.TimeoutExpired(list(command), timeout, output=said) from None
         finally:
             _kill_group(process.pid)  # helpers it left running die with it
             _RUNNING.discard(process.pid)
