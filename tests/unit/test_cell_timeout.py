@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from cudamatrix.config.corpus import Variant
+from cudamatrix.config.options import DEFAULT_CELL_TIMEOUT_S, RunOptions
+from cudamatrix.orchestrator.cell_jobs import cell_limit
+from cudamatrix.stages.frontends.torch_extension import TIMEOUT_S as TORCH_LIMIT_S
 from cudamatrix.stages.process.limits import run_tool
 
 CASE = """\
@@ -73,3 +77,18 @@ def test_run_tool_past_its_limit_says_what_the_tool_printed(tmp_path: Path) -> N
     assert [line for line in stopped.value.output.splitlines() if line] == [
         "$ sh -c 'echo compiling a.cu; echo warning >&2; exec sleep 30'",
         "compiling a.cu", "warning"]
+
+
+@pytest.mark.parametrize("case_timeout, flag, frontend_name, limit", [
+    (None, None, "torch-extension", TORCH_LIMIT_S),  # minutes of compiling: its own limit
+    (None, None, "nvcc", DEFAULT_CELL_TIMEOUT_S),
+    (None, 60.0, "torch-extension", 60.0),  # --cell-timeout says so, for every frontend
+    (100.0, 60.0, "torch-extension", 100.0),  # the case's own comes first
+])
+def test_a_cells_limit_is_its_frontends_own_unless_the_case_or_the_run_sets_one(
+        case_timeout: float | None, flag: float | None, frontend_name: str,
+        limit: float) -> None:
+    """The docs' torch-extension example met the run's one 300 s limit, where it needed
+    469 s on a loaded laptop: a frontend that compiles for minutes has a limit of its own."""
+    variant = Variant("v", source=Path("."), frontend=frontend_name, timeout=case_timeout)
+    assert cell_limit(variant, RunOptions(cell_timeout=flag), frontend_name) == limit
