@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,10 @@ import pytest
 from cudamatrix.config.corpus import Variant
 from cudamatrix.config.options import DEFAULT_CELL_TIMEOUT_S, RunOptions
 from cudamatrix.orchestrator.cell_jobs import cell_limit
+from cudamatrix.orchestrator.executors.outcome import timed_out
+from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.frontends.torch_extension import TIMEOUT_S as TORCH_LIMIT_S
-from cudamatrix.stages.process.limits import run_tool
+from cudamatrix.stages.process.limits import left_output, run_tool
 
 CASE = """\
 title = "A build that prints and then hangs"
@@ -92,3 +96,30 @@ def test_a_cells_limit_is_its_frontends_own_unless_the_case_or_the_run_sets_one(
     469 s on a loaded laptop: a frontend that compiles for minutes has a limit of its own."""
     variant = Variant("v", source=Path("."), frontend=frontend_name, timeout=case_timeout)
     assert cell_limit(variant, RunOptions(cell_timeout=flag), frontend_name) == limit
+
+
+def test_a_worker_killed_from_outside_leaves_what_its_tool_printed(tmp_path: Path) -> None:
+    """Past its limit and the grace after it, a cell's worker is killed from outside (a
+    worker stuck where its own limit cannot act): what the tool it ran had printed is read
+    back from the files run_tool streams it to, in the cell's folder."""
+    work = tmp_path / "cell"
+    work.mkdir()
+    worker = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; "
+         "from cudamatrix.stages.process.limits import run_tool; "
+         "run_tool(['sh', '-c', 'echo compiling a.cu; echo nvcc warning >&2; exec sleep 60'],"
+         " 120, cwd=Path(sys.argv[1]))", str(work)],
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while "compiling a.cu" not in left_output([work]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker and its tool, as a stopped cell
+        worker.wait()
+    job = Job(cell_id="c/v/13.0/sm_90", arch="sm_90", source=str(tmp_path), frontend="nvcc",
+              workdir=str(work), timeout=3)
+    stage = timed_out(job)
+    assert "compiling a.cu" in stage.log and "nvcc warning" in stage.log, stage.log
+    assert "--cell-timeout" in stage.message
