@@ -135,3 +135,30 @@ def test_the_eta_is_never_0_00_while_a_cell_runs(cells: list[SimCell], workers: 
     for left, eta in simulate(cells, workers, at=[]):
         if left > 0:
             assert said_duration(eta) != "0:00", (left, eta)
+
+
+def test_the_terminal_bars_eta_moves_while_a_cell_runs() -> None:
+    """The bar's ETA was a field set as a cell started or ended: through a torch
+    extension's minutes it stood still. Drawn again later, it says the time left then."""
+    import io
+
+    from rich.console import Console
+
+    from cudamatrix.commands.progress_bar import RichProgress
+
+    clock = _Clock()
+    bar = RichProgress(Console(file=io.StringIO(), width=120))
+    bar.clock = clock
+    bar.start(1)
+    try:
+        bar.expect({"torch/nvrtc/13.0/sm_80": 300.0}, 1)
+        bar.cells_started(["torch/nvrtc/13.0/sm_80"])
+        assert bar.task is not None
+        task = bar.bar.tasks[0]
+        said = []
+        for now in (0.0, 100.0, 250.0):
+            clock.now = now
+            said.append(str(bar.bar.columns[-1](task)))
+        assert said == ["eta 5:00", "eta 3:20", "eta 0:50"]
+    finally:
+        bar.finish()
