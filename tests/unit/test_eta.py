@@ -162,3 +162,28 @@ def test_the_terminal_bars_eta_moves_while_a_cell_runs() -> None:
         assert said == ["eta 5:00", "eta 3:20", "eta 0:50"]
     finally:
         bar.finish()
+
+
+def test_a_group_built_by_one_compile_is_one_piece_of_its_workers_work() -> None:
+    """Four archs built by one compile are taken up at once by one worker, each cell
+    recorded at its share (10 s of 40): each counted apart, they were all past their share
+    after 15 s and the ETA said 0:12 where 0:25 was left."""
+    clock = _Clock()
+    progress = Progress()
+    progress.clock, progress.heartbeat_s, progress.verbosity = clock, 0.0, -1
+    group = [f"g/nvrtc/13.0/sm_{arch}" for arch in (80, 86, 89, 90)]
+    singles = [SimCell(f"k{i}", 5.0, 5.0) for i in range(8)]
+    progress.start(len(group) + len(singles))
+    progress.expect({**dict.fromkeys(group, 10.0),
+                     **{f"{c.name}/nvrtc/13.0/sm_80": c.expected for c in singles}}, 2)
+    progress.cells_started(group)  # worker 1, until 40 s
+    for i, cell in enumerate(singles[:3]):  # worker 2, a cell every 5 s
+        clock.now = 5.0 * i
+        progress.cells_started([f"{cell.name}/nvrtc/13.0/sm_80"])
+        if i < 2:
+            clock.now = 5.0 * (i + 1)
+            progress.cell_done(_result(cell))
+    clock.now = 15.0  # k2 done now; k3 to k7 still to start: 25 s on worker 2
+    progress.cell_done(_result(singles[2]))
+    eta = progress.eta()
+    assert eta is not None and abs(eta - 25.0) <= 0.25 * 25.0, said_duration(eta)
