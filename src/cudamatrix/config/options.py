@@ -293,9 +293,9 @@ class RunOptions:
             f"extension's 1800, else {DEFAULT_CELL_TIMEOUT_S:.0f}; a case's `timeout` "
             "comes first)",
             "run",
+            default_said=f"its frontend's own, else {DEFAULT_CELL_TIMEOUT_S:.0f}",
             read=flags.positive_number,
             repro=True,
-            default_said=f"its frontend's own, else {DEFAULT_CELL_TIMEOUT_S:.0f}",
         ),
     )
     # The limit of CuPy's one-time Jitify warm-up, shared by the run's jitify cells.
