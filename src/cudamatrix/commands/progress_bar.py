@@ -34,14 +34,27 @@ class RichProgress(PlainProgress):
             BarColumn,
             MofNCompleteColumn,
             Progress,
+            ProgressColumn,
+            Task,
             TextColumn,
             TimeElapsedColumn,
         )
+        from rich.text import Text
+
+        said = self
+
+        class LiveEta(ProgressColumn):
+            """The ETA as each frame is drawn: a field set only as a cell started or ended
+            stood still through a torch extension's minutes of compiling."""
+
+            def render(self, task: Task) -> Text:
+                eta = said.eta()
+                return Text(f"eta {said_duration(eta) if eta is not None else '-:--'}")
 
         self.console = console
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                            MofNCompleteColumn(), TimeElapsedColumn(),
-                            TextColumn("eta {task.fields[eta]}"), console=console)
+                            MofNCompleteColumn(), TimeElapsedColumn(), LiveEta(),
+                            console=console)
         self.task: TaskID | None = None
 
     def note(self, text: str) -> None:
@@ -50,7 +63,7 @@ class RichProgress(PlainProgress):
     def start(self, total: int) -> None:
         super().start(total)
         self.bar.start()
-        self.task = self.bar.add_task("cells", total=total, eta="-:--")
+        self.task = self.bar.add_task("cells", total=total)
 
     def cells_started(self, cell_ids: Iterable[str]) -> None:
         super().cells_started(cell_ids)
@@ -78,9 +91,7 @@ class RichProgress(PlainProgress):
             return
         with self._lock:
             running = min(self._running, key=self._running.__getitem__, default=None)
-            eta = self._eta()
-        self.bar.update(self.task, description=escape(log_line(running)) if running else "cells",
-                        eta=said_duration(eta) if eta is not None else "-:--")
+        self.bar.update(self.task, description=escape(log_line(running)) if running else "cells")
 
     def finish(self) -> None:
         super().finish()

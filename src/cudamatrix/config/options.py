@@ -284,12 +284,17 @@ class RunOptions:
             section="toolkits",
         ),
     )
-    cell_timeout: float = flagged(
-        DEFAULT_CELL_TIMEOUT_S,
+    # None: each cell its frontend's own limit (a torch extension compiles for minutes),
+    # else DEFAULT_CELL_TIMEOUT_S; a case's `timeout` comes before either.
+    cell_timeout: float | None = flagged(
+        None,
         flags.RunFlag(
             ("--cell-timeout",),
-            "seconds one cell may take (default: %(default)s)",
+            "seconds one cell may take (default: its frontend's own limit, a torch "
+            f"extension's 1800, else {DEFAULT_CELL_TIMEOUT_S:.0f}; a case's `timeout` "
+            "comes first)",
             "run",
+            default_said=f"its frontend's own, else {DEFAULT_CELL_TIMEOUT_S:.0f}",
             read=flags.positive_number,
             repro=True,
         ),

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..common.removal import emptied, removed
 from ..common.versions import TOOLKIT_OWN
 from ..config.corpus import Variant
-from ..config.options import RunOptions
+from ..config.options import DEFAULT_CELL_TIMEOUT_S, RunOptions
 from ..config.plan import BUNDLED, Cell
 from ..errors import EnvironmentUnavailable, Failure, UserError
 from ..providers import Environment, LibraryEnvironment
@@ -34,6 +34,14 @@ RUNTIME_FOR_LIBRARY = "runtime for the prebuilt library"
 # build...): their one declaration, VariantSettings, is both sides' type. The others are
 # made for the cell (its flags, host compiler, time left, paths).
 AS_DECLARED = tuple(f.name for f in fields(VariantSettings))
+
+
+def cell_limit(variant: Variant, options: RunOptions, frontend_name: str) -> float:
+    """A cell's limit (seconds): the case's `timeout`, else --cell-timeout, else its
+    frontend's own, else the run's default. One limit for every frontend stopped a torch
+    extension, minutes of compiling, at 300 s."""
+    return (variant.timeout or options.cell_timeout or frontend(frontend_name).timeout_s
+            or DEFAULT_CELL_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,7 @@ class CellJobs:
         job = Job(
             cell_id=cell.id, arch=cell.arch, source=self.resolved(variant.source),
             frontend=cell.frontend, workdir=f"{self.resolved(workdir.parent)}/{workdir.name}",
-            timeout=self.time_left(variant.timeout or self.options.cell_timeout),
+            timeout=self.time_left(cell_limit(variant, self.options, cell.frontend)),
             flags=variant.flags_for(cell.axes()),
             **{name: getattr(variant, name) for name in AS_DECLARED},
             env=env, library=library,

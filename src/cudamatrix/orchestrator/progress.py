@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..common.log_line import say
 from ..record.diagnose import said_beyond
 from ..stages.cell.result import TOGETHER_SECONDS
+from .eta import RunningCell, RunState, eta_seconds
 
 if TYPE_CHECKING:
     from ..record.results import CellResult
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
 HEARTBEAT_S = 30.0
 # How many running cells a line names; the rest are counted.
 NAMED_RUNNING = 3
-# How far this machine's speed may be taken to differ from the timings' (a run of cache
-# hits is far faster than the cold times recorded; a first cell's luck is not the run's).
-SPEED_BOUNDS = (0.05, 20.0)
 # The most a cell is expected to take (seconds): a week, longer than any run is let run.
 MAX_EXPECTED_S = 7 * 24 * 3600.0
 # The longest duration a line says (999 hours): beyond it a figure says nothing more.
@@ -99,6 +97,8 @@ class Progress:
         self._lock = threading.Lock()  # cells finish on the pool's threads
         self._expected: dict[str, float] = {}
         self._running: dict[str, float] = {}  # cell id: when it started
+        self._taken: dict[str, int] = {}  # cell id: which taking-up started it (eta)
+        self._takings = 0
         self._workers = 1
         self._timed = [0.0, 0.0]  # finished cells' expected and real seconds
         self._said_running = self.clock()
@@ -118,8 +118,10 @@ class Progress:
         """Cells a worker took up now (a group built together starts at once)."""
         now = self.clock()
         with self._lock:
+            self._takings += 1
             for cell_id in cell_ids:
                 self._running[cell_id] = now
+                self._taken[cell_id] = self._takings
 
     def cell_done(self, result: CellResult) -> None:
         shown = self.settle(result)
@@ -140,29 +142,35 @@ class Progress:
         """A cell off the running list; its time against its expectation teaches the
         ETA this machine's speed."""
         began = self._running.pop(result.cell.id, None)
+        self._taken.pop(result.cell.id, None)
         expected = self._expected.pop(result.cell.id, None)
         if began is not None and expected is not None:
             self._timed[0] += expected
             self._timed[1] += result.seconds
 
     def eta(self) -> float | None:
-        """Seconds until the run should end: the remaining cells' recorded seconds over the
-        workers, scaled by how fast this run's finished cells went against their record,
-        a running cell's time already spent taken off its own; None before `expect`."""
+        """Seconds until the run should end (eta.py: the cells still to start placed on the
+        workers after the running cells' time left, at the speed this run has shown against
+        the record); None before `expect`."""
         with self._lock:
             return self._eta()
 
     def _eta(self) -> float | None:
         if not self._expected:
             return None if not self._timed[0] else 0.0
-        low, high = SPEED_BOUNDS
-        speed = min(high, max(low, self._timed[1] / self._timed[0])) if self._timed[0] else 1.0
         now = self.clock()
-        running = [max(0.0, self._expected[c] * speed - (now - began))
-                   for c, began in self._running.items() if c in self._expected]
-        queued = sum(s for c, s in self._expected.items() if c not in self._running)
-        spread = (queued * speed + sum(running)) / self._workers
-        return max(spread, max(running, default=0.0))
+        # The cells a worker took up at once (a group built by one compile) are one piece
+        # of its work: their records summed against the time the group has run.
+        together: dict[int, RunningCell] = {}
+        for cell_id, began in self._running.items():
+            if cell_id in self._expected:
+                key, had = self._taken[cell_id], together.get(self._taken[cell_id])
+                together[key] = RunningCell((had.expected if had else 0.0)
+                                            + self._expected[cell_id], now - began)
+        running = tuple(together.values())
+        queued = tuple(s for c, s in self._expected.items() if c not in self._running)
+        return eta_seconds(RunState(queued, running, self._timed[0], self._timed[1],
+                                    self._workers))
 
     def running_line(self) -> str | None:
         """The cells running now, longest-running first, and the ETA: None when none runs."""

@@ -5,23 +5,28 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...common.recorded import read_cache
-from ...stages.cell.files import RESULT_FILE
+from ...stages.cell.files import BUILD_SOURCE, RESULT_FILE
 from ...stages.cell.job import Job
 from ...stages.cell.result import StageResult
 from ...stages.compile.logs import error_lines
-from ...stages.process.hang import innermost_frame, stack_of, stage_entered
+from ...stages.process.hang import RAISE_LIMIT, innermost_frame, stack_of, stage_entered
+from ...stages.process.limits import left_output
 
 
 def timed_out(job: Job, output: str = "") -> StageResult:
     """The stopped cell's result: the stage it was in and where its Python stack was."""
     stack = stack_of(job.work)
     where = innermost_frame(stack)
-    message = f"cell ran past its {job.timeout:.0f} s limit and was killed"
+    message = f"cell ran past its {job.timeout:.0f} s limit and was killed ({RAISE_LIMIT})"
     if where:
         message += f"; it was in {where}"
     log = stack
     if output:  # what it said before it was stopped is a clue too
         log = f"{log}\n--- process output ---\n{output[-20_000:]}".strip()
+    # What the tool it was running had printed, from the files it streamed to.
+    printed = left_output((job.work, job.work / BUILD_SOURCE))
+    if printed:
+        log = f"{log}\n--- what its tools printed ---\n{printed}".strip()
     return StageResult(stage_entered(job.work), "timeout", message, log,
                        details={"limit_s": round(job.timeout, 1),
                                 **({"stopped_in": where} if where else {})})

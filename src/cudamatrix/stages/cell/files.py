@@ -20,6 +20,10 @@ STAGE_FILE = "stage.txt"  # the stage the worker entered last (where a stopped c
 STACK_FILE = "stack.txt"  # every thread's Python stack, written just before the limit
 SCRIPT_STACK_FILE = "script-stack.txt"  # the same, by a case script of its own
 BUILD_SOURCE = "src"  # the build frontend's copy of the project
+# What a tool prints, streamed to files in its working folder (the cell's, or the build's
+# copy in it) while it runs and removed when it ends: a worker stopped from outside leaves
+# them, and its cell's record is read from them.
+TOOL_OUTPUT_PREFIXES = (".tool-stdout-", ".tool-stderr-")
 
 # nvcc's list of the files a compile read (-MD -MF), in the cell's folder (those outside the
 # folders the compile key stands for are the compile stage's `read_outside`).

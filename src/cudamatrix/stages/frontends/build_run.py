@@ -205,7 +205,11 @@ def _run_commands(commands: list[str], job: Job, env: CellEnvironment, cwd: Path
     for command in commands:
         words = command_words(command, job)
         remaining = max(1.0, job.timeout - (time.monotonic() - started))
-        tool = run_tool(words, remaining, memory_bytes=job.memory_bytes, env=env, cwd=cwd)
+        try:
+            tool = run_tool(words, remaining, memory_bytes=job.memory_bytes, env=env, cwd=cwd)
+        except subprocess.TimeoutExpired as stopped:  # the commands before it are its story
+            stopped.output = "\n".join([*logs, str(stopped.output or "")])
+            raise
         # As it ran: every placeholder filled in (a repro, or a person, runs it so).
         logs.append(f"$ {shlex.join(words)}\n{tool.output}".strip())
         if tool.code != 0:

@@ -67,6 +67,10 @@ class Frontend:
     # added (CuPy's jitify): with it set, the arch never reached that step.
     arch_bypass_option: str | None = None
     slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
+    # Its cells' limit (seconds) where neither the case's `timeout` nor --cell-timeout sets
+    # one; None: the run's default. A torch extension compiles for minutes, and met the
+    # run's 300 s on a loaded laptop where it needed 469.
+    timeout_s: float | None = None
     options: tuple[str, ...] = ()  # the keys its [variant.options] may hold
     # Their defaults, (key, value), filled in by the case reader: a stage reads each option
     # without a default of its own.

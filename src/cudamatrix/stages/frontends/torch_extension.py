@@ -390,7 +390,12 @@ class _ExtensionCell:
         return load_and_run(self.job, library)
 
 
+# Its cells' default limit: CUDAExtension compiles torch's headers per file, for minutes
+# (469 s for the docs' example on a loaded laptop), four times that and more.
+TIMEOUT_S = 1800.0
+
+
 register(Frontend(NAME, steps=torch_extension_steps, needs=("nvcc",), library="torch",
-                  cached=False, reports_resources=True, python_headers=True,
+                  cached=False, timeout_s=TIMEOUT_S, reports_resources=True, python_headers=True,
                   options=tuple(k for k, _ in OPTIONS), option_defaults=OPTIONS,
                   path_options=(("sources", PATHS), ("cxx_flags", FLAGS))))

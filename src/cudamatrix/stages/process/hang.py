@@ -70,14 +70,23 @@ def stack_of(work: Path) -> str:
     return read_bounded(work / STACK_FILE).strip()
 
 
-def tool_timed_out(work: Path, timeout_s: float) -> StageResult:
+# What a stopped cell's message says raises its limit: a limit met with no way out named
+# sent a user to the source (a torch extension's 300 s, met on a loaded laptop).
+RAISE_LIMIT = "--cell-timeout, or the case's `timeout`, raises it"
+
+
+def tool_timed_out(work: Path, timeout_s: float, printed: str = "",
+                   seconds: float = 0.0) -> StageResult:
     """A compiler or case script the worker ran went past the cell's limit: where a
-    script was, from the stack its own watchdog wrote (compilers have no Python stack)."""
+    script was, from the stack its own watchdog wrote (compilers have no Python stack),
+    what the tool had printed by then (`printed`, its command line first: the last file it
+    compiled is where it was) and how long the stage ran (it said 0.0 s and an empty log before)."""
     stack = read_bounded(work / SCRIPT_STACK_FILE).strip()
     where = innermost_frame(stack)
-    message = f"compiler ran past the cell's {timeout_s:.0f} s limit"
+    message = f"compiler ran past the cell's {timeout_s:.0f} s limit ({RAISE_LIMIT})"
     if where:
         message += f"; it was in {where}"
-    return StageResult(stage_entered(work), "timeout", message, stack,
+    log = "\n".join(part for part in (printed.strip(), stack) if part)
+    return StageResult(stage_entered(work), "timeout", message, log, round(seconds, 3),
                        details={"limit_s": round(timeout_s, 1),
                                 **({"stopped_in": where} if where else {})})

@@ -19,15 +19,17 @@ import contextlib
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 from ..cell.cell_environment import CellEnvironment, cell_environment
+from ..cell.files import TOOL_OUTPUT_PREFIXES
 
 # What a cell keeps of one tool's output: this much of its beginning and of its end.
 KEPT_OUTPUT_BYTES = 256 * 1024
@@ -83,7 +85,7 @@ class ToolRun:
     accident: str | None = None
 
 
-def _bounded_text(handle: BinaryIO, keep: int) -> str:
+def _bounded_text(handle: IO[bytes], keep: int) -> str:
     """An open file's text, or its first and last `keep` bytes with how much was cut."""
     size = handle.seek(0, os.SEEK_END)
     handle.seek(0)
@@ -96,11 +98,27 @@ def _bounded_text(handle: BinaryIO, keep: int) -> str:
             + handle.read().decode("utf-8", errors="replace"))
 
 
-def _read_whole(handle: BinaryIO, reader: LineReader) -> None:
+def _read_whole(handle: IO[bytes], reader: LineReader) -> None:
     """Every line of an open file, from its start, handed to `reader` (decoded leniently)."""
     handle.seek(0)
     while raw := handle.readline(_READ_LINE_BYTES):
         reader.feed(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+# What a stopped cell's record keeps of each tool's output it left, and of how many.
+LEFT_OUTPUT_BYTES = 16 * 1024
+LEFT_OUTPUT_FILES = 8
+
+
+def left_output(folders: Iterable[Path]) -> str:
+    """What the tools of a worker killed from outside had printed: the output files they
+    left in `folders` (run_tool streams to them), oldest first, each bounded, named."""
+    found = [path for folder in folders for prefix in TOOL_OUTPUT_PREFIXES
+             for path in folder.glob(f"{prefix}*") if path.is_file()]
+    found.sort(key=lambda path: path.stat().st_mtime)
+    said = [f"--- {path.name} ---\n{read_bounded(path, LEFT_OUTPUT_BYTES).strip()}"
+            for path in found[-LEFT_OUTPUT_FILES:]]
+    return "\n".join(said)
 
 
 def read_bounded(path: Path, keep: int = KEPT_OUTPUT_BYTES) -> str:
@@ -153,15 +171,19 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
              env: CellEnvironment | None = None, cwd: Path | None = None,
              reader: LineReader | None = None) -> ToolRun:
     """Run one compiler; past `timeout` its whole process group is killed and
-    TimeoutExpired raised. Output is read as bytes and decoded leniently: a compiler
+    TimeoutExpired raised, its `output` the command line and what the tool had printed
+    (head and tail). Output is read as bytes and decoded leniently: a compiler
     quoting a Latin-1 source line is still a compiler's verdict. `reader` is handed every
     line of the whole output (stdout's, then stderr's) before it is cut to its head and tail.
     Its environment is `env`, else the cell environment (never the run's whole)."""
     folder = cwd if cwd is not None else Path(tempfile.gettempdir())
     # stdout, then stderr, as separate files: where a tool's own last word is (a script's
     # sys.exit reason on stderr) must not depend on how the two streams were buffered.
-    with tempfile.TemporaryFile(dir=folder, prefix=".tool-stdout-") as out, \
-            tempfile.TemporaryFile(dir=folder, prefix=".tool-stderr-") as err:
+    # Named, in the working folder: a worker killed from outside leaves them for its
+    # cell's record (left_output); removed when the tool ends.
+    stdout_prefix, stderr_prefix = TOOL_OUTPUT_PREFIXES
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=stdout_prefix) as out, \
+            tempfile.NamedTemporaryFile(dir=folder, prefix=stderr_prefix) as err:
         process = subprocess.Popen(
             list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             env=env if env is not None else cell_environment(), cwd=cwd,
@@ -174,7 +196,12 @@ def run_tool(command: Sequence[str], timeout: float, *, memory_bytes: int | None
         except subprocess.TimeoutExpired:
             _kill_group(process.pid)
             process.wait()
-            raise
+            # What it printed before the limit is where it was (a torch extension's last
+            # file compiled): kept, bounded, on the exception the stage is made from.
+            printed = (_bounded_text(out, KEPT_OUTPUT_BYTES) + "\n"
+                       + _bounded_text(err, KEPT_OUTPUT_BYTES)).strip()
+            said = f"$ {shlex.join(command)}\n{printed}".strip()
+            raise subprocess.TimeoutExpired(list(command), timeout, output=said) from None
         finally:
             _kill_group(process.pid)  # helpers it left running die with it
             _RUNNING.discard(process.pid)

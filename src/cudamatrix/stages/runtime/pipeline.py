@@ -210,6 +210,14 @@ def steps_for(job: Job, spec: Frontend | None = None) -> list[Step]:
     return steps
 
 
+def _stopped(job: Job, stopped: subprocess.TimeoutExpired, began: float) -> StageResult:
+    """The stage a tool stopped at the cell's limit ends with: what the tool printed
+    (run_tool keeps it on the exception, its command line first) and the seconds the stage
+    ran."""
+    printed = stopped.output if isinstance(stopped.output, str) else ""
+    return tool_timed_out(job.work, job.timeout, printed, time.monotonic() - began)
+
+
 # --- the loop -------------------------------------------------------------------------------
 
 def run_steps(carried: Carried, steps: Sequence[Step], *, in_worker: bool = True
@@ -225,11 +233,12 @@ def run_steps(carried: Carried, steps: Sequence[Step], *, in_worker: bool = True
             continue
         if in_worker:
             enter_stage(job.work, step.stage)
+        began = time.monotonic()
         try:
             with CompilerTime() as compiler:
                 said = list(step.run(carried))
-        except subprocess.TimeoutExpired:  # a tool the step ran, stopped at the cell's limit
-            said = [tool_timed_out(job.work, job.timeout)]
+        except subprocess.TimeoutExpired as stopped:  # a tool it ran, stopped at the limit
+            said = [_stopped(job, stopped, began)]
         else:
             if step.measured and said:
                 said[0] = _timed(said[0], compiler)
@@ -277,11 +286,12 @@ def compile_group(job: Job) -> list[StageResult]:
     together = frontend(job.frontend).compile_together
     assert together is not None
     enter_stage(job.work, "compile")
+    began = time.monotonic()
     try:
         with CompilerTime() as compiler:
             stages = together(job)
-    except subprocess.TimeoutExpired:
-        return [tool_timed_out(job.work, job.timeout)]
+    except subprocess.TimeoutExpired as stopped:
+        return [_stopped(job, stopped, began)]
     if len(stages) != len(job.group):
         return stages
     share = round(compiler.seconds / len(stages), 3)

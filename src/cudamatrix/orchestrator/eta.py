@@ -1,0 +1,85 @@
+"""When a run should end, from what each cell cost last time (cell-timings.json), as a pure
+function of the run's state at one moment, so a simulated run can hold it to the truth.
+
+What it corrects, and why each: the machine's speed against the record, learnt from the
+cells finished and from the cells running past their record (a cell still running is no
+faster than it has been, and the slow ones are the last to finish: the finished alone
+said a loaded laptop was quick); a running cell past its expectation still has time to go
+(it counted 0, and a torch extension's five minutes read 0:00 ten times); and the
+workers, by placing the cells still to start on them longest first as the run does (a
+sum over the workers said 0:17 where one long cell had 79 s to go).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# How far this machine's speed may be taken to differ from the record (a run of cache
+# hits is far faster than the cold times recorded; a first cell's luck is not the run's).
+SPEED_BOUNDS = (0.05, 20.0)
+# A running cell past its expectation is given this share of its overrun still to go, and
+# never less than MIN_LEFT_S: the longer it has overrun, the further it is from done.
+OVERRUN_SHARE = 0.5
+MIN_LEFT_S = 1.0
+
+
+@dataclass(frozen=True)
+class RunningCell:
+    """A cell on a worker now: its recorded seconds and how long it has run."""
+
+    expected: float
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What the ETA is made of at one moment: the recorded seconds of the cells still to
+    start, the cells running, the finished cells' recorded and real seconds summed, and how
+    many cells run at once."""
+
+    queued: tuple[float, ...]
+    running: tuple[RunningCell, ...]
+    finished_expected: float
+    finished_actual: float
+    workers: int
+
+
+def speed(state: RunState) -> float:
+    """Real seconds per recorded second on this machine now: the finished cells' ratio,
+    raised by each running cell already past its record at that ratio, counted at what it
+    has taken so far (a lower bound of its cost: it may only raise the ratio, never lower
+    it, as a cell not yet past its due says nothing yet)."""
+    low, high = SPEED_BOUNDS
+    expected, actual = state.finished_expected, state.finished_actual
+    known = min(high, max(low, actual / expected)) if expected > 0 else 1.0
+    for cell in state.running:
+        if cell.elapsed > cell.expected * known:
+            expected, actual = expected + cell.expected, actual + cell.elapsed
+    if expected <= 0:
+        return 1.0
+    return min(high, max(low, actual / expected))
+
+
+def time_left(cell: RunningCell, rate: float) -> float:
+    """A running cell's seconds still to go: its record at this speed less what it has run,
+    or, past that, a share of its overrun; never under MIN_LEFT_S (it has not ended)."""
+    due = cell.expected * rate
+    return max(due - cell.elapsed, OVERRUN_SHARE * (cell.elapsed - due), MIN_LEFT_S)
+
+
+def _placed(workers: int, running: Iterable[float], queued: Iterable[float]) -> float:
+    """When the last worker is free: the running cells' time left first, then the cells to
+    start, longest first, each on the worker free soonest (as the run hands them out)."""
+    free = [0.0] * max(1, workers)
+    for seconds in (*sorted(running, reverse=True), *sorted(queued, reverse=True)):
+        heapq.heappush(free, heapq.heappop(free) + seconds)
+    return max(free)
+
+
+def eta_seconds(state: RunState) -> float:
+    """Seconds until the run should end; more than 0 while a cell runs."""
+    rate = speed(state)
+    return _placed(state.workers, (time_left(c, rate) for c in state.running),
+                   (s * rate for s in state.queued))
