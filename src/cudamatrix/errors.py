@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass
 
 # The userinfo of a URL (`https://TOKEN@host`, `https://user:password@host`): a private
-# index's credential, which no message, record or report may hold.
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+# index's credential, which no message, record or report may hold. Up to the authority's
+# last `@`, as pip and urllib read it: a password may hold a raw `@` (`p@ss`), and the
+# first `@` left the rest of it shown.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]+@")
 
 
 def without_credentials(text: str) -> str:

@@ -13,7 +13,8 @@ import pytest
 
 from cudamatrix.common import package_index
 from cudamatrix.common.package_index import Indexes, IndexUnreachable, listing
-from cudamatrix.errors import EnvironmentUnavailable, Failure, UserError, without_credentials
+from cudamatrix.errors import (EnvironmentUnavailable, Failure, UserError, without_credentials,
+                               without_userinfo)
 
 TOKEN = "pypi-AgEIcHlwaS5vcmcCJDk5OTk5OTk5"
 
@@ -22,12 +23,20 @@ TOKEN = "pypi-AgEIcHlwaS5vcmcCJDk5OTk5OTk5"
     f"https://{TOKEN}@private.example/simple",
     f"https://ci-bot:{TOKEN}@private.example:8443/simple",
     f"pip could not install x: Looking in indexes: https://{TOKEN}@host/simple | ERROR",
+    # A password holding a raw `@` (pip reads userinfo up to the authority's last `@`): the
+    # first `@` ended the match and left the password's rest shown.
+    f"https://ci-bot:p@ss-{TOKEN}@private.example/simple",
+    f"https://ci-bot:p@ss@{TOKEN}@private.example/simple?x=y#z",
 ])
 def test_no_message_holds_a_token(text: str) -> None:
     shown = [package_index._shown(text)] if " " not in text else []
     for said in (str(UserError(text)), str(EnvironmentUnavailable(text)), str(Failure(text)),
                  str(IndexUnreachable(text)), without_credentials(text), *shown):
         assert TOKEN not in said and "***@" in said, said
+    assert TOKEN not in without_userinfo(text)
+    if " " not in text:
+        assert without_userinfo(text).startswith("https://private.example") or \
+            without_userinfo(text).startswith("https://host"), without_userinfo(text)
 
 
 def _server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
