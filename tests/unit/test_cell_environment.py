@@ -117,8 +117,12 @@ def test_every_stage_record_masks_a_credential_a_process_printed() -> None:
 
 # The process starters a module may call, by module and name.
 _STARTERS = {"subprocess": {"run", "Popen", "call", "check_call", "check_output"},
-             "asyncio": {"create_subprocess_exec", "create_subprocess_shell"}}
-_OS_STARTERS = ("exec", "spawn", "posix_spawn")
+             "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+             "pty": {"spawn"},
+             # The tool's own process starters (a preparation: its own session, killed with
+             # the run), which start what they are given like subprocess.
+             "interruption": {"run_preparation", "preparation_process"}}
+_OS_STARTERS = ("exec", "spawn", "posix_spawn", "system", "popen")
 _SCANNED = ("stages", "orchestrator", "providers")
 
 # The processes that do not get the cell environment, by module and function, and why:
@@ -143,16 +147,32 @@ ALLOWED = {
         "cuobjdump listing a file's modules: stages/binaries imports no cell type (a file's "
         "facts are read without a cell's stages), and in a cell it inherits its worker's "
         "environment, made by cell_environment (orchestrator/executors/local.py)",
+    "providers/wheel_index.py:extract_downloaded":
+        "pip downloading a wheel whose members the tool reads: the tool's own fetch, which "
+        "may need the index's credentials; nothing of the wheel runs",
+    "providers/wheels.py:run_pip":
+        "pip installing a toolkit's or a library's wheels: the tool's own preparation, "
+        "which may need the index's credentials; a library built from its sdist runs its "
+        "setup.py here (docs/security.md: build cases and sources are trusted code)",
+    "providers/debian.py:unpack_once":
+        "dpkg-deb unpacking a .deb whose bytes the signed index vouched for: no maintainer "
+        "script runs with -x",
     "stages/binaries/inputs.py:download":
         "pip downloading a wheel `cudamatrix audit` was named: the tool's own fetch, which "
         "may need the index's credentials; no cell runs",
 }
 
 
-def _starts_process(call: ast.Call, imported: dict[str, str]) -> bool:
+def _last(module: str | None) -> str:
+    """A module's last name (`..common.interruption` is `interruption`)."""
+    return (module or "").rpartition(".")[2]
+
+
+def _starts_process(call: ast.Call, imported: dict[str, str],
+                    modules: dict[str, str] | None = None) -> bool:
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        module, name = func.value.id, func.attr
+        module, name = (modules or {}).get(func.value.id, func.value.id), func.attr
     elif isinstance(func, ast.Name) and func.id in imported:
         module, name = imported[func.id], func.id
     else:
@@ -249,12 +269,17 @@ def processes_without_the_cell_environment(root: Path = PACKAGE) -> list[str]:
     makers = _makers({k: v for k, v in trees.items()})
     found = []
     for module, tree in trees.items():
-        imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and node.module in (*_STARTERS, "os")
-                    for alias in node.names}
+        imported = {alias.asname or alias.name: _last(node.module) for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom)
+                    and _last(node.module) in (*_STARTERS, "os") for alias in node.names}
+        # A module imported under another name (`import subprocess as sp`) is that module.
+        modules = {alias.asname: alias.name for node in ast.walk(tree)
+                   if isinstance(node, ast.Import) for alias in node.names
+                   if alias.asname and alias.name in (*_STARTERS, "os")}
         parents = _parents(tree)
         for call in ast.walk(tree):
-            if not isinstance(call, ast.Call) or not _starts_process(call, imported):
+            if not isinstance(call, ast.Call) or not _starts_process(call, imported,
+                                                                         modules):
                 continue
             function = _enclosing(call, parents)
             where = f"{module}:{function.name if function else '<module>'}"
@@ -285,6 +310,11 @@ def test_a_process_started_with_the_runs_environment_is_found(tmp_path: Path) ->
         "def copied():\n    env = {**os.environ, 'A': '1'}\n    Popen(['env'], env=env)\n"
         "def inherited():\n    subprocess.check_output(['env'])\n"
         "def maybe(given: CellEnvironment | None):\n    subprocess.run(['env'], env=given)\n"
+        "import subprocess as sp\n"
+        "from ..common.interruption import run_preparation\n"
+        "def aliased():\n    sp.run(['env'])\n"
+        "def prepared():\n    run_preparation(['nvcc', '--version'])\n"
+        "def shell():\n    os.system('env')\n"
         "def fine(given: CellEnvironment, maybe: CellEnvironment | None):\n"
         "    env = cell_environment({'A': '1'})\n    subprocess.run(['env'], env=env)\n"
         "    subprocess.run(['env'], env=given)\n"
@@ -292,7 +322,9 @@ def test_a_process_started_with_the_runs_environment_is_found(tmp_path: Path) ->
     found = processes_without_the_cell_environment(tmp_path)
     assert [f.split(": line")[0] for f in found] == [
         "stages/frontends/bypass.py:whole", "stages/frontends/bypass.py:copied",
-        "stages/frontends/bypass.py:inherited", "stages/frontends/bypass.py:maybe"]
+        "stages/frontends/bypass.py:inherited", "stages/frontends/bypass.py:maybe",
+        "stages/frontends/bypass.py:aliased", "stages/frontends/bypass.py:prepared",
+        "stages/frontends/bypass.py:shell"]
 
 
 def test_every_allowed_process_is_still_there() -> None:

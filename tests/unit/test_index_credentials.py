@@ -13,8 +13,13 @@ import pytest
 
 from cudamatrix.common import package_index
 from cudamatrix.common.package_index import Indexes, IndexUnreachable, listing
-from cudamatrix.errors import (EnvironmentUnavailable, Failure, UserError, without_credentials,
-                               without_userinfo)
+from cudamatrix.errors import (
+    EnvironmentUnavailable,
+    Failure,
+    UserError,
+    without_credentials,
+    without_userinfo,
+)
 
 TOKEN = "pypi-AgEIcHlwaS5vcmcCJDk5OTk5OTk5"
 

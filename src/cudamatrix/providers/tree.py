@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..common.interruption import run_preparation
+from ..stages.cell.cell_environment import cell_environment
 from ..stages.cell.environment import Environment
 
 
 def _tool_version(tool: Path) -> str:
     try:
-        text = run_preparation([str(tool), "--version"], timeout=30).stdout
+        text = run_preparation([str(tool), "--version"], timeout=30,
+                               env=cell_environment()).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     match = re.search(r"V(\d+\.\d+\.\d+)", text)
@@ -90,7 +92,7 @@ def known_archs(ptxas: Path | None) -> tuple[str, ...]:
     if ptxas is None:
         return ()
     try:
-        text = run_preparation([str(ptxas), "--help"], timeout=30).stdout
+        text = run_preparation([str(ptxas), "--help"], timeout=30, env=cell_environment()).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ()
     block = _GPU_NAME_VALUES.search(text)
@@ -120,7 +122,8 @@ def nvrtc_archs(nvrtc: Path | None) -> tuple[str, ...]:
     if nvrtc is None:
         return ()
     try:
-        said = run_preparation([sys.executable, "-c", _NVRTC_ARCHS, str(nvrtc)], timeout=60)
+        said = run_preparation([sys.executable, "-c", _NVRTC_ARCHS, str(nvrtc)], timeout=60,
+                               env=cell_environment())
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if said.returncode != 0:
@@ -135,7 +138,7 @@ def nvcc_archs(nvcc: Path | None) -> tuple[str, ...]:
     if nvcc is None:
         return ()
     try:
-        said = run_preparation([str(nvcc), "--list-gpu-code"], timeout=60)
+        said = run_preparation([str(nvcc), "--list-gpu-code"], timeout=60, env=cell_environment())
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if said.returncode != 0:
