@@ -234,3 +234,21 @@ def test_a_run_whose_toolkit_meets_it_fails_that_toolkit_in_one_line(
     assert why in cells["scale/v/11.8/sm_80"]["message"]
     assert not marker.exists()
     assert not (tmp_path / "cache" / "debian" / "bookworm-11.8" / NVCC).exists()
+
+
+def test_a_genuinely_signed_release_of_another_suite_is_refused(
+        archive: Archive, signer: Signer, tmp_path: Path) -> None:
+    """Signed, but not the answer to what was asked: bullseye's release served for
+    bookworm's (the same key signs both) would roll the toolkit back to an older nvcc; apt
+    refuses it too."""
+    genuine = archive.answers[GENUINE_DEB]
+    assert isinstance(genuine, bytes)
+    packages, packed = packages_xz(genuine, GENUINE_DEB)
+    archive.answers["dists/bookworm/InRelease"] = signer.clearsign(
+        release_text(packages, packed).replace(b"Codename: bookworm", b"Codename: bullseye")
+        .replace(b"Suite: oldstable", b"Suite: oldoldstable"))
+    with pytest.raises(EnvironmentUnavailable) as refused:
+        debian.prepare_debian_nvcc("bookworm", "11.8", tmp_path / "cache", (), (),
+                                   InputLedger())
+    assert "Debian bookworm's InRelease: is bullseye's: refused" in str(refused.value)
+    assert archive.asked == ["dists/bookworm/InRelease"]

@@ -75,7 +75,29 @@ def verified_release(suite: str) -> str:
                                      "(apt-get install gpgv debian-archive-keyring)")
     signed = _fetch(f"{ARCHIVE}/dists/{suite}/InRelease", MAX_RELEASE_BYTES,
                     "any release file of Debian's")
-    return verified_text(signed, KEYRING, f"Debian {suite}'s InRelease")
+    text = verified_text(signed, KEYRING, f"Debian {suite}'s InRelease")
+    refusal = _not_the_release_asked(text, suite)
+    if refusal:
+        raise bounded_fetch.AnswerRefused(f"Debian {suite}'s InRelease: {refusal}: refused")
+    return text
+
+
+def _field(text: str, name: str) -> str:
+    found = re.search(rf"^{name}:[ \t]*(.*)$", text, re.MULTILINE)
+    return found.group(1).strip() if found else ""
+
+
+def _not_the_release_asked(text: str, suite: str) -> str:
+    """Why a release text the signature covers is still not the answer to `suite`, or "":
+    another suite's (its Codename and Suite name neither). Each suite's release is signed
+    by the same key: served in place of the one asked, bullseye's would roll the toolkit
+    back to its nvcc. apt refuses it too. (Valid-Until is not held against the clock: the
+    archives this tool is pointed at include frozen mirrors and snapshots, whose testing
+    suites' releases are all past it; forky's here was, by a month.)"""
+    names = {_field(text, "Codename"), _field(text, "Suite")} - {""}
+    if suite not in names:
+        return f"is {_field(text, 'Codename') or _field(text, 'Suite') or 'no suite'}'s"
+    return ""
 
 
 def _listed(release: str, path: str) -> tuple[str, int] | None:
