@@ -7,11 +7,13 @@ socket on 127.0.0.1 that takes connections and never answers."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SCALE_KERNEL, scale_case, write_case
-from cudamatrix.common import interruption, package_index
+from cudamatrix.common import bounded_fetch, interruption, package_index
 from cudamatrix.errors import RunOutOfTime
 from cudamatrix.providers.first_release import (
     SINCE_RELEASE_STOPPED,
@@ -110,3 +112,49 @@ def test_a_run_whose_toolkit_waits_on_a_silent_index_ends_on_time(silent_index: 
     cells = json.loads((out / "results.json").read_text())["cells"]
     assert cells and all(c["outcome"] == "error" and "--run-timeout" in c["message"]
                          for c in cells), cells
+
+
+@pytest.fixture
+def dripping_source() -> Iterator[str]:
+    """A source that answers at once, then a byte every 0.2 s for 20 s: each read returns
+    well within any socket timeout, so only a deadline over the whole answer ends it."""
+    class Drip(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            for _ in range(100):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/InRelease"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("how", ["fetch", "download"])
+def test_an_answer_that_drips_ends_with_the_run(dripping_source: str, tmp_path: Path,
+                                                how: str) -> None:
+    """Before: the socket's timeout bounds each read, not the answer, and a source sending
+    a byte at a time kept a fetch going 20 s past a 1 s --run-timeout."""
+    interruption.start_run(1.0)
+    started = time.monotonic()
+    with pytest.raises(RunOutOfTime):
+        if how == "fetch":
+            bounded_fetch.fetch(dripping_source, 1 << 20, "a release file", 60)
+        else:
+            bounded_fetch.download(dripping_source, tmp_path / "got", 1 << 20, "a .deb", 60)
+    assert time.monotonic() - started < 5
+    assert not (tmp_path / "got").exists()

@@ -90,6 +90,14 @@ def _said_length(headers: Any) -> int | None:
     return int(said) if said.isdigit() else None
 
 
+def _next_block(answer: Any, size: int) -> bytes:
+    """The answer's next bytes, at most `size`, as soon as some came (read1), never past
+    the run's --run-timeout: the socket's timeout bounds each wait, not the answer, and a
+    source sending a byte at a time kept a fetch going long past the run's limit."""
+    time_left(1.0)  # RunOutOfTime where the run's limit is spent
+    return bytes(getattr(answer, "read1", answer.read)(size))
+
+
 def fetch(request: urllib.request.Request | str, max_bytes: int, bound: str, timeout: float,
           handlers: Sequence[urllib.request.BaseHandler] = ()) -> Answer:
     """The answer to `request`, its body at most `max_bytes` (`bound` says what that is, as
@@ -101,7 +109,7 @@ def fetch(request: urllib.request.Request | str, max_bytes: int, bound: str, tim
             if said is not None and said > max_bytes:  # said up front: nothing read
                 raise _past(request, max_bytes, bound)
             blocks, size = [], 0
-            while block := answer.read(min(BLOCK_BYTES, max_bytes + 1 - size)):
+            while block := _next_block(answer, min(BLOCK_BYTES, max_bytes + 1 - size)):
                 blocks.append(block)
                 size += len(block)
                 if size > max_bytes:
@@ -133,7 +141,7 @@ def download(request: urllib.request.Request | str, target: Path, max_bytes: int
             if said is not None and said > max_bytes:
                 raise _past(request, max_bytes, bound)
             with target.open("wb") as out:
-                while block := answer.read(min(BLOCK_BYTES, max_bytes + 1 - size)):
+                while block := _next_block(answer, min(BLOCK_BYTES, max_bytes + 1 - size)):
                     size += len(block)
                     if size > max_bytes:
                         raise _past(request, max_bytes, bound)
