@@ -20,6 +20,7 @@ from cudamatrix.commands.gitlab_pipeline import child_pipeline, trusted
 from cudamatrix.config.plan import Cell
 from cudamatrix.config.project import CI_FILES, init_project
 from cudamatrix.errors import UserError
+from cudamatrix.record.baseline import BaselineDiff
 from cudamatrix.record.outcomes import Outcome
 from cudamatrix.record.results import CellResult
 from cudamatrix.reports import gitlab
@@ -158,6 +159,17 @@ def test_the_log_section_is_bounded_and_names_what_counts() -> None:
     assert all(len(line) <= gitlab.LOG_LINE_CHARS for line in lines[2:-2])
     assert "case0/nvrtc/13.0/sm_80: fail at compile: error: x error: x" in lines[2]
     assert lines[-2].startswith("  … 10 more") and lines[-1].startswith("\x1b[0Ksection_end:5:")
+
+
+def test_no_value_from_a_record_or_the_baseline_opens_or_closes_a_section() -> None:
+    """A message's or the baseline's name's newline, ESC or CR cannot end GitLab's section
+    early or write to the terminal: only the tool's own two markers are raw."""
+    hostile = "x\n\x1b[0Ksection_end:1:cudamatrix_summary\r\x1b]52;c;aGk=\x07"
+    lines = gitlab.log_section([_result("bad", "fail", hostile)],
+                               BaselineDiff(hostile, new_failures=[]), started=5)
+    assert sum("\x1b" in line for line in lines) == 2  # the opening and the closing marker
+    assert all("\n" not in line and "\r" not in line for line in lines[1:-1])
+    assert "\r" not in lines[0].split("\r\x1b[0K", 1)[1]
 
 
 def test_the_note_fits_gitlabs_limit_and_says_where_the_rest_is() -> None:

@@ -45,9 +45,9 @@ def log_section(results: Sequence[CellResult], diff: BaselineDiff | None,
         failing = [r for r in results if r.outcome in FAILING]
         what = "failures (no baseline: every one counts)"
     lines = [f"\x1b[0Ksection_start:{stamp}:{SECTION}[collapsed=false]\r\x1b[0K"
-             f"cudamatrix: {len(results)} cells, "
-             + " ".join(f"{k}={v}" for k, v in counts.items() if v),
-             f"{len(failing)} {what}"]
+             + log_line(f"cudamatrix: {len(results)} cells, "
+                        + " ".join(f"{k}={v}" for k, v in counts.items() if v)),
+             log_line(f"{len(failing)} {what}")]  # the baseline's name: the user's words
     for result in failing[:LOG_CELLS]:  # a record's words: one log line, shown, bounded
         line = f"  {result.cell.id}: {result.outcome} at {result.stage}: " + (
             result.message or result.reason)
