@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import cudamatrix
+from cudamatrix.common import recorded
 from cudamatrix.orchestrator.compile_cache import COMPILER_ENVIRONMENT
 from cudamatrix.orchestrator.executors.local import worker_env
 from cudamatrix.stages.cell.cell_environment import cell_environment
@@ -346,3 +348,18 @@ def test_nothing_makes_a_cell_environment_but_its_function() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "CellEnvironment"]
     assert [m.split(":")[0] for m in made] == ["stages/cell/cell_environment.py"]
 
+
+
+def test_a_stage_record_nested_too_deep_is_kept_readable(tmp_path: Path) -> None:
+    """A CuTe DSL case's report is what its script printed: nested 70 deep, the cell's
+    record was one every reader refused (report, merge, --resume, --baseline); 10,000 deep
+    was a RecursionError where the record was made."""
+    for levels in (70, 10_000):
+        deep: Any = "bottom"
+        for _ in range(levels):
+            deep = {"a": [deep]}
+        stage = StageResult("run", "ok", details={"report": deep})
+        path = tmp_path / f"stage-{levels}.json"
+        path.write_text(json.dumps({"cells": [{"stages": [stage.to_dict()]}]}))
+        read = recorded.read_json(path)
+        assert "not kept" in json.dumps(read)

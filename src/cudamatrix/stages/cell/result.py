@@ -129,16 +129,29 @@ def _texts(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
-def _masked(value: Any) -> Any:
-    """`value` (a stage's details, JSON data) with every URL's userinfo masked; the same
-    object where nothing was, so a record without one is not copied."""
+# How deep a stage's details may nest: a record nests them about six levels down
+# (results.json's cells, a cell's stages, a stage), and every reader refuses a record
+# deeper than recorded.MAX_DEPTH, so a deeper value is kept as a note.
+DETAILS_DEPTH = recorded.MAX_DEPTH - 16
+_TOO_DEEP = (f"(nested deeper than the {DETAILS_DEPTH} levels a stage's details may have: "
+             "not kept)")
+
+
+def _masked(value: Any, depth: int = 1) -> Any:
+    """`value` (a stage's details, JSON data) with every URL's userinfo masked and nothing
+    nested deeper than DETAILS_DEPTH (a CuTe DSL case's report is what its script printed:
+    70 levels made the run's record one no reader takes, and report, merge, --resume and
+    --baseline all refused it); the same object where nothing changed, so a record without
+    either is not copied."""
     if isinstance(value, str):
         return without_credentials(value) if "@" in value else value
+    if isinstance(value, dict | list | tuple) and depth > DETAILS_DEPTH:
+        return _TOO_DEEP
     if isinstance(value, dict):
-        changed = {k: _masked(v) for k, v in value.items()}
+        changed = {k: _masked(v, depth + 1) for k, v in value.items()}
         return changed if any(changed[k] is not v for k, v in value.items()) else value
     if isinstance(value, list | tuple):
-        items = [_masked(v) for v in value]
+        items = [_masked(v, depth + 1) for v in value]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
