@@ -48,6 +48,7 @@ ALLOWED = {
 }
 _STREAMS = {"sys.stdout", "sys.stderr", "sys.__stdout__", "sys.__stderr__",
             "sys.stdout.buffer", "sys.stderr.buffer"}
+_STREAM_NAMES = {"stdout", "stderr", "__stdout__", "__stderr__"}
 _PRINTING_CALLS = {"print", "pprint", "pprint.pprint", "rich.print", "warnings.warn",
                    "traceback.print_exc", "traceback.print_exception", "traceback.print_stack"}
 
@@ -89,6 +90,14 @@ def printing_calls(tree: ast.AST) -> list[tuple[int, str]]:
             if isinstance(node, ast.ImportFrom) and node.module in ("rich", "pprint") and any(
                     alias.name in ("print", "pprint") for alias in node.names):
                 found.append((node.lineno, f"from {node.module} import print"))
+            if isinstance(node, ast.ImportFrom) and node.module == "sys" and any(
+                    alias.name in _STREAM_NAMES for alias in node.names):
+                found.append((node.lineno, "from sys import a stream"))
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr) and node.value is not \
+                None and (_dotted(node.value) in _STREAMS or _dotted(node.value) == "print"):
+            # A stream or print held under another name writes unseen by the calls' walk.
+            found.append((node.lineno, f"{_dotted(node.value)} held under another name"))
             continue
         if not isinstance(node, ast.Call):
             continue
@@ -121,9 +130,10 @@ def test_the_walk_finds_each_way_of_printing() -> None:
         "console.print('x')", "self.bar.console.print('x')", "console.file.write('x')",
         "import logging", "os.write(2, b'x')", "warnings.warn('x')", "console.log('x')",
         "traceback.print_exc()", "from rich import print",
+        "from sys import stderr", "out = sys.stdout", "say = print",
     ])
     caught = {line for line, _ in printing_calls(ast.parse(source))}
-    assert caught == set(range(1, 14)) - {2}  # every line but `import sys`
+    assert caught == set(range(1, 17)) - {2}  # every line but `import sys`
     assert printing_calls(ast.parse("handle.write('x'); math.log(2); os.write(fd, b'')")) == []
 
 
