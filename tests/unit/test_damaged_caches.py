@@ -137,9 +137,20 @@ def _reads_a_file(call: ast.Call) -> bool:
         return True
     if func.attr != "loads" or not call.args:
         return False
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-               and node.func.attr in ("read_text", "read_bytes")
-               for node in ast.walk(call.args[0]))
+    return any(_reads_text(node) for node in ast.walk(call.args[0]))
+
+
+def _reads_text(node: ast.AST) -> bool:
+    """A file's text read: <...>.read_text(), .read_bytes(), open(p).read(), p.open().read()."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr in ("read_text", "read_bytes"):
+        return True
+    opened = node.func.value
+    if node.func.attr != "read" or not isinstance(opened, ast.Call):
+        return False
+    return (isinstance(opened.func, ast.Name) and opened.func.id == "open") or (
+        isinstance(opened.func, ast.Attribute) and opened.func.attr == "open")
 
 
 def test_every_json_file_is_read_through_the_one_reader() -> None:
@@ -151,6 +162,9 @@ def test_every_json_file_is_read_through_the_one_reader() -> None:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Call) and _reads_a_file(node):
                 found.append(f"{relative}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "json" and any(
+                    alias.name in ("load", "loads") for alias in node.names):
+                found.append(f"{relative}:{node.lineno}: from json import load(s)")
     assert not found, ("JSON files read outside common/recorded.py (read_json for a "
                        f"user's file, read_cache for the tool's own): {found}")
 
@@ -158,7 +172,8 @@ def test_every_json_file_is_read_through_the_one_reader() -> None:
 def test_the_walk_finds_what_it_looks_for() -> None:
     """The walk's own check: each way of reading a file is caught, a string is not."""
     caught = ["json.load(handle)", "json.loads(path.read_text())",
-              "json.loads((root / NAME).read_bytes())", "json.loads(p.read_text().strip())"]
+              "json.loads((root / NAME).read_bytes())", "json.loads(p.read_text().strip())",
+              "json.loads(open(p).read())", "json.loads(p.open().read())"]
     passed = ["json.loads(line)", "json.loads(body.decode())", "json.dumps(x)"]
     for source in caught:
         assert _reads_a_file(ast.parse(source).body[0].value), source  # type: ignore[attr-defined]
