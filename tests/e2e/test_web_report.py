@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BROWSER_FLAGS, EVIDENCE, REPO, chromium, cudamatrix
+from cudamatrix.config.repro_line import repro_line
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install '.[test]'")
 
@@ -157,7 +158,9 @@ def test_the_answer_is_seen_first(page_and_cells, tmp_path: Path) -> None:
     assert all(len(shown) == 1 for shown in symbols.values()), symbols
     assert len({next(iter(shown)) for shown in symbols.values()}) == len(symbols)
     target = next(c for c in unexpected if c["outcome"] == "fail")
-    command = f"cudamatrix run --tier gpu --cell {target['id'].split('@')[0]}"
+    # The repro line's one maker: its own --out, compiled again, then the cell.
+    command = repro_line(["--tier", "gpu"], target["id"].split("@")[0])
+    assert command.endswith(f"--no-compile-cache --cell {target['id'].split('@')[0]}")
     square = glance.locator(f'td.g[data-id="{target["id"]}"]')
     square.hover()  # its title is written when it is first pointed at or focused
     assert target["id"] in (square.get_attribute("title") or "")
