@@ -6,7 +6,7 @@ COMPATIBILITY.md is never cut in the middle of a table or a folded block."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # GitHub's limit is 1 MiB; the margin leaves room for what the workflow appends.
@@ -23,6 +23,20 @@ class Section:
     items: Sequence[str] = ()
     closing: Sequence[str] = ()
     left: str = "items"
+
+
+def whole_lines_within(text: str, budget: int, size: Callable[[str], int] = len) -> str:
+    """The whole lines of `text` from its start that fit `budget` as `size` measures them
+    (characters, or `lambda s: len(s.encode())` for bytes): what a summary or a note cut to
+    its engine's limit keeps, never a line cut in two (GitHub's step summary, GitLab's
+    merge request note)."""
+    kept, used = [], 0
+    for line in text.splitlines(keepends=True):
+        used += size(line)
+        if used > budget:
+            break
+        kept.append(line)
+    return "".join(kept)
 
 
 def _size(lines: Sequence[str]) -> int:

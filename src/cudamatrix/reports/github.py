@@ -15,6 +15,7 @@ from pathlib import Path
 from ..common.log_line import annotation_data, annotation_property
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.results import CellResult
+from .budget import whole_lines_within
 
 ANNOTATIONS_PER_TYPE = 10
 SUMMARY_LIMIT_BYTES = 1024 * 1024
@@ -69,14 +70,9 @@ def step_summary(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:
     """The Markdown report, cut at a line boundary to fit GitHub's step summary limit."""
     if len(markdown.encode()) <= SUMMARY_BUDGET_BYTES:
         return markdown
-    kept, size = [], 0
-    for line in markdown.splitlines(keepends=True):
-        size += len(line.encode())
-        if size > SUMMARY_BUDGET_BYTES:
-            break
-        kept.append(line)
-    return "".join(kept) + (f"\n\n… cut to fit GitHub's 1 MiB step summary; the whole report "
-                            f"is {report_name} in the run's artifacts.\n")
+    kept = whole_lines_within(markdown, SUMMARY_BUDGET_BYTES, lambda line: len(line.encode()))
+    return kept + (f"\n\n… cut to fit GitHub's 1 MiB step summary; the whole report "
+                   f"is {report_name} in the run's artifacts.\n")
 
 
 def publish(report: Path, results: Sequence[CellResult], diff: BaselineDiff | None) -> bool:

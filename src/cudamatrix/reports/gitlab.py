@@ -20,6 +20,7 @@ from ..common.log_line import log_line
 from ..common.words import shortened
 from ..record.baseline import FAILING, BaselineDiff
 from ..record.results import CellResult, summary
+from .budget import whole_lines_within
 
 NOTE_LIMIT_CHARS = 1_000_000
 # Room for what a job adds around the note (a heading, a link to the pipeline).
@@ -64,14 +65,9 @@ def note(markdown: str, report_name: str = "COMPATIBILITY.md") -> str:
     else cut at a line boundary with a line saying where the whole report is."""
     if len(markdown) <= NOTE_BUDGET_CHARS:
         return markdown
-    kept, size = [], 0
-    for line in markdown.splitlines(keepends=True):
-        size += len(line)
-        if size > NOTE_BUDGET_CHARS:
-            break
-        kept.append(line)
-    return "".join(kept) + (f"\n… cut to fit GitLab's {NOTE_LIMIT_CHARS:,} character note; "
-                            f"the whole report is {report_name} in the pipeline's artifacts.\n")
+    return whole_lines_within(markdown, NOTE_BUDGET_CHARS) + (
+        f"\n… cut to fit GitLab's {NOTE_LIMIT_CHARS:,} character note; the whole report is "
+        f"{report_name} in the pipeline's artifacts.\n")
 
 
 def publish(report: Path, results: Sequence[CellResult], diff: BaselineDiff | None) -> bool:
