@@ -283,8 +283,8 @@ MUTATIONS = (
              "            text = handle.read(len(signed) + 1)",
              "            text = signed or handle.read()", SIGNED),
     Mutation("bounded fetch: an answer read whole, then measured", "common/bounded_fetch.py",
-             "            while block := answer.read(min(BLOCK_BYTES, max_bytes + 1 - size)):\n"
-             "                blocks.append(block)",
+             "            while block := _next_block(answer, min(BLOCK_BYTES, max_bytes + 1 - "
+             "size)):\n                blocks.append(block)",
              "            while block := answer.read():\n                blocks.append(block)",
              FETCH),
     Mutation("bounded fetch: package indexes opened around the bounded reader",

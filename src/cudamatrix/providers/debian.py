@@ -67,7 +67,7 @@ def _fetch(url: str, max_bytes: int, bound: str) -> bytes:
     return got.body
 
 
-def verified_release(suite: str) -> str:
+def _signed_release(suite: str) -> str:
     """The text of the suite's InRelease that its signature covers, checked against
     Debian's keyring (signed_text): never a line around the signed block."""
     if not KEYRING.is_file():
@@ -75,7 +75,13 @@ def verified_release(suite: str) -> str:
                                      "(apt-get install gpgv debian-archive-keyring)")
     signed = _fetch(f"{ARCHIVE}/dists/{suite}/InRelease", MAX_RELEASE_BYTES,
                     "any release file of Debian's")
-    text = verified_text(signed, KEYRING, f"Debian {suite}'s InRelease")
+    return verified_text(signed, KEYRING, f"Debian {suite}'s InRelease")
+
+
+def verified_release(suite: str) -> str:
+    """The suite's signed release text (`_signed_release`), refused where it is not the
+    answer to `suite` though signed (`_not_the_release_asked`)."""
+    text = _signed_release(suite)
     refusal = _not_the_release_asked(text, suite)
     if refusal:
         raise bounded_fetch.AnswerRefused(f"Debian {suite}'s InRelease: {refusal}: refused")
