@@ -64,13 +64,19 @@ def flagged_factory(factory: Callable[[], Any], flag: flags.RunFlag) -> Any:
     return field(default_factory=factory, metadata={FLAG: flag})
 
 
+def declared_tiers(matrix: Path = DEFAULT_MATRIX) -> tuple[list[str], str]:
+    """The tiers the matrix file declares, in its order, and its default tier: what a help
+    text or a written workflow names, read from the one place that defines them."""
+    declared = load_toml(matrix)
+    names = [str(name) for name in declared.get("tiers", {})]
+    return names, str(declared.get("default_tier", names[0] if names else ""))
+
+
 def tier_help(matrix: Path = DEFAULT_MATRIX) -> str:
     """--tier's help, its tiers read from the matrix file that declares them: a list written
     here by hand said "pr or nightly" long after the gpu tier came (issue 82)."""
-    declared = load_toml(matrix)
-    names = [str(name) for name in declared.get("tiers", {})]
+    names, default_tier = declared_tiers(matrix)
     listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
-    default_tier = declared.get("default_tier", names[0] if names else "")
     return (f"the matrix tier: {listed}, or one cudamatrix.toml declares (default: "
             f"default_tier, {default_tier} unless cudamatrix.toml sets another)")
 
