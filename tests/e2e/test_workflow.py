@@ -61,6 +61,16 @@ def test_init_writes_a_caller_that_actionlint_accepts_and_never_overwrites(tmp_p
     audited = subprocess.run([zizmor, "--offline", "--no-progress", str(caller)],
                              capture_output=True, text=True, check=False)
     assert audited.returncode == 0 and "No findings" in audited.stdout, audited.stdout
+    # The compile-only workflow for GitHub-hosted runners (issue 82, item 9), beside it and
+    # linted the same way.
+    assert cudamatrix("init", "--ci", "github", "--no-gpu", cwd=tmp_path).code == 0
+    hosted = tmp_path / ".github" / "workflows" / "cudamatrix-compile.yml"
+    linted = _actionlint(hosted)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    audited = subprocess.run([zizmor, "--offline", "--no-progress", str(hosted)],
+                             capture_output=True, text=True, check=False)
+    assert audited.returncode == 0 and "No findings" in audited.stdout, audited.stdout
+    hosted.unlink()
     again = cudamatrix("init", "--ci", "github", cwd=tmp_path)
     assert again.code == 2 and "already exists" in again.output
     assert caller.read_text() == text

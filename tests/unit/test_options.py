@@ -110,3 +110,22 @@ def test_a_variable_the_flag_would_refuse_is_refused_naming_it() -> None:
         flag.environment_default({"CUDAMATRIX_WORKERS": "9"}, lambda: 1)
     assert flag.environment_default({}, lambda: 1) == 1
     assert flag.environment_default({"CUDAMATRIX_WORKERS": "3"}, lambda: 1) == 3
+
+
+def test_the_tier_help_names_every_tier_the_matrix_declares() -> None:
+    """`run --help` said "pr or nightly" after the gpu tier came (issue 82, item 10): the
+    help is read from the matrix file that declares the tiers, never written by hand."""
+    import argparse
+    import tomllib
+
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+
+    declared = tomllib.loads(DEFAULT_MATRIX.read_text())
+    commands = next(action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    for name in ("run", "plan", "list"):
+        [tier] = [action for action in commands.choices[name]._actions
+                  if "--tier" in action.option_strings]
+        said = tier.help or ""
+        assert all(f" {tier_name}" in said for tier_name in declared["tiers"]), (name, said)
+        assert f"default_tier, {declared['default_tier']}" in said, (name, said)

@@ -1,6 +1,7 @@
 """`cudamatrix init`: a starter cudamatrix.toml and two example cases in a folder, and with
---ci the CI's file: a workflow calling the reusable one (github), or a `.gitlab-ci.yml`
-whose plan job feeds a child pipeline (gitlab)."""
+--ci the CI's file: a workflow calling the reusable one (github), the compile-only one for
+GitHub-hosted runners (github with --no-gpu), or a `.gitlab-ci.yml` whose plan job feeds a
+child pipeline (gitlab)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .command import Command, Invocation
 def _init(args: argparse.Namespace, invocation: Invocation) -> int:
     from ..config.project import init_project
 
-    written = init_project(args.folder, args.ci, args.workflow)
+    written = init_project(args.folder, args.ci, args.workflow, args.no_gpu)
     say("wrote " + ", ".join(str(p) for p in written), invocation.console)
     say(f"next: edit {CONFIG} (tiers: toolkits and archs you support), put your kernels in "
         f"{STARTER_CASES}/ (one folder per case, see the two examples), then `cudamatrix run`",
@@ -30,6 +31,11 @@ def _arguments(init: argparse.ArgumentParser) -> None:
                       help="also write what runs the matrix in that CI (github: a caller of "
                            "cudamatrix's reusable workflow; gitlab: a .gitlab-ci.yml planning "
                            "a child pipeline), pinned to this release")
+    init.add_argument("--no-gpu", action="store_true",
+                      help="with --ci github: write .github/workflows/cudamatrix-compile.yml "
+                           "instead, the matrix compiled and audited on GitHub-hosted "
+                           "runners (no GPU runner needed; beside the GPU workflow if "
+                           "that is there)")
     init.add_argument("--workflow", metavar="OWNER/REPO/.github/workflows/cudamatrix.yml@REF",
                       help="with --ci github: the reusable workflow the caller uses "
                            "(default: this release's)")

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..common.tomlfile import load_toml
 from ..errors import UserError
 from . import flags
 from .defaults import CONTAINERS, DEFAULT_MATRIX, KNOWN_BUGS
@@ -63,6 +64,23 @@ def flagged_factory(factory: Callable[[], Any], flag: flags.RunFlag) -> Any:
     return field(default_factory=factory, metadata={FLAG: flag})
 
 
+def declared_tiers(matrix: Path = DEFAULT_MATRIX) -> tuple[list[str], str]:
+    """The tiers the matrix file declares, in its order, and its default tier: what a help
+    text or a written workflow names, read from the one place that defines them."""
+    declared = load_toml(matrix)
+    names = [str(name) for name in declared.get("tiers", {})]
+    return names, str(declared.get("default_tier", names[0] if names else ""))
+
+
+def tier_help(matrix: Path = DEFAULT_MATRIX) -> str:
+    """--tier's help, its tiers read from the matrix file that declares them: a list written
+    here by hand said "pr or nightly" long after the gpu tier came (issue 82)."""
+    names, default_tier = declared_tiers(matrix)
+    listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+    return (f"the matrix tier: {listed}, or one cudamatrix.toml declares (default: "
+            f"default_tier, {default_tier} unless cudamatrix.toml sets another)")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     matrix: Path = DEFAULT_MATRIX
@@ -80,7 +98,7 @@ class RunOptions:
         None,
         flags.RunFlag(
             ("--tier",),
-            "pr or nightly (default: the matrix's default_tier)",
+            tier_help(),
             "selection",
             read=str,
             repro=True,

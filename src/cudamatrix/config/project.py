@@ -33,6 +33,7 @@ from .declarations import (
     schema_line,
 )
 from .defaults import CONFIG, DEFAULT_MATRIX, STARTER_CASES
+from .options import declared_tiers
 from .runners import Runner, read_runners
 from .sources import SourceSpec
 
@@ -334,7 +335,12 @@ sys.exit(f"saxpy_check returned {status}" if status else 0)
 
 
 WORKFLOW_REPOSITORY = "cudamatrix/cudamatrix"
+# Where `init --ci NAME` writes; GITHUB_HOSTED is `--ci github --no-gpu`'s, a name of its
+# own so that the compile-only workflow and the GPU one can stand side by side (a project
+# that gets a GPU runner later adds the GPU workflow with init, and keeps or drops this).
+GITHUB_HOSTED = "github-hosted"
 CI_FILES = {"github": Path(".github") / "workflows" / "cudamatrix.yml",
+            GITHUB_HOSTED: Path(".github") / "workflows" / "cudamatrix-compile.yml",
             "gitlab": Path(".gitlab-ci.yml")}
 
 
@@ -371,6 +377,20 @@ def github_caller(workflow: str | None = None) -> str:
     return template.replace("@@WORKFLOW@@", uses).replace("@@VERSION@@", __version__)
 
 
+def github_hosted(workflow: str | None = None) -> str:
+    """The workflow `init --ci github --no-gpu` writes: the matrix compiled and audited on
+    GitHub's ubuntu-latest runners (`plan --cpu`, its shards, one merged report), for a
+    project with no GPU runner yet. It calls no reusable workflow (a GPU runner's defences,
+    its fork gate and per-trust caches, have nothing to guard here), so its actions are
+    pinned by commit in the file and the release every job installs is its pin."""
+    if workflow is not None:
+        raise UserError(f"--workflow {workflow!r:.80}: the GPU workflow's reusable workflow; "
+                        "--no-gpu writes a workflow that calls none (its steps are in the file)")
+    tiers, _ = declared_tiers()
+    template = (files("cudamatrix.config") / "data" / "ci" / "github-hosted.yml").read_text()
+    return template.replace("@@VERSION@@", __version__).replace("@@TIERS@@", ", ".join(tiers))
+
+
 def gitlab_pipeline(workflow: str | None = None) -> str:
     """The `.gitlab-ci.yml` `init --ci gitlab` writes: a plan job and the trigger of the
     child pipeline it writes, every job installing this release (`CUDAMATRIX`). GitLab has
@@ -385,14 +405,28 @@ def gitlab_pipeline(workflow: str | None = None) -> str:
 
 # What `init --ci NAME` writes into CI_FILES[NAME], from --workflow (or None).
 CI_WRITERS: dict[str, Callable[[str | None], str]] = {
-    "github": github_caller, "gitlab": gitlab_pipeline}
+    "github": github_caller, GITHUB_HOSTED: github_hosted, "gitlab": gitlab_pipeline}
 
 
-def init_project(folder: Path, ci: str | None = None, workflow: str | None = None
-                 ) -> list[Path]:
+def ci_file_key(ci: str, no_gpu: bool) -> str:
+    """Which of CI_FILES `init --ci CI [--no-gpu]` writes: --no-gpu is GitHub's hosted
+    runners' workflow, and refused by name for any other CI (it would be ignored)."""
+    if ci not in ("github", "gitlab"):
+        raise UserError(f"--ci {ci}: unknown; known: github, gitlab")
+    if not no_gpu:
+        return ci
+    if ci != "github":
+        raise UserError(f"--no-gpu with --ci {ci}: a compile-only workflow is written for "
+                        "--ci github (GitHub-hosted runners) only")
+    return GITHUB_HOSTED
+
+
+def init_project(folder: Path, ci: str | None = None, workflow: str | None = None,
+                 no_gpu: bool = False) -> list[Path]:
     """Write a starter configuration and two example cases (a kernel, a build) into
-    `folder`, and with `ci` a workflow that runs them in that CI; never overwrite. Where the
-    configuration is there already, `ci` adds only the workflow."""
+    `folder`, and with `ci` a workflow that runs them in that CI (with `no_gpu`, GitHub's
+    compile-only one for hosted runners); never overwrite. Where the configuration is
+    there already, `ci` adds only the workflow."""
     starter = {
         folder / CONFIG: STARTER.replace("@@CASES@@", STARTER_CASES),
         folder / STARTER_CASES / "saxpy" / "case.toml": SAXPY_CASE,
@@ -405,11 +439,12 @@ def init_project(folder: Path, ci: str | None = None, workflow: str | None = Non
     schemas = folder.joinpath(*SCHEMA_FOLDER)
     starter.update({schemas / f"{which}.json": json.dumps(json_schema(which), indent=2) + "\n"
                     for which in ("case", "project")})
-    if ci is not None and ci not in CI_FILES:
-        raise UserError(f"--ci {ci}: unknown; known: {', '.join(sorted(CI_FILES))}")
+    if ci is None and no_gpu:
+        raise UserError("--no-gpu: says which CI workflow to write; give it with --ci github")
     wanted = {} if ci is not None and (folder / CONFIG).exists() else starter
     if ci is not None:
-        wanted = {**wanted, folder / CI_FILES[ci]: CI_WRITERS[ci](workflow)}
+        key = ci_file_key(ci, no_gpu)
+        wanted = {**wanted, folder / CI_FILES[key]: CI_WRITERS[key](workflow)}
     existing = [p for p in wanted if os.path.lexists(p)]
     if existing:
         raise UserError(f"{existing[0]}: already exists; cudamatrix init writes only new files")
