@@ -21,14 +21,12 @@ from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
 from ..stages.cell.result import REACHED, STAGE_NAMES, Reached, Stage, StageResult
-from .outcomes import OUTCOMES, Outcome
+from .outcomes import AS_EXPECTED, FAILING, OUTCOMES, Outcome
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
 # Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
 ARTIFACTS_DIR = "artifacts"
-# The outcomes that are what a case expects: a cell is flaky only where an attempt had one.
-AS_EXPECTED: frozenset[Outcome] = frozenset({"pass", "xfail"})
 
 
 @dataclass(frozen=True)
@@ -447,7 +445,7 @@ def summary(results: Iterable[CellResult]) -> dict[str, int]:
 
 def exit_status(results: Sequence[CellResult]) -> int:
     """A run's exit status without a baseline: 1 where any cell failed or erred."""
-    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0
+    return 1 if any(r.outcome in FAILING for r in results) else 0
 
 
 def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:

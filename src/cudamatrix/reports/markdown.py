@@ -15,7 +15,8 @@ from typing import Any
 from ..common.versions import Arch
 from ..common.words import shortened
 from ..config.repro_line import REPRO_REPORTS
-from ..record.baseline import FAILING, BaselineDiff
+from ..record.baseline import BaselineDiff
+from ..record.outcomes import FAILING
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import BisectAnswer, BisectSide, CellResult, RunInfo, summary
 from ..record.time_changes import TimeChange
