@@ -76,15 +76,15 @@ MUTATIONS = (
              '    )\n    # The limit of CuPy',
              '            read=flags.positive_number,\n        ),\n    )\n'
              '    # The limit of CuPy', FLAGS),
-    # The one rule of a cell's pipeline (stages/runtime/pipeline.py: goes_on).
-    Mutation("the pipeline goes on after an inspect error", "stages/runtime/pipeline.py",
+    # The one rule of a cell's pipeline (stages/cell/sequence.py: goes_on).
+    Mutation("the pipeline goes on after an inspect error", "stages/cell/sequence.py",
              'ENDS = ("error", "timeout", "crashed")', 'ENDS = ("timeout", "crashed")',
              PIPELINE),
-    Mutation("an artifact check that failed stops the GPU stages", "stages/runtime/pipeline.py",
+    Mutation("an artifact check that failed stops the GPU stages", "stages/cell/sequence.py",
              '    return not (last.stage in GPU_STAGES and last.status != "ok")',
              '    return last.status == "ok"', PIPELINE),
     # The pipeline's compile results and its loop (issue 67), made again by a reviewer.
-    Mutation("the pipeline goes on after a compile that erred", "stages/runtime/pipeline.py",
+    Mutation("the pipeline goes on after a compile that erred", "stages/cell/sequence.py",
              'if compiled.stage != "compile" or compiled.status != "ok":',
              'if compiled.stage != "compile" or compiled.status == "failed":', PIPELINE),
     Mutation("a fresh compile past the cell's limit is a tool's error",
@@ -108,7 +108,7 @@ MUTATIONS = (
              "share = round(compiler.seconds, 3)", PIPELINE),
     # A cell's way through the run (orchestrator/cell_runner.py).
     Mutation("a failed cached compile sent to a GPU's worker", "orchestrator/cell_runner.py",
-             'if cached is not None and not (cached.status == "ok" and self.device.present):',
+             "if cached is not None and not (goes_on([cached]) and self.device.present):",
              "if cached is not None and not self.device.present:", RUNNER),
     Mutation("one retry more than --retries asks", "orchestrator/cell_runner.py",
              "len(attempts) < self.options.retries", "len(attempts) <= self.options.retries",
@@ -120,8 +120,8 @@ MUTATIONS = (
              "                    again.append(member)\n                    continue\n",
              "                    again.append(member)\n", RUNNER),
     Mutation("a project build that hit its limit counted as kept", "orchestrator/cell_runner.py",
-             'stages[0].status not in ("error", "timeout", "crashed")',
-             'stages[0].status not in ("error", "crashed")', RUNNER),
+             "and not ended(stages[0])",
+             'and stages[0].status not in ("error", "crashed")', RUNNER),
     # A torch release's CUDAExtension flags, read from its files (issue 69).
     Mutation("torch: the C++ ABI a table's, not TorchConfig.cmake's",
              "stages/frontends/torch_flags.py",
