@@ -43,6 +43,7 @@ FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
 CONFINED = ("tests/unit/test_confined_paths.py",)
 CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
 LOG_LINE = ("tests/unit/test_log_lines.py",)
+VERDICT = ("tests/unit/test_verdict_boundaries.py",)
 
 
 @dataclass(frozen=True)
@@ -381,6 +382,19 @@ MUTATIONS = (
              "        invocation.console.print(warning, markup=False)\n", LOG_LINE),
     Mutation("log line: `##[` left in a line", "common/log_line.py",
              r'    shown = _V1_COMMAND.sub(r"\\x23", shown)' + "\n", "", LOG_LINE),
+    # A cell's verdict at its boundaries (record/verdict.py; issue 80: the first survived).
+    Mutation("verdict: a failure expected where no GPU ran it judged xpass", "record/verdict.py",
+             "and _order(wanted) >= _order(stage):", "and _order(wanted) > _order(stage):",
+             VERDICT),
+    Mutation("verdict: a cell whose first stage was skipped judged a pass", "record/verdict.py",
+             'if status == "skipped" and not reached:', 'if status == "skipped" and reached:',
+             VERDICT),
+    Mutation("verdict: an expected hang judged as a tool's error", "record/verdict.py",
+             'if status == "timeout" and expectation.outcome == "timeout":',
+             'if status == "timeout" and expectation.outcome == "fail":', VERDICT),
+    Mutation("verdict: a failure where a hang was expected judged xfail", "record/verdict.py",
+             'if expectation.outcome != "fail":', 'if expectation.outcome == "pass":',
+             VERDICT),
 )
 
 
