@@ -225,7 +225,7 @@ class BisectSide(TypedDict):
     value: str
     cell: str
     happened: str
-    outcome: str
+    outcome: Outcome
     message: str
     repro: str
     time: NotRequired[BisectTime]
@@ -312,7 +312,8 @@ def _bisect_side(value: object, where: str) -> BisectSide:
     data, named = _object(value, where), f"{where}."
     side = BisectSide(value=_text(data, "value", named), cell=_text(data, "cell", named),
                       happened=_text(data, "happened", named),
-                      outcome=_text(data, "outcome", named),
+                      outcome=_named(named, lambda: recorded.one_of(data, "outcome",
+                                                                    OUTCOMES)),
                       message=_text(data, "message", named), repro=_text(data, "repro", named))
     if data.get("time") is not None:
         side["time"] = _bisect_time(data["time"], f"{named}time")
