@@ -43,6 +43,7 @@ FETCH = ("tests/unit/test_fetch_bounds.py", "tests/unit/test_debian_archive.py")
 CONFINED = ("tests/unit/test_confined_paths.py",)
 CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
 LOG_LINE = ("tests/unit/test_log_lines.py",)
+VERDICT = ("tests/unit/test_verdict_boundaries.py",)
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,15 @@ MUTATIONS = (
              '    )\n    # The limit of CuPy',
              '            read=flags.positive_number,\n        ),\n    )\n'
              '    # The limit of CuPy', FLAGS),
-    # The one rule of a cell's pipeline (stages/runtime/pipeline.py: goes_on).
-    Mutation("the pipeline goes on after an inspect error", "stages/runtime/pipeline.py",
+    # The one rule of a cell's pipeline (stages/cell/sequence.py: goes_on).
+    Mutation("the pipeline goes on after an inspect error", "stages/cell/sequence.py",
              'ENDS = ("error", "timeout", "crashed")', 'ENDS = ("timeout", "crashed")',
              PIPELINE),
-    Mutation("an artifact check that failed stops the GPU stages", "stages/runtime/pipeline.py",
+    Mutation("an artifact check that failed stops the GPU stages", "stages/cell/sequence.py",
              '    return not (last.stage in GPU_STAGES and last.status != "ok")',
              '    return last.status == "ok"', PIPELINE),
     # The pipeline's compile results and its loop (issue 67), made again by a reviewer.
-    Mutation("the pipeline goes on after a compile that erred", "stages/runtime/pipeline.py",
+    Mutation("the pipeline goes on after a compile that erred", "stages/cell/sequence.py",
              'if compiled.stage != "compile" or compiled.status != "ok":',
              'if compiled.stage != "compile" or compiled.status == "failed":', PIPELINE),
     Mutation("a fresh compile past the cell's limit is a tool's error",
@@ -108,7 +109,7 @@ MUTATIONS = (
              "share = round(compiler.seconds, 3)", PIPELINE),
     # A cell's way through the run (orchestrator/cell_runner.py).
     Mutation("a failed cached compile sent to a GPU's worker", "orchestrator/cell_runner.py",
-             'if cached is not None and not (cached.status == "ok" and self.device.present):',
+             "if cached is not None and not (goes_on([cached]) and self.device.present):",
              "if cached is not None and not self.device.present:", RUNNER),
     Mutation("one retry more than --retries asks", "orchestrator/cell_runner.py",
              "len(attempts) < self.options.retries", "len(attempts) <= self.options.retries",
@@ -120,8 +121,8 @@ MUTATIONS = (
              "                    again.append(member)\n                    continue\n",
              "                    again.append(member)\n", RUNNER),
     Mutation("a project build that hit its limit counted as kept", "orchestrator/cell_runner.py",
-             'stages[0].status not in ("error", "timeout", "crashed")',
-             'stages[0].status not in ("error", "crashed")', RUNNER),
+             "and not ended(stages[0])",
+             'and stages[0].status not in ("error", "crashed")', RUNNER),
     # A torch release's CUDAExtension flags, read from its files (issue 69).
     Mutation("torch: the C++ ABI a table's, not TorchConfig.cmake's",
              "stages/frontends/torch_flags.py",
@@ -381,6 +382,19 @@ MUTATIONS = (
              "        invocation.console.print(warning, markup=False)\n", LOG_LINE),
     Mutation("log line: `##[` left in a line", "common/log_line.py",
              r'    shown = _V1_COMMAND.sub(r"\\x23", shown)' + "\n", "", LOG_LINE),
+    # A cell's verdict at its boundaries (record/verdict.py; issue 80: the first survived).
+    Mutation("verdict: a failure expected where no GPU ran it judged xpass", "record/verdict.py",
+             "and _order(wanted) >= _order(stage):", "and _order(wanted) > _order(stage):",
+             VERDICT),
+    Mutation("verdict: a cell whose first stage was skipped judged a pass", "record/verdict.py",
+             'if status == "skipped" and not reached:', 'if status == "skipped" and reached:',
+             VERDICT),
+    Mutation("verdict: an expected hang judged as a tool's error", "record/verdict.py",
+             'if status == "timeout" and expectation.outcome == "timeout":',
+             'if status == "timeout" and expectation.outcome == "fail":', VERDICT),
+    Mutation("verdict: a failure where a hang was expected judged xfail", "record/verdict.py",
+             'if expectation.outcome != "fail":', 'if expectation.outcome == "pass":',
+             VERDICT),
 )
 
 

@@ -16,9 +16,6 @@ from cudamatrix.common.versions import Arch
 from cudamatrix.record.results import CellResult, RunInfo, load_results
 from cudamatrix.reports.answers import (
     RANGE,
-    SYMBOLS,
-    UNEXPECTED_MARK,
-    VERBS,
     answer_grid,
     case_answers,
     natural_key,
@@ -28,6 +25,7 @@ from cudamatrix.reports.answers import (
 )
 from cudamatrix.reports.glance import UNEXPECTED, happened
 from cudamatrix.reports.labels import row_label
+from cudamatrix.reports.symbols import SYMBOLS, UNEXPECTED_MARK, VERBS
 
 REPO = Path(__file__).resolve().parents[2]
 EVIDENCE = REPO / "bench" / "evidence"  # the runs kept as evidence of past changes

@@ -10,8 +10,8 @@ import unicodedata
 from pathlib import Path
 
 from cudamatrix.record.results import load_results
-from cudamatrix.reports.answers import FLAKY_MARK, SYMBOLS, UNEXPECTED_MARK
 from cudamatrix.reports.markdown import markdown_report, message_parts
+from cudamatrix.reports.symbols import FLAKY_MARK, SYMBOLS, UNEXPECTED_MARK
 
 REPO = Path(__file__).resolve().parents[2]
 # The words of a character's Unicode name that say its colour, not its shape ("BLACK" and

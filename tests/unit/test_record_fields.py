@@ -135,6 +135,7 @@ def _with(answer: dict[str, Any], path: str, value: object) -> dict[str, Any]:
     (_without(BISECT, "changes.0.before"), "bisect.changes[0].before"),
     (_without(BISECT, "changes.0.after.happened"), "bisect.changes[0].after.happened"),
     (_with(BISECT, "changes.0.after.message", 3), "bisect.changes[0].after.message"),
+    (_with(BISECT, "changes.0.after.outcome", "broken"), "bisect.changes[0].after.outcome"),
     (_with(BISECT, "changes.0.after.time.ratio", "1.2"), "bisect.changes[0].after.time.ratio"),
     (_with(BISECT, "changes.0.skipped_between", "12.8"), "bisect.changes[0].skipped_between"),
     (_with(BISECT, "slower.median_us", "10"), "bisect.slower.median_us"),

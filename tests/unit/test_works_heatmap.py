@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from cudamatrix.record.results import CellResult
-from cudamatrix.reports.charts import OUTCOME_COLOURS, SQUARE_COLOURS, run_charts, square_state
+from cudamatrix.reports.charts import SQUARE_COLOURS, run_charts, square_state
+from cudamatrix.reports.symbols import OUTCOME_COLOURS
 
 
 def _cell(toolkit: str, outcome: str, failed_at: str | None) -> CellResult:

@@ -14,6 +14,7 @@ from ..common.words import shortened
 from ..orchestrator.progress import Progress as PlainProgress
 from ..orchestrator.progress import said_duration
 from ..record.diagnose import said_beyond
+from ..record.outcomes import QUIET
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -74,7 +75,7 @@ class RichProgress(PlainProgress):
             self.done += 1
             self._finished(result)
         result = self.settle(result)
-        if result.outcome not in ("pass", "xfail", "skip"):
+        if result.outcome not in QUIET:
             # The message ended at a word to keep the row short; what the diagnosis says
             # beyond a bare status (progress.failure_said) whole after it.
             said = shortened(log_line(result.message or result.reason), 120)

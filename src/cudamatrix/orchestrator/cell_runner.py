@@ -26,6 +26,7 @@ from ..record.results import (
 from ..record.verdict import judge_cell
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
+from ..stages.cell.sequence import ended, goes_on
 from ..stages.cell.steps import Carried
 from ..stages.frontends import frontend
 from ..stages.runtime.pipeline import given, run_steps, standard, without_gpu
@@ -181,7 +182,7 @@ class CellRunner:
         job, cached = prepared.job, prepared.cached
         if job is None:
             return prepared.stages
-        if cached is not None and not (cached.status == "ok" and self.device.present):
+        if cached is not None and not (goes_on([cached]) and self.device.present):
             stages = run_steps(Carried(job), standard(given(cached)), in_worker=False)
         else:
             if cached is not None:  # the worker takes it back from the cell's folder
@@ -208,7 +209,7 @@ class CellRunner:
             # unless the build ended by accident (a signal, its time limit).
             self.ledger.watch(job.build_setting.project)
             kept = stages[0].accident is None \
-                and stages[0].status not in ("error", "timeout", "crashed")
+                and not ended(stages[0])
         # A compile the cache kept is what a re-run would take from it as it is (the run
         # can still be recorded: up_to_date); a GPU stage it would ask again.
         if not kept:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..common.log_line import say
 from ..record.diagnose import said_beyond
+from ..record.outcomes import FAILING
 from ..stages.cell.result import TOGETHER_SECONDS
 from .eta import RunningCell, RunState, eta_seconds
 
@@ -128,7 +129,7 @@ class Progress:
         with self._lock:
             self.done += 1
             self._finished(result)
-            failed = shown.outcome in ("fail", "error")
+            failed = shown.outcome in FAILING
             if self.verbosity < 0 and not failed:
                 return
             # Its message whole, folded into the cell's one line (say): a grep for the

@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .outcomes import FAILING, WORKING
 from .resource_changes import ResourceChange, resource_changes
 from .results import CellResult, load_results
 from .time_changes import TimeChange, recorded_timing, time_change
-
-FAILING = frozenset({"fail", "error"})
-WORKING = frozenset({"pass", "xfail", "xpass"})
 
 
 @dataclass(frozen=True)

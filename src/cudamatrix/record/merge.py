@@ -18,6 +18,7 @@ from ..config.plan import Cell
 from ..errors import UserError
 from ..stages.cell.result import StageResult
 from .results import CELLS_DIR, CellResult, RunInfo, load_cell, load_results
+from .verdict import lost_verdict
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ def _load_shard(folder: Path) -> LoadedShard:
 def lost_cell(cell: Cell, shard: str, why: str) -> CellResult:
     """A planned cell no shard reported: an error of the run, named, never a silent gap."""
     message = f"shard lost: {shard} left no result for this cell ({why})"
-    return CellResult(cell=cell, outcome="error", stage="compile", reached="",
-                      message=message, reason="the shard that was to run it reported nothing",
+    verdict = lost_verdict(message)
+    return CellResult(cell=cell, outcome=verdict.outcome, stage=verdict.stage,
+                      reached=verdict.reached, message=verdict.message, reason=verdict.reason,
                       expected="", diagnosis=None, seconds=0.0,
                       stages=(StageResult("compile", "error", message),))
 

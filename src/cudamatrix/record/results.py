@@ -21,14 +21,12 @@ from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
 from ..stages.cell.result import REACHED, STAGE_NAMES, Reached, Stage, StageResult
-from .outcomes import OUTCOMES, Outcome
+from .outcomes import AS_EXPECTED, FAILING, OUTCOMES, Outcome
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
 # Each cell's own folder of what its compile made (--out/artifacts/<cell slug>).
 ARTIFACTS_DIR = "artifacts"
-# The outcomes that are what a case expects: a cell is flaky only where an attempt had one.
-AS_EXPECTED: frozenset[Outcome] = frozenset({"pass", "xfail"})
 
 
 @dataclass(frozen=True)
@@ -227,7 +225,7 @@ class BisectSide(TypedDict):
     value: str
     cell: str
     happened: str
-    outcome: str
+    outcome: Outcome
     message: str
     repro: str
     time: NotRequired[BisectTime]
@@ -314,7 +312,8 @@ def _bisect_side(value: object, where: str) -> BisectSide:
     data, named = _object(value, where), f"{where}."
     side = BisectSide(value=_text(data, "value", named), cell=_text(data, "cell", named),
                       happened=_text(data, "happened", named),
-                      outcome=_text(data, "outcome", named),
+                      outcome=_named(named, lambda: recorded.one_of(data, "outcome",
+                                                                    OUTCOMES)),
                       message=_text(data, "message", named), repro=_text(data, "repro", named))
     if data.get("time") is not None:
         side["time"] = _bisect_time(data["time"], f"{named}time")
@@ -447,7 +446,7 @@ def summary(results: Iterable[CellResult]) -> dict[str, int]:
 
 def exit_status(results: Sequence[CellResult]) -> int:
     """A run's exit status without a baseline: 1 where any cell failed or erred."""
-    return 1 if any(r.outcome in ("fail", "error") for r in results) else 0
+    return 1 if any(r.outcome in FAILING for r in results) else 0
 
 
 def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 expectation (`judge`, `judge_cell`), and then by the rules that need the whole run
 (`judge_run`: a kernel's time against another toolkit's, an xpass against a baseline). The
 run, `merge` and `report --rejudge` all end in `judge_run`; a record's verdict fields are
-written from a `Verdict` by `_verdict_fields` alone.
+written from a `Verdict` by `_verdict_fields` alone. A cell no stage judged is decided here
+too: a shard's lost cell (`lost_verdict`), an audit's module on a GPU (`audit_verdict`) and
+one it could not read (`unreadable_verdict`); tests/unit/test_verdict_walk.py finds an
+outcome set anywhere else.
 
 pass   everything that could run did as expected, and success was expected
 xfail  it failed (or hung) where and how the case expects (the bug reproduces)
@@ -28,7 +31,7 @@ from ..stages.compile.logs import error_lines, warning_lines
 from ..stages.frontends import frontend
 from .baseline import Baseline
 from .diagnose import UNCLASSIFIED, diagnose_stage
-from .outcomes import Outcome
+from .outcomes import WORKING, Outcome
 from .results import CellResult
 from .slowdowns import slowdown_message
 
@@ -75,7 +78,7 @@ def decide(expectation: Expectation, stages: Sequence[StageResult]) -> Verdict:
     if not stages:
         return Verdict("error", "compile", "", "no stage ran", "the cell produced no result")
     verdict = _decide(expectation, stages)
-    if verdict.outcome in ("pass", "xfail", "xpass"):
+    if verdict.outcome in WORKING:
         return _warned(expectation, stages) or verdict
     return verdict
 
@@ -118,6 +121,11 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: Reached) 
         return Verdict("skip", stage, reached, message, message)
     if status == "unavailable":
         return Verdict("skip", stage, reached, message, "this environment cannot run the cell")
+    if status == "skipped" and not reached:
+        # Nothing ran (its compile was not done here): nothing was checked, whatever the
+        # case expects. A pass would say the code compiled.
+        return Verdict("skip", stage, reached, message,
+                       f"{stage} not run, nor any stage after it: {message}")
     if status == "skipped":
         wanted = expectation.stage or STAGES[-1]
         if expectation.outcome != "pass" and _order(wanted) >= _order(stage):
@@ -143,6 +151,31 @@ def _decide_at(expectation: Expectation, result: StageResult, reached: Reached) 
                        f"expected {expectation.describe()}; the failure said something else")
     return Verdict("xfail", stage, reached, message,
                    f"failed as expected ({expectation.describe()})")
+
+
+def lost_verdict(message: str) -> Verdict:
+    """A planned cell no shard reported (merge): an error of the run, named, never a silent
+    gap; no stage of it is known, so it stands at the first."""
+    return Verdict("error", "compile", "", message,
+                   "the shard that was to run it reported nothing")
+
+
+def unreadable_verdict(why: str) -> Verdict:
+    """An audited file whose device code could not be read whole: an error, never a guess."""
+    return Verdict("error", "inspect", "", why, "its device code could not be read")
+
+
+def audit_verdict(loads: bool, declared: bool, named: bool, message: str) -> Verdict:
+    """An audited module on one GPU and driver: `loads` (measured, else predicted) against
+    whether that GPU is one it must load on (`declared`: a GPU the user named, or any where
+    none is named). A module that does not load where it need not is the expected failure."""
+    if loads:
+        return Verdict("pass", "load", "load", message, "loads")
+    if declared:
+        return Verdict("fail", "load", "inspect", message,
+                       "does not load on an expected GPU" if named else "does not load")
+    return Verdict("xfail", "load", "inspect", message,
+                   "does not load, as declared (not an expected GPU)")
 
 
 def judge(cell: Cell, variant: Variant, stages: Sequence[StageResult],

@@ -21,36 +21,8 @@ from ..common.words import shortened
 from ..record.results import CellResult, RunInfo
 from .glance import UNEXPECTED, happened, repro
 from .labels import row_label
+from .symbols import FLAKY_MARK, SYMBOLS, UNEXPECTED_MARK, VERBS
 
-# What happened, in the order a sentence tells it, with the words it uses.
-VERBS: dict[str, str] = {
-    "runs": "builds and runs",
-    "loads": "builds and loads",
-    "builds": "builds",
-    "fails at build": "fails to build",
-    "fails at compile": "fails to compile",
-    "fails at inspect": "fails its checks",
-    "fails at load": "fails to load",
-    "fails at run": "fails at run",
-    "skipped": "is skipped",
-}
-# The page's glyph per thing that happened (coloured by CSS; no emoji font needed): each
-# stage a cell can stop at has its own shape, so the grid reads in grey as well as in colour.
-GLYPHS: dict[str, str] = {
-    "runs": "●", "loads": "◑", "builds": "○", "fails at build": "■", "fails at compile": "✗",
-    "fails at inspect": "▲", "fails at load": "◆", "fails at run": "✹", "skipped": "–",
-}
-# One symbol per thing that happened, for the Markdown grid and every Markdown line that
-# names what a cell did (GitHub renders them): the report's one vocabulary. Each a shape of
-# its own, read without colour (coloured squares and circles were one under a deuteranopia
-# simulation: tests/unit/test_markdown_symbols.py), text characters, not emoji.
-SYMBOLS: dict[str, str] = {
-    "runs": "✔", "loads": "◐", "builds": "◌",
-    "fails at build": "■", "fails at compile": "✘", "fails at inspect": "▲",
-    "fails at load": "◆", "fails at run": "✹", "skipped": "⊘",
-}
-UNEXPECTED_MARK = "❗"
-FLAKY_MARK = "🔁"  # after a symbol: the cell's attempts (--retries) disagreed
 RANGE = "–"  # en dash: toolkit and arch names hold hyphens of their own
 MESSAGE_LIMIT = 100
 
@@ -268,10 +240,6 @@ def case_answers(results: Sequence[CellResult]) -> list[CaseAnswer]:
 class GridCell:
     symbol: str
     happened: str
-
-    @property
-    def glyph(self) -> str:
-        return GLYPHS.get(self.happened, "?")
 
     @property
     def css(self) -> str:

@@ -32,12 +32,10 @@ from ..record.history import PastRun
 from ..record.results import CellResult
 from .answers import where_key
 from .glance import UNEXPECTED, happened
+from .symbols import OUTCOME_COLOURS
 
 WORKS = frozenset({"runs", "loads", "builds"})
 VEGA_LITE = "https://vega.github.io/schema/vega-lite/v6.json"  # a name, never fetched
-OUTCOME_COLOURS = {"pass": "#2da44e", "xfail": "#d4a72c", "xpass": "#bf3989",
-                   "fail": "#cf222e", "error": "#8250df", "skip": "#8c959f",
-                   "absent": "#d0d7de"}
 # A works square's state and its colour: what worked apart from what failed as its case
 # expects (the expected failures' amber, as the counts' xfail), red only where some cell
 # was not what its case expects. A state, not a share: a square of expected failures is

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..common.log_line import annotation_data, annotation_property
-from ..record.baseline import FAILING, BaselineDiff
+from ..record.baseline import BaselineDiff
+from ..record.outcomes import FAILING
 from ..record.results import CellResult
 from .budget import whole_lines_within
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ..common.log_line import log_line
 from ..common.words import shortened
-from ..record.baseline import FAILING, BaselineDiff
+from ..record.baseline import BaselineDiff
+from ..record.outcomes import FAILING
 from ..record.results import CellResult, summary
 from .budget import whole_lines_within
 

@@ -23,13 +23,10 @@ from ..common.versions import Arch
 from ..config.options import default_cache
 from ..record.baseline import BaselineDiff
 from ..record.history import PastRun, cell_history, flips
-from ..record.outcomes import OUTCOMES
+from ..record.outcomes import FAILING, OUTCOMES
 from ..record.results import CellResult, RunInfo, summary
 from ..stages.cell.result import said_stage_seconds
 from .answers import (
-    GLYPHS,
-    SYMBOLS,
-    VERBS,
     Grid,
     GridCell,
     answer_grid,
@@ -40,6 +37,7 @@ from .charts import run_charts, svg
 from .formats import ReportFormat
 from .glance import UNEXPECTED, CompiledOnly, happened, likely_culprit, repro, repro_root
 from .markdown import header
+from .symbols import HISTORY_CODES, OUTCOME_COLOURS, SYMBOLS, VERBS
 
 FLIPS_SHOWN = 200
 # Per-cell logs are cut to this many characters in the page; results.json keeps them whole.
@@ -153,11 +151,6 @@ def is_web_link(text: object) -> bool:
     return isinstance(text, str) and re.match(r"https?://", text, re.IGNORECASE) is not None
 
 
-# A cell's outcome in each kept run, one letter a run: the page draws the strip from it.
-HISTORY_CODES = {"pass": "p", "xfail": "x", "xpass": "X", "fail": "f", "error": "e",
-                 "skip": "s", "": "-"}
-
-
 def _history_data(history: Sequence[PastRun], cells: dict[str, dict[str, Any]]
                   ) -> dict[str, Any]:
     """The runs (date, commit) once, and per cell a string of outcome letters: 20 runs of
@@ -209,7 +202,7 @@ def _grid_data(grid: Grid, index: dict[str, int]) -> dict[str, Any]:
     before the rest of the page has loaded: its columns once, and per row its label and
     each column's cell as [its index into the cells, what happened (an index into
     `happened`), its flags], or null where the run has none."""
-    kinds = list(GLYPHS)
+    kinds = list(SYMBOLS)
 
     def flags(cell: GridCell) -> int:
         failed_as_expected = not cell.unexpected and cell.happened.startswith("fails")
@@ -218,7 +211,7 @@ def _grid_data(grid: Grid, index: dict[str, int]) -> dict[str, Any]:
 
     return {"columns": grid.columns, "happened": kinds,
             "kinds": [css_class(k).replace("h-", "k-") for k in kinds],
-            "glyphs": [GLYPHS[k] for k in kinds],
+            "glyphs": [SYMBOLS[k] for k in kinds],
             "rows": [[row.case, row.variant, row.extra,
                       [[index[c.result.cell.id], kinds.index(c.happened), flags(c)] if c
                        else None for c in row.cells]]
@@ -274,8 +267,10 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         coverage=coverage(results), filters=filters, payload=payload, diff=diff,
         grid_payload=_grid_data(grid, index),
         sentences=_sentences(results), grid_columns=len(grid.columns),
-        legend=[(GLYPHS[w], css_class(w), VERBS[w], happenings.get(w, 0), SYMBOLS[w])
+        legend=[(SYMBOLS[w], css_class(w), VERBS[w], happenings.get(w, 0))
                 for w in VERBS if happenings.get(w)],
+        example=SYMBOLS["fails at compile"], failing=FAILING,
+        outcome_colours=[(o, OUTCOME_COLOURS[o]) for o in OUTCOMES],
         first_chart=next((c for c in charts if c[0].id == "works"), None),
         charts=[c for c in charts if c[0].id != "works"],
         culprit=likely_culprit(results), history=kept, flips=flipped[:FLIPS_SHOWN],

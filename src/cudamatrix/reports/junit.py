@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from junitparser import Error, Failure, JUnitXml, Properties, Property, Skipped, TestCase, TestSuite
 
 from ..common.words import shortened
+from ..record.outcomes import JUNIT_FAILURES
 from ..record.results import CellResult, RunInfo
 from .formats import ReportFormat
 
@@ -34,7 +35,7 @@ def _testcase(result: CellResult) -> TestCase:
                     if p)
     case = TestCase(name, classname=f"{cell.case}.{cell.variant}", time=round(result.seconds, 3))
     detail = result.message or result.reason
-    if result.outcome in ("fail", "xpass"):
+    if result.outcome in JUNIT_FAILURES:
         # An unexpected pass is a failure, as pytest's strict xfail writes one: the case's
         # expectation no longer holds (the bug may be fixed upstream).
         failure = Failure(_xml_text(f"{result.outcome} at {result.stage}: {detail}"),

@@ -15,15 +15,12 @@ from typing import Any
 from ..common.versions import Arch
 from ..common.words import shortened
 from ..config.repro_line import REPRO_REPORTS
-from ..record.baseline import FAILING, BaselineDiff
+from ..record.baseline import BaselineDiff
+from ..record.outcomes import FAILING
 from ..record.resource_changes import ResourceChange, kernel_label, usage_text
 from ..record.results import BisectAnswer, BisectSide, CellResult, RunInfo, summary
 from ..record.time_changes import TimeChange
 from .answers import (
-    FLAKY_MARK,
-    SYMBOLS,
-    UNEXPECTED_MARK,
-    VERBS,
     Grid,
     GridCell,
     answer_grid,
@@ -46,6 +43,15 @@ from .glance import (
     repro_root,
 )
 from .labels import distinct_labels, row_label
+from .symbols import (
+    FLAKY_MARK,
+    OUTCOME_LOOKS,
+    SYMBOLS,
+    UNEXPECTED_MARK,
+    VERBS,
+    counted,
+    unexpected_rank,
+)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 # What starts Markdown structure inside a line: links and images (their brackets), code,
@@ -519,9 +525,8 @@ def flaky_section(results: Sequence[CellResult]) -> Section:
 def unexpected_section(results: Sequence[CellResult], info: RunInfo) -> Section:
     """The cells that are not what their case expects, worst first (fail, error, xpass),
     each folded."""
-    order = {"fail": 0, "error": 1, "xpass": 2}
     bad = sorted((r for r in results if r.outcome in UNEXPECTED),
-                 key=lambda r: order.get(r.outcome, 3))
+                 key=lambda r: unexpected_rank(r.outcome))
     if not bad:
         return Section([])
     opening = ["", f"## Not what the cases expect ({len(bad)})", ""]
@@ -575,15 +580,11 @@ def headline(info: RunInfo, results: Sequence[CellResult]) -> list[str]:
     counts = summary(results)
     unexpected = sum(counts[o] for o in UNEXPECTED)
     compiled = CompiledOnly.of(results)
-    words = [f"{counts['pass']} as expected"
-             + (f" ({md_text(compiled.said())})" if compiled.count else "")
-             if counts["pass"] else "",
-             f"{counts['xfail']} expected failures" if counts["xfail"] else "",
-             f"{counts['skip']} skipped" if counts["skip"] else "",
-             f"{counts['fail']} failed" if counts["fail"] else "",
-             f"{counts['error']} errors" if counts["error"] else "",
-             f"{counts['xpass']} passed where a failure was expected" if counts["xpass"]
-             else ""]
+    # The passes' count with what the only-compiled ones are, then each outcome's.
+    words = [counted(outcome, counts[outcome])
+             + (f" ({md_text(compiled.said())})"
+                if outcome == "pass" and compiled.count else "")
+             if counts[outcome] else "" for outcome in OUTCOME_LOOKS]
     flaky = sum(r.flaky for r in results)
     if flaky:
         words.append(f"{FLAKY_MARK} {flaky} flaky")

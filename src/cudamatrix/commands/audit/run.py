@@ -26,8 +26,8 @@ from ...config.matrix import Matrix
 from ...config.plan import Cell
 from ...errors import UserError
 from ...orchestrator.gpu import DeviceInfo, probe
-from ...record.outcomes import Outcome
 from ...record.results import CellResult, RunInfo
+from ...record.verdict import audit_verdict, unreadable_verdict
 from ...stages.binaries.elf import UnreadableFile
 from ...stages.binaries.facts import Cuobjdumps, Module, read_modules
 from ...stages.binaries.inputs import members, resolve
@@ -88,14 +88,8 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
         message = (f"measured on {device.name}: {'loads' if measured else 'does not load'} "
                    f"({module.measured}); predicted: {prediction.reason}")
     declared = not expected or gpu.name in expected
-    outcome: Outcome
-    if loads:
-        outcome, reason = "pass", "loads"
-    elif declared:
-        outcome, reason = "fail", ("does not load on an expected GPU" if expected
-                                   else "does not load")
-    else:
-        outcome, reason = "xfail", "does not load, as declared (not an expected GPU)"
+    verdict = audit_verdict(loads, declared, bool(expected),
+                            prediction.reason if loads else message)
     facts = StageResult("inspect", "ok", module.describe(), "", 0.0, module.to_dict())
     load = StageResult("load", "ok" if loads else "failed", message, "", seconds,
                        {"via": prediction.via, "image": prediction.image,
@@ -104,9 +98,9 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
         "predicted": "loads" if prediction.loads else "refused",
         "measured": "loads" if measured else "refused", "agrees": measured == prediction.loads}
     return CellResult(
-        cell=cell, outcome=outcome, stage="load", reached="load" if loads else "inspect",
-        message=message if not loads or outcome != "pass" else prediction.reason,
-        reason=reason, expected="loads" if declared else "may not load", diagnosis=None,
+        cell=cell, outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
+        message=verdict.message, reason=verdict.reason,
+        expected="loads" if declared else "may not load", diagnosis=None,
         stages=(facts, load), seconds=seconds, title=module.describe(),
         device=device.to_dict() if device.present else None, prediction=comparison)
 
@@ -114,9 +108,10 @@ def _cell(module: Module, gpu: Arch, driver: Driver, prediction: Prediction,
 def _unreadable(name: str, why: str, gpu: Arch, driver: Driver) -> CellResult:
     """A file whose device code could not be read whole: an error, never a guess."""
     stage = StageResult("inspect", "error", why)
+    verdict = unreadable_verdict(why)
     return CellResult(cell=Cell(name, "unreadable", driver.branch, gpu.name, FRONTEND),
-                      outcome="error", stage="inspect", reached="", message=why,
-                      reason="its device code could not be read", expected="loads",
+                      outcome=verdict.outcome, stage=verdict.stage, reached=verdict.reached,
+                      message=verdict.message, reason=verdict.reason, expected="loads",
                       diagnosis=None, stages=(stage,), seconds=0.0, title=name)
 
 

@@ -18,8 +18,8 @@ server both are one request: split, the server would hold a cell's module betwee
 requests and the run's process would owe it a clean-up call, where today a server that
 dies is recorded at the stage it noted (`enter_stage` below) with nothing left behind.
 The one decision taken here, no run after a load that did not work or where the case
-asks no run, is the pipeline's rule (`goes_on`: a load that did not work ends the cell)
-applied inside the step.
+asks no run, is the pipeline's rule (stages/cell/sequence.py: `stops`, a load that did not work ends
+the cell) applied inside the step.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from cuda.bindings import driver as cu
 from ...common.versions import Arch, sass_runs_on
 from ..cell.job import Job
 from ..cell.result import Stage, StageResult, Status
+from ..cell.sequence import stops
 from ..cell.specs import TimingSpec
 from ..process.hang import enter_stage
 from . import timing
@@ -422,7 +423,7 @@ def _load_and_run(job: Job, ptx: Path | None, cubin: Path | None, library: Path 
 
     enter_stage(job.work, "load")
     results = [_timed("load", load)]
-    if results[0].status != "ok" or not job.run or not job.kernel:
+    if stops(results[0]) or not job.run or not job.kernel:
         return results
 
     def run() -> DeviceSaid:

@@ -42,6 +42,7 @@ from ..cell.cell_environment import cell_environment
 from ..cell.environment import PythonHeaders
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.sequence import stops
 from ..cell.steps import Carried, Step
 from ..compile.flags import resolve_flags, shown
 from ..compile.logs import PtxasFigures, decisive_line, warning_lines
@@ -321,13 +322,13 @@ def load_and_run(job: Job, library: Path) -> list[StageResult]:
     log = tool.output.strip()
     loaded = _said(tool.output, "loaded")
     seconds = time.monotonic() - started
-    if loaded is None:
-        return [StageResult("load", "error" if tool.accident else "failed",
-                            tool.accident or decisive_line(log) or "the import failed", log,
-                            seconds)]
-    stages = [StageResult("load", "ok", f"imported by torch {loaded.get('torch')}", "",
-                          float(loaded.get("load_s", 0.0)), loaded)]
-    if not opts.get("call"):
+    load = StageResult("load", "error" if tool.accident else "failed",
+                       tool.accident or decisive_line(log) or "the import failed", log,
+                       seconds) if loaded is None else \
+        StageResult("load", "ok", f"imported by torch {loaded.get('torch')}", "",
+                    float(loaded.get("load_s", 0.0)), loaded)
+    stages = [load]
+    if stops(load) or not opts.get("call"):  # the pipeline's rule: no call after no import
         return stages
     ran = _said(tool.output, "ran")
     if ran is None:

@@ -18,12 +18,13 @@ or in its container: `in_this_process`), or the GPU's server, which holds its co
 the run (executors/local.py hands the loop's GPU steps to it after the worker stopped
 before them: `run_gpu_steps`).
 
-One rule (`goes_on`) says whether the next step runs, in the worker, for the GPU's server
-and for "load skipped" where there is no GPU: the compile must have worked; a stage that
-erred, hung or crashed ends the cell, and so does a load that did not work; an artifact
-check or a budget that failed does not (on a GPU what the bad build does there is evidence
-worth keeping). The worker saves the stages after each step, so a worker that dies in a
-later one leaves those it finished and the crash is recorded at the stage it was in.
+One rule (`goes_on`, stages/cell/sequence.py) says whether the next step runs, in the
+worker, for the GPU's server and for "load skipped" where there is no GPU: the compile
+must have worked; a stage that erred, hung or crashed ends the cell, and so does a load
+that did not work; an artifact check or a budget that failed does not (on a GPU what the
+bad build does there is evidence worth keeping). The worker saves the stages after each
+step, so a worker that dies in a later one leaves those it finished and the crash is
+recorded at the stage it was in.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ...common.recorded import read_json
 from ..cell.files import COMPILE_RECORD, CUBIN, LIBRARY, PTX, RESULT_FILE
 from ..cell.job import Job
 from ..cell.result import StageResult
+from ..cell.sequence import GPU_STAGES, goes_on
 from ..cell.steps import Carried, Step
 from ..compile.built import Build
 from ..frontends import frontend
@@ -48,25 +50,9 @@ from ..frontends.registry import Frontend
 from ..inspect.stage import inspect_job, lowered_kernel
 from ..process.hang import enter_stage, tool_timed_out
 
-# A stage in one of these says the cell cannot go on: a tool broke, it hung, it crashed.
-ENDS = ("error", "timeout", "crashed")
-GPU_STAGES = ("load", "run")
-
 # Where a cell's load and run execute: its job (its kernel as the module names it), the
 # module's PTX, cubin and shared library, to the load and run stages.
 GpuPlace = Callable[[Job, Path | None, Path | None, Path | None], list[StageResult]]
-
-
-def goes_on(stages: Sequence[StageResult]) -> bool:
-    """Whether a cell's next step runs after `stages`: the one rule of the loop."""
-    if not stages:
-        return True
-    compiled, last = stages[0], stages[-1]
-    if compiled.stage != "compile" or compiled.status != "ok":
-        return False
-    if any(s.status in ENDS for s in stages):
-        return False
-    return not (last.stage in GPU_STAGES and last.status != "ok")
 
 
 class CompilerTime:
