@@ -20,6 +20,9 @@ DOCS = ROOT / "docs"
 MAIN_PAGES = ("index.md", "getting-started.md", "writing-cases.md", "cases-in-depth.md",
               "torch-extensions.md", "gpu-runners.md", "report.md")
 
+# README is the package's page on PyPI: its commands are a pip user's too.
+COMMAND_PAGES = (*MAIN_PAGES, "../README.md")
+
 # Folders of this repository a pip install does not bring, and the package's own folders
 # (a module's path names the source, which a pip user does not read).
 REPOSITORY_FOLDERS = ("bench", "tests", "src", "stages", "noxfile.py", "record", "config",
@@ -104,7 +107,7 @@ def _page_commands(name: str) -> list[list[str]]:
     return found
 
 
-@pytest.mark.parametrize("name", MAIN_PAGES)
+@pytest.mark.parametrize("name", COMMAND_PAGES)
 def test_a_main_pages_commands_parse_as_printed(name: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Each `cudamatrix ...` of a console or sh block is read by the CLI's own parser,
@@ -125,7 +128,7 @@ def test_a_main_pages_commands_parse_as_printed(name: str,
     assert refused == [], f"docs/{name}: commands the CLI refuses: {refused}"
 
 
-@pytest.mark.parametrize("name", MAIN_PAGES)
+@pytest.mark.parametrize("name", COMMAND_PAGES)
 def test_a_main_pages_commands_are_in_shell_blocks(name: str) -> None:
     """A command in a fence without a language is neither highlighted nor checked above:
     the blocks that run `cudamatrix` say they are console or sh."""
