@@ -56,11 +56,10 @@ def _shell_commands(block: str, console: bool) -> list[str]:
     lines: list[str] = []
     pending = ""
     for line in block.splitlines():
-        if not pending:
-            if console:
-                if not line.startswith("$ "):
-                    continue
-                line = line[2:]
+        if not pending and console:
+            if not line.startswith("$ "):
+                continue
+            line = line[2:]
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
