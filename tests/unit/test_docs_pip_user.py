@@ -113,7 +113,7 @@ def test_a_main_pages_commands_parse_as_printed(name: str,
     nothing run: a subcommand or option the tool does not have, or a shell variable
     the page never sets (`$common`), is a command that does not run as printed."""
     parser = build_parser()
-    refused = []
+    refused: list[tuple[list[str], str]] = []
     for argv in _page_commands(name):
         unset = [word for word in argv if re.search(r"\$\{?\w", word)]
         if unset:
@@ -123,7 +123,7 @@ def test_a_main_pages_commands_parse_as_printed(name: str,
             parser.parse_args(argv)
         except SystemExit as stop:
             if stop.code != 0:
-                refused.append((argv, capsys.readouterr().err.strip().splitlines()[-1:]))
+                refused.append((argv, capsys.readouterr().err.strip()))
     assert refused == [], f"docs/{name}: commands the CLI refuses: {refused}"
 
 
