@@ -240,8 +240,13 @@ def _system_tools(session: nox.Session) -> None:
 
 # The end-to-end lane in two worker processes where the machine has two cores, a test
 # file to a worker (its module-scoped runs are made once): much of a test's time is a
-# compiler, pip or a browser waiting on one core, so two files overlap well.
-E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile"]
+# compiler, pip or a browser waiting on one core, so two files overlap well. A test to a
+# worker (`--dist load`, `loadgroup`) would make a module's shared run (the real-world
+# kernels' 10 minutes) once in each worker that takes one of its tests. The files are
+# handed out longest first (tests/conftest.py, LONGEST_FILES), not xdist's most tests
+# first, which left a file of minutes to start last.
+E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile",
+               "--no-loadscope-reorder"]
 
 
 def _dev(session: nox.Session, *groups: str) -> None:
