@@ -21,6 +21,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import nox
@@ -239,8 +240,13 @@ def _system_tools(session: nox.Session) -> None:
 
 # The end-to-end lane in two worker processes where the machine has two cores, a test
 # file to a worker (its module-scoped runs are made once): much of a test's time is a
-# compiler, pip or a browser waiting on one core, so two files overlap well.
-E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile"]
+# compiler, pip or a browser waiting on one core, so two files overlap well. A test to a
+# worker (`--dist load`, `loadgroup`) would make a module's shared run (the real-world
+# kernels' 10 minutes) once in each worker that takes one of its tests. The files are
+# handed out longest first (tests/conftest.py, LONGEST_FILES), not xdist's most tests
+# first, which left a file of minutes to start last.
+E2E_WORKERS = ["-n", str(min(2, os.cpu_count() or 1)), "--dist", "loadfile",
+               "--no-loadscope-reorder"]
 
 
 def _dev(session: nox.Session, *groups: str) -> None:
@@ -275,8 +281,39 @@ def _docs(session: nox.Session, site: str = "site") -> None:
                 env={"NO_MKDOCS_2_WARNING": "1"})
 
 
+# Each lane's wall-time budget on CI's 2 cores (`.ci/run` must end within 30 minutes with
+# the checks, the set-up and both lanes): `nox -s tests` prints each lane's time beside it,
+# so a lane that grows past its share is seen in the run that made it grow, not when the
+# whole CI job is cut off. Over budget is said, loudly, and fails nothing: the budget is
+# the lead's to rebalance, a lane's verdicts are its tests'.
+LANE_BUDGETS_S = {"unit": 300, "e2e": 1500}
+
+
+def lane_time_line(lane: str, seconds: float) -> str:
+    """`unit lane: 212 s (budget 300 s)`, with OVER BUDGET (and by how much) past it."""
+    budget = LANE_BUDGETS_S[lane]
+    line = f"{lane} lane: {seconds:.0f} s (budget {budget} s)"
+    if seconds > budget:
+        line += f" -- OVER BUDGET by {seconds - budget:.0f} s"
+    return line
+
+
+def _timed_lane(session: nox.Session, lane: str, *args: str) -> None:
+    """Run one lane's pytest and say its wall time beside its budget, whether it passed
+    or failed (a failing lane's time is the one most worth seeing)."""
+    started = time.monotonic()
+    try:
+        session.run("pytest", *args)
+    finally:
+        line = lane_time_line(lane, time.monotonic() - started)
+        if "OVER BUDGET" in line:
+            session.warn(f"!!! {line} !!!")
+        else:
+            session.log(line)
+
+
 def _e2e(session: nox.Session) -> None:
-    session.run("pytest", "tests/e2e", *E2E_WORKERS, "--durations=25")
+    _timed_lane(session, "e2e", "tests/e2e", *E2E_WORKERS, "--durations=25")
 
 
 @nox.session
@@ -304,7 +341,7 @@ def docs(session: nox.Session) -> None:
 def unit(session: nox.Session) -> None:
     """The fast lane: tests/unit (no compiler, no network)."""
     _dev(session, "test")
-    session.run("pytest", "tests/unit", *session.posargs)
+    _timed_lane(session, "unit", "tests/unit", *session.posargs)
 
 
 @nox.session
@@ -332,7 +369,7 @@ def tests(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
     else:
-        session.run("pytest", "tests/unit")
+        _timed_lane(session, "unit", "tests/unit")
         _e2e(session)
 
 

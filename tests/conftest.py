@@ -280,3 +280,24 @@ def one_line_error(run: Run, *words: str) -> str:
     for word in words:
         assert word in error[0], error[0]
     return error[0]
+
+
+# The end-to-end files that take minutes, longest first, as CI's last runs measured them
+# on 2 cores (the main job and the container runs; the real-world kernels; the sharded
+# run; a real sdist's build; Debian's nvcc; GitLab's and GitHub's pipelines rehearsed;
+# the binding against each Python's headers): the lane's two workers take a file each
+# in this order (`--no-loadscope-reorder`), so no file of minutes is started last and
+# ends the lane alone, and the files that read the main job's cache start once it is
+# made. xdist's own order (the most tests first) started a 142 s file last.
+LONGEST_FILES = ("test_docker.py", "test_realworld.py", "test_ci_plan.py",
+                 "test_build_frontend.py", "test_debian_nvcc.py", "test_gitlab.py",
+                 "test_workflow.py", "test_torch_extension_python.py", "test_prebuilt.py",
+                 "test_torch_extension.py", "test_compile_together.py", "test_web_report.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end lane's files in LONGEST_FILES's order, the rest after them as
+    collected (a stable sort: a file's own tests keep their order)."""
+    rank = {name: place for place, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank))
+               if _end_to_end(item.path) else -1)

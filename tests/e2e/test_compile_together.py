@@ -1,19 +1,28 @@
 """Cells that differ only in arch share one nvcc (a -gencode per arch), and each cell's
 verdict, warnings, ptxas figures and shipped images are what its arch's build alone gives.
 
-Two real runs of the same cells, on the 13.0 wheel's nvcc and Debian's 12.4 nvcc: the
-default (together) and --compile-apart (one nvcc per cell, as before). Each kernel has an
-arch-specific `#warning` and arch-specific code, so a log split by the wrong arch, or a
-library that kept its siblings' images, shows as a difference. A group whose build fails
-in one arch's own step fails that cell and builds the rest together again; one whose log
-cannot be split (nvcc's own warning, of no step) is built apart, cell by cell, and says so.
+Real runs of the same cells, on the 13.0 wheel's nvcc and Debian's 12.4 nvcc: the
+default (together: `auto`), --compile-apart (one nvcc per cell, as before; started in
+reverse, --order reversed, so no verdict may depend on which cell went first) and, on
+13.0, --compile-strategy threads (one nvcc building its archs side by side, issue 72) and
+grouped (one nvcc, its archs one after another): each strategy the same verdicts. Each
+kernel but one has an arch-specific `#warning` and arch-specific code, so a log split by
+the wrong arch, or a library that kept its siblings' images, shows as a difference. A
+group whose build fails in one arch's own step fails that cell and builds the rest
+together again; one whose log cannot be split (nvcc's own warning, of no step) is built
+apart, cell by cell, and says so. Threaded, a kernel that prints nothing but ptxas's
+figures has its output split by arch; one that prints more cannot say whose a line is,
+and its group is built again one arch after another, saying why.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from conftest import SHARED_CACHE, Run, cudamatrix, has_gpu, write_case
+from conftest import SHARED_CACHE, Run, cudamatrix, cudamatrix_in_process, has_gpu, write_case
 
 KERNEL = """\
 #include <cuda_runtime.h>
@@ -82,6 +91,12 @@ frontend = "nvcc"
 kernel = "run_scale"
 {HOST_RUN}
 [[variant]]
+name = "clean"
+source = "clean.cu"
+frontend = "nvcc"
+kernel = "scale"
+
+[[variant]]
 name = "nvcc-speaks"
 source = "k.cu"
 frontend = "nvcc"
@@ -89,22 +104,45 @@ kernel = "scale"
 flags = ["-std=c++14", "-std=c++17"]
 """
 
+CLEAN = """\
+__global__ void scale(float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = sinf(x[i]) * 2.0f;
+}
+"""
+VARIANTS = 6
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 TOOLKITS = ("12.4", "13.0")
+# The threaded build on the 13.0 wheel's nvcc alone (as issue 72 measured it).
+THREADED_TOOLKITS = ("13.0",)
+
+
+ARCH_ARGS = [a for arch in ARCHS for a in ("--arch", arch)]
+TOOLKIT_ARGS = [a for t in TOOLKITS for a in ("--toolkit", t)]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    corpus = tmp_path_factory.mktemp("together-corpus")
-    write_case(corpus, "together", CASE, {"k.cu": KERNEL, "z.cu": KERNEL})
-    axes = [a for t in TOOLKITS for a in ("--toolkit", t)] + \
-        [a for arch in ARCHS for a in ("--arch", arch)]
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("together-corpus")
+    write_case(folder, "together", CASE, {"k.cu": KERNEL, "z.cu": KERNEL, "clean.cu": CLEAN})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> dict[str, Run]:
+    archs, every = ARCH_ARGS, TOOLKIT_ARGS
+    threaded = [a for t in THREADED_TOOLKITS for a in ("--toolkit", t)]
     # No compile cache: the key of a cell is the same built together or apart (that is
     # the claim under test), so the second run would be served the first one's builds.
-    return {how: cudamatrix("run", "--corpus", str(corpus), "--case", "together", *axes,
+    return {how: cudamatrix("run", "--corpus", str(corpus), "--case", "together", *archs,
                             "--no-compile-cache", *extra,
                             out=tmp_path_factory.mktemp(f"together-{how}"))
-            for how, extra in (("together", ()), ("apart", ("--compile-apart",)))}
+            for how, extra in (
+                ("together", every),
+                # One job: its cells end in the order they start.
+                ("apart", (*every, "--compile-apart", "--order", "reversed", "-j", "1")),
+                ("threads", (*threaded, "--compile-strategy", "threads", "-j", "2")),
+                ("grouped", (*threaded, "--compile-strategy", "grouped")))}
 
 
 def _compile(cell: dict[str, object]) -> dict[str, object]:
@@ -114,25 +152,42 @@ def _compile(cell: dict[str, object]) -> dict[str, object]:
     return first
 
 
-def test_every_cell_ran_in_both(runs: dict[str, Run]) -> None:
+def test_every_cell_ran_in_each(runs: dict[str, Run]) -> None:
     for how, run in runs.items():
         assert run.code == 0, (how, run.output[-3000:])
-        assert len(run.cells()) == 5 * len(ARCHS) * len(TOOLKITS), (how, sorted(run.cells()))
+        toolkits = THREADED_TOOLKITS if how in ("threads", "grouped") else TOOLKITS
+        assert len(run.cells()) == VARIANTS * len(ARCHS) * len(toolkits), \
+            (how, sorted(run.cells()))
+
+
+def test_the_reversed_run_started_the_last_cell_first(runs: dict[str, Run],
+                                                      corpus: Path) -> None:
+    """--order reversed, one job: the apart run's cells ended, and so started, in the
+    plan's order reversed (`cudamatrix list` prints the plan's order); its verdicts are
+    the together run's (test_verdicts_warnings_and_figures_are_each_archs_own)."""
+    ended = re.findall(r"^\[\d+/\d+\] (\S+):", runs["apart"].output, re.MULTILINE)
+    planned = cudamatrix_in_process("list", "--corpus", str(corpus), "--case", "together",
+                                    *TOOLKIT_ARGS, *ARCH_ARGS).output.split()
+    assert len(planned) == VARIANTS * len(ARCHS) * len(TOOLKITS), planned
+    assert ended == planned[::-1], (ended, planned)
 
 
 def test_verdicts_warnings_and_figures_are_each_archs_own(runs: dict[str, Run]) -> None:
-    together, apart = runs["together"].cells(), runs["apart"].cells()
-    assert together.keys() == apart.keys()
-    for cell_id, cell in together.items():
+    apart = runs["apart"].cells()
+    built_other_ways = [(how, cell_id, cell) for how in ("together", "threads", "grouped")
+                        for cell_id, cell in runs[how].cells().items()]
+    assert runs["together"].cells().keys() == apart.keys()
+    for how, cell_id, cell in built_other_ways:
         alone = apart[cell_id]
         for key in ("outcome", "stage", "reached", "message", "expected"):
-            assert cell[key] == alone[key], (cell_id, key, cell[key], alone[key])
+            assert cell[key] == alone[key], (how, cell_id, key, cell[key], alone[key])
         built, built_alone = _compile(cell)["details"], _compile(alone)["details"]
         assert isinstance(built, dict) and isinstance(built_alone, dict)
         for key in ("warnings", "resources", "ships"):
-            assert built.get(key) == built_alone.get(key), (cell_id, key)
+            assert built.get(key) == built_alone.get(key), (how, cell_id, key)
         warned = any("pre-Hopper path" in w for w in built.get("warnings", []))
-        if cell["outcome"] == "pass":  # the sm_80 build alone warns; its siblings never do
+        if cell["outcome"] == "pass" and "/clean/" not in cell_id:
+            # The sm_80 build alone warns; its siblings never do (the clean kernel never).
             assert warned == cell_id.endswith("/sm_80"), (cell_id, built.get("warnings"))
 
 
@@ -170,12 +225,14 @@ def test_each_library_ships_its_own_arch_only(runs: dict[str, Run]) -> None:
             continue
         shipped = {}
         for how, run in runs.items():
+            if cell_id not in run.cells():  # the threaded and grouped runs: 13.0 alone
+                continue
             library = run.out / "artifacts" / cell_slug(cell_id) / "libcase.so"
             assert library.is_file(), (how, cell_id)
             shipped[how] = [m.describe() for m in read_modules(library, library.name,
                                                                cuobjdump)]
         arch = cell_id.split("/")[3]
-        assert shipped["together"] == shipped["apart"], (cell_id, shipped)
+        assert all(images == shipped["apart"] for images in shipped.values()), (cell_id, shipped)
         assert shipped["together"] and all(d == f"SASS {arch}; PTX none"
                                            for d in shipped["together"]), shipped
 
@@ -207,3 +264,28 @@ def test_the_cubin_is_the_sources_own_never_the_device_links(runs: dict[str, Run
             ships = _compile(cell)["details"]["ships"]  # type: ignore[index]
             assert any(image["kind"] == "sass" and image["kernels"] for image in ships), \
                 (how, cell_id, ships)
+
+
+def test_each_strategy_says_how_it_compiled(runs: dict[str, Run]) -> None:
+    """Threaded (-j 2): a kernel that prints nothing but ptxas's figures is split by arch,
+    at most one thread per core; one that prints more (the sm_80 build's `#warning`) is
+    built again one arch after another, saying why; a group one arch of which fails in its
+    own step is built again without it, threaded or not. Grouped, no group is threaded."""
+    for cell_id, cell in runs["threads"].cells().items():
+        details = _compile(cell)["details"]
+        assert isinstance(details, dict)
+        arch = cell_id.split("/")[3]
+        if "/clean/" in cell_id:
+            assert details["compile_strategy"] == "threads", details
+            assert details["nvcc_threads"] == 2, details  # at most the cores (-j 2)
+        elif "/kernel/" in cell_id:
+            assert details["compile_strategy"] == "grouped", details
+            assert "more than ptxas's figures" in str(details["threads_fallback"]), details
+            assert "pre-Hopper path" in str(details["threads_fallback"]), details
+        elif "/guarded/" in cell_id:
+            assert details["built_with"] == (list(ARCHS) if arch == "sm_80"
+                                             else ["sm_90", "sm_90a"]), (cell_id, details)
+    for cell_id, cell in runs["grouped"].cells().items():
+        details = _compile(cell)["details"]
+        assert isinstance(details, dict)
+        assert "nvcc_threads" not in details and "threads_fallback" not in details, cell_id

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..common.files import write_atomic
 from ..common.recorded import read_cache
 from ..config.defaults import DATA
+from ..config.options import Order
 from ..config.plan import Cell
 from ..record.results import CellResult
 from ..stages.frontends import frontend
@@ -98,6 +99,15 @@ class CellTimings:
         """Groups of cells built together (compile_strategy.arch_groups), the longest
         expected in all first (ties in the order given)."""
         return sorted(groups, key=lambda g: -sum(self.expected(c) for c in g))
+
+    def in_order(self, groups: Sequence[Sequence[Cell]], order: Order) -> list[Sequence[Cell]]:
+        """The groups in the order the run starts them (--order): `cost`, the longest
+        expected first; `plan`, as planned; `reversed`, the plan's last first. One function
+        the run calls, so the unit lane holds what each order does (a determinism check
+        runs a plan reversed: no verdict may depend on which cell went first)."""
+        if order == "cost":
+            return self.schedule_groups(groups)
+        return list(reversed(groups)) if order == "reversed" else list(groups)
 
     def record(self, results: Iterable[CellResult]) -> None:
         """Keep the seconds of the cells this run really ran (a cache hit says nothing

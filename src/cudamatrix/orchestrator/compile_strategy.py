@@ -25,7 +25,7 @@ enters, must stand for one build (it gained 2 s of 50 in the issue's measurement
 The compile key never depends on the strategy (Job.threads is declared AFTER_COMPILE),
 and a group's verdict per arch is the single-arch one whatever ran (nvcc.compile_together
 splits a threaded build's output only where each line's arch is certain, else builds the
-group again one arch after another; tests/e2e/test_compile_strategy.py compares them).
+group again one arch after another; tests/e2e/test_compile_together.py compares them).
 """
 
 from __future__ import annotations

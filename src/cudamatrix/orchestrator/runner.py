@@ -182,8 +182,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     # group that would end it alone split into its cells where the cores let it
     # (compile_strategy.split_critical).
     groups = compile_groups(todo, strategy, timings.expected, options.jobs)
-    ordered = timings.schedule_groups(groups) if options.order == "cost" \
-        else list(reversed(groups)) if options.order == "reversed" else list(groups)
+    ordered = timings.in_order(groups, options.order)
     progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs)
     # Each environment prepared ahead of its cells, in the schedule's order, and each group
     # taken up as its environments are ready (prefetch.py).
