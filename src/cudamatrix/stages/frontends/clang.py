@@ -24,10 +24,11 @@ def _common(job: Job) -> list[str]:
 
 def _shaping(job: Job) -> list[str]:
     """The words that shape what clang makes of the unit, the same on the device, host
-    and probe lines: the case's flags, then a header library's folders (-I is
+    and probe lines: the case's flags and dialect, then a header library's folders (-I is
     searched before the CUDA path's own)."""
     libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
-    return [*resolve_flags(job.flags, job.case_folder, job.env), *libraries]
+    std = [f"-std={job.std}"] if job.std is not None else []
+    return [*resolve_flags(job.flags, job.case_folder, job.env), *std, *libraries]
 
 
 def clang_lines(job: Job, line: Line) -> list[list[str]]:

@@ -58,12 +58,14 @@ ARCH_GUARD_OBJECT = "arch-guard.o"
 
 def _shaping(job: Job) -> list[str]:
     """The words that shape what nvcc makes of the unit, the same on every line of the
-    cell (compile, probe, preprocessing): the host compiler, the case's flags, the
-    register cap, the library's headers (after the case's own -I)."""
+    cell (compile, probe, preprocessing): the host compiler, the case's flags and
+    dialect, the register cap, the library's headers (after the case's own -I)."""
     assert job.env is not None
     host = job.host_compiler_path or job.env.host_compiler  # the case's, or the run's choice
     words = [*(["-ccbin", host] if host else []),
              *resolve_flags(job.flags, job.case_folder, job.env)]
+    if job.std is not None:
+        words.append(f"-std={job.std}")
     if job.maxrregcount is not None:
         words.append(f"-maxrregcount={job.maxrregcount}")
     return [*words, *(f"-I{d}" for d in (job.library.include_dirs if job.library else ()))]

@@ -38,10 +38,12 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
 
 
 def nvrtc_options(job: Job) -> list[str]:
-    """The options NVRTC compiles `job` with: the case's flags, the arch (with ptxas's
-    figures), the case's `maxrregcount`, and the include folders."""
+    """The options NVRTC compiles `job` with: the case's flags and dialect, the arch (with
+    ptxas's figures), the case's `maxrregcount`, and the include folders."""
     assert job.env is not None
     options = resolve_flags(job.flags, job.case_folder, job.env)
+    if job.std is not None:
+        options.append(f"-std={job.std}")
     if job.arch_flag:
         options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
     if job.maxrregcount is not None:
