@@ -70,6 +70,12 @@ MUTATIONS = (
     Mutation("the NVRTC frontend forgets the key", "stages/frontends/nvrtc.py",
              '        options.append(f"--maxrregcount={job.maxrregcount}")\n',
              "        pass\n", KEYS),
+    # Issue 80: the kernel probe and the since-which-arch preprocessing made their own
+    # nvcc lines, which the compile's keys did not reach.
+    Mutation("nvcc's kernel probe leaves the case's words off", "stages/frontends/nvcc.py",
+             'return [[nvcc, *shaping, "-ptx",', 'return [[nvcc, "-ptx",', KEYS),
+    Mutation("nvcc's preprocessing leaves the case's words off", "stages/frontends/nvcc.py",
+             'return [[nvcc, *shaping, "-E",', 'return [[nvcc, "-E",', KEYS),
     Mutation("the code using a run option forgotten", "orchestrator/cell_runner.py",
              "self.options.retries", "0", FLAGS),
     Mutation("a run option dropped from a cell's repro line", "config/options.py",

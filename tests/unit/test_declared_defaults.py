@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +173,15 @@ def test_a_settings_key_takes_its_kind_and_default_from_its_field() -> None:
     from cudamatrix.stages.cell.job import VariantSettings
 
     made = VariantSettings()
-    kinds = {"kernel": "string", "arch_flag": "boolean", "load": "string",
-             "maxrregcount": "integer"}
+    hints = typing.get_type_hints(VariantSettings)
+    # TOML's word for each scalar annotation, read here off the field (no list of keys: a
+    # new setting is held to it by being declared).
+    words = {str: "string", bool: "boolean", int: "integer", float: "number"}
     for name in DECLARED_SETTINGS:
         key = VARIANT.key(name)
-        assert (key.kind, key.default) == (kinds[name], getattr(made, name)), name
+        scalar, = (t for t in typing.get_args(hints[name]) or (hints[name],)
+                   if t is not type(None))
+        assert (key.kind, key.default) == (words[scalar], getattr(made, name)), name
         assert (setting(name, "").kind, setting(name, "").default) == (key.kind, key.default)
     with pytest.raises(TypeError, match=r"VariantSettings\.options: .* is not one scalar"):
         setting("options", "")

@@ -11,6 +11,7 @@ value of its own `example`; a new key is tested by being declared."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import tomllib
@@ -36,6 +37,7 @@ from cudamatrix.orchestrator.environments import Environments
 from cudamatrix.orchestrator.gpu import DeviceInfo
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.frontends import frontend
+from cudamatrix.stages.frontends.registry import Line
 
 # Tables whose keys a kernel case cannot hold, or that make cells of their own, each with
 # why they are tested elsewhere (never a list of keys: a key added to any other table is
@@ -126,15 +128,55 @@ def _table(variant: dict[str, Any], at: tuple[str, ...]) -> dict[str, Any]:
     return here
 
 
+# A made-up nvcc (a shell script: a cell makes a dozen calls) that logs each call's words
+# (each ended by \037, a call a line) and answers as nvcc would the few things a cell
+# asks: its version and archs; a compile that fails on an undefined name where the unit
+# says UNDEFINED (the since-which-arch search then preprocesses for the cell's arch and a
+# newer one and asks for the host pass's line), else one whose PTX holds a kernel named
+# otherwise than the case (the kernel probe runs); a preprocessing that declares the name
+# from sm_100 on (or for the host pass); the probe's address of the kernel.
+_FAKE_NVCC = """#!/bin/sh
+for word in "$@"; do printf '%s\037' "$word"; done >> LOG; echo >> LOG
+out= keep= deps= arch= mode=compile prev=
+for word in "$@"; do
+  case "$prev" in -o) out=$word;; --keep-dir) keep=$word;; -MF) deps=$word;; esac
+  case "$word" in
+    --version) echo 'Cuda compilation tools, release 13.0, V13.0.88'; exit 0;;
+    --list-gpu-arch) printf -- '-arch=compute_80\n-arch=compute_90\n-arch=compute_100\n'
+                     exit 0;;
+    --gpu-architecture=*) arch=${word#--gpu-architecture=};;
+    --dryrun) mode=dryrun;; -E) mode=preprocess;; -ptx) mode=probe;;
+  esac
+  prev=$word source=$word
+done
+case "$mode" in
+  dryrun) echo "#\\$ $0 -E -x c++ $source -o $out.ii" >&2;;
+  preprocess)
+    printf '# 1 "k.cu"\nint a;\n' > "$out"
+    case "$arch" in ''|sm_1??|compute_1??) echo 'int UNDEFINED;' >> "$out";; esac;;
+  probe) echo '.visible .global .align 8 .u64 __cudamatrix_kernel_ref = generic(_Z1kPf);' \\
+           > "$out";;
+  *) for word in "$@"; do source=$word; done
+     if grep -q UNDEFINED "$source"; then
+       echo "k.cu(1): error: identifier \\"UNDEFINED\\" is undefined" >&2; exit 2
+     fi
+     printf '.visible .entry _Z5otherPf(\n)\n{\n}\n' > "$keep/k.ptx"
+     echo "k.o: $source" > "$deps";;
+esac
+"""
+
+
 def _fake_toolkit(tmp_path: Path) -> Path:
-    """A CUDA 13.0 install as the host provider reads one: its tools answer their version
-    (nothing here compiles; the jobs are compared, not run)."""
+    """A CUDA 13.0 install as the host provider reads one: its ptxas answers its version,
+    its nvcc is _FAKE_NVCC, logging each call to `nvcc-calls` beside the install."""
     root = tmp_path / "cuda"
-    for tool in ("nvcc", "ptxas"):
-        path = root / "bin" / tool
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
-        path.chmod(0o755)
+    (root / "bin").mkdir(parents=True)
+    ptxas = root / "bin" / "ptxas"
+    ptxas.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    nvcc = root / "bin" / "nvcc"
+    nvcc.write_text(_FAKE_NVCC.replace("LOG", shlex.quote(str(tmp_path / "nvcc-calls"))))
+    for tool in (ptxas, nvcc):
+        tool.chmod(0o755)
     (root / "lib64").mkdir()
     (root / "lib64" / "libnvrtc.so.13").write_bytes(b"")
     (root / "include").mkdir()
@@ -148,6 +190,7 @@ class Jobs:
     run's environments for every case (the toolkit is prepared once, as in a run)."""
 
     def __init__(self, tmp_path: Path) -> None:
+        self.calls = tmp_path / "nvcc-calls"
         self.corpus = tmp_path / "corpus"
         self.options = RunOptions(corpus=(self.corpus,), toolkits=("13.0",), archs=("sm_90",),
                                   provider="host", cache=tmp_path / "cache",
@@ -253,16 +296,16 @@ def test_a_declared_key_reaches_the_job_and_moves_the_key_as_declared(
 
 
 def _lines(job: Job, name: str) -> list[list[str]]:
-    commands = frontend(name).commands
+    commands = frontend(name).command_lines
     assert commands is not None
     if name == "clang":
         assert job.env is not None
         job = replace(job, frontend="clang", env=replace(
             job.env, clang="/usr/bin/clang++", clang_cuda_path=job.env.root))
-    return commands(job)
+    return commands(job, Line("compile"))
 
 
-COMMANDING = [name for name in ("nvcc", "nvrtc", "clang") if frontend(name).commands]
+COMMANDING = [name for name in ("nvcc", "nvrtc", "clang") if frontend(name).command_lines]
 
 
 @pytest.mark.parametrize(("at", "key", "table"), LEAVES, ids=[".".join(a) for a, _, _ in LEAVES])
@@ -339,3 +382,102 @@ def test_every_field_of_a_job_is_in_its_compile_key_unless_it_says_not(
     moved = replace(job, cell_id="other", workdir=str(tmp_path / "elsewhere"), timeout=5,
                     gpu="GPU-1", load="ptx")
     assert compile_key(moved, "host", folders=[], included=_nothing()) == key
+
+
+# The purposes of nvcc's calls in a cell, by the words that tell them apart.
+_PURPOSES = {"compile": "--keep-dir", "probe": "-ptx", "preprocess": "-E",
+             "host pass": "--dryrun"}
+
+
+def _purpose(words: list[str]) -> str | None:
+    return next((p for p, word in _PURPOSES.items() if word in words), None)
+
+
+def _calls(jobs: Jobs, job: Job, source: str) -> dict[str, list[list[str]]]:
+    """Every nvcc call the nvcc frontend's compile of `job` made, by purpose (compile,
+    probe, preprocess, host pass), its source holding `source`: the cell's own compile
+    function run on the logging nvcc, as its worker runs it."""
+    Path(job.source).write_text(source)
+    job.work.mkdir(parents=True, exist_ok=True)
+    jobs.calls.write_text("")
+    compile_ = frontend("nvcc").compile
+    assert compile_ is not None
+    compile_(job)
+    made: dict[str, list[list[str]]] = {}
+    for text in jobs.calls.read_text().splitlines():
+        words = text.split("\037")[:-1]
+        purpose = _purpose(words)
+        # The host pass's preprocessing is the line nvcc's dry run gave (its own words).
+        if purpose is not None and not (purpose == "preprocess"
+                                        and not any(w.startswith("--gpu-arch") for w in words)):
+            made.setdefault(purpose, []).append(words)
+    return made
+
+
+_FAILS = 'extern "C" __global__ void k(float *x) { x[0] = UNDEFINED; }\n'
+_BUILDS = 'extern "C" __global__ void k(float *x) { x[0] = 1; }\n'
+
+
+def _every_call(jobs: Jobs, case: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """The nvcc calls of the case's cell (of its first, where a key makes several) where
+    its compile fails on an undefined name (the compile, the preprocessing for two archs,
+    the host pass) and where it builds (the compile, the kernel probe)."""
+    job = next(iter(jobs.of(case).values()))
+    assert job.frontend == "nvcc", job.cell_id
+    failing, built = _calls(jobs, job, _FAILS), _calls(jobs, job, _BUILDS)
+    return {"compile": failing["compile"] + built["compile"], "probe": built.get("probe", []),
+            "preprocess": failing.get("preprocess", []),
+            "host pass": failing.get("host pass", [])}
+
+
+# What only the compile's line holds, each with why the other lines leave it out
+# (stages/frontends/nvcc.nvcc_lines): what it writes and keeps, how ptxas reports, the
+# archs it builds. A key's word outside these reaches every line of the cell.
+_THE_COMPILE_S = {"-c": "its output", "-o": "its output", "-shared": "a library's output",
+                  "-Xcompiler": "a library's -fPIC", "-fPIC": "a library's",
+                  "-cudart": "cudart's linking", "none": "cudart's linking",
+                  "-lcudart": "cudart's linking", "-Xptxas": "ptxas's figures",
+                  "-v": "ptxas's figures", "--keep": "its intermediates",
+                  "--keep-dir": "its intermediates", "-MD": "its list of read files",
+                  "-MF": "its list of read files", "--threads": "archs side by side"}
+
+
+def _own_to_the_compile(word: str, job_folder: str) -> bool:
+    return word in _THE_COMPILE_S or word.startswith(("-gencode=", "-L")) \
+        or job_folder in word or word.endswith((".cu", ".o", ".so"))
+
+
+# The keys that change a compile and that nvcc takes (a key declared not to is held to it
+# by the compile key's test above, whichever line it reaches).
+NVCC_LEAVES = [leaf for leaf in LEAVES if leaf[0] != ("frontend",)
+               and not VARIANT.not_compiled(leaf[0])
+               and (not leaf[1].frontends or "nvcc" in leaf[1].frontends)]
+
+
+def test_a_cell_makes_each_kind_of_nvcc_call_the_key_test_reads(jobs: Jobs) -> None:
+    """The test below is not vacuous: the made-up nvcc leads a cell through its compile,
+    the kernel probe, both archs' preprocessing and the host pass."""
+    calls = _every_call(jobs, _case("nvcc"))
+    assert {p: len(c) for p, c in calls.items()} == \
+        {"compile": 2, "probe": 1, "preprocess": 2, "host pass": 1}, calls
+
+
+@pytest.mark.parametrize(("at", "key", "table"), NVCC_LEAVES,
+                         ids=[".".join(a) for a, _, _ in NVCC_LEAVES])
+def test_a_key_that_reaches_nvccs_compile_reaches_every_nvcc_call_of_the_cell(
+        at: tuple[str, ...], key: Key, table: Table, jobs: Jobs) -> None:
+    """Issue 80: the kernel probe and the since-which-arch preprocessing made their own
+    nvcc lines, so a key that reached the compile (a dialect, a define, a register cap)
+    did not reach them, and a test of `Frontend.commands` alone could not see it. Every
+    call is captured here, as the cell makes it: each word a key adds to the compile
+    that is not the compile's own (_THE_COMPILE_S) is on every other call."""
+    before, after = _with(at, key, "nvcc")
+    old, new = _every_call(jobs, before), _every_call(jobs, after)
+    folder = str(jobs.options.out)
+    added = {w for w in new["compile"][0] if w not in old["compile"][0]
+             and not _own_to_the_compile(w, folder)}
+    for purpose in ("probe", "preprocess", "host pass"):
+        for words in new[purpose]:
+            lacking = added - set(words)
+            assert not lacking, f"{'.'.join(at)} = {_example(key)!r} gives nvcc's compile " \
+                f"{sorted(lacking)}, which its {purpose} call lacks: {words}"

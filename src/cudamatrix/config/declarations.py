@@ -328,6 +328,19 @@ FLAGS_IF = Table("[[variant.flags_if]]", "Flags some cells add: a build's option
 _REGISTER_CAP_FLAG = re.compile(r"^--?maxrregcount\b")
 
 
+def _flag_words(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every word of a variant's raw flags and flags_if flags, each with its key (as the
+    file gives them, before the reader's checks: a check across keys runs first, on what
+    it can read)."""
+    given: list[tuple[str, Any]] = []
+    for key, flags in [("flags", raw.get("flags", [])),
+                       *(("flags_if", entry.get("flags", [])) for entry in
+                         raw.get("flags_if", []) if isinstance(entry, dict))]:
+        words = [flags] if isinstance(flags, str) else flags if isinstance(flags, list) else []
+        given += [(key, word) for word in words]
+    return [(key, word) for key, word in given if isinstance(word, str)]
+
+
 def _register_cap_twice(raw: Mapping[str, Any]) -> str | None:
     """`maxrregcount` and a register cap among the flags: nvcc takes whichever comes last
     on its line, clang's ptxas the flags', so the two would say different caps per
@@ -335,16 +348,31 @@ def _register_cap_twice(raw: Mapping[str, Any]) -> str | None:
     cap = raw.get("maxrregcount")
     if cap is None:
         return None
-    given: list[Any] = []
-    for flags in [raw.get("flags", []), *(entry.get("flags", []) for entry in
-                                          raw.get("flags_if", []) if isinstance(entry, dict))]:
-        given += [flags] if isinstance(flags, str) else list(flags) \
-            if isinstance(flags, list) else []
-    word = next((w for w in given if isinstance(w, str) and _REGISTER_CAP_FLAG.match(w)), None)
-    if word is None:
+    found = next(((k, w) for k, w in _flag_words(raw) if _REGISTER_CAP_FLAG.match(w)), None)
+    if found is None:
         return None
-    return (f"maxrregcount = {cap!r:.20} and the flag {word!r:.40} both cap the registers "
-            "(nvcc takes the last, clang its flags): give maxrregcount alone")
+    key, word = found
+    return (f"maxrregcount = {cap!r:.20} and the flag {word!r:.40} of {key} both cap the "
+            "registers (nvcc takes the last, clang its flags): give maxrregcount alone")
+
+
+# A dialect in a variant's compiler flags (-std=c++17, --std c++17, -std c++17).
+_DIALECT_FLAG = re.compile(r"^--?std\b")
+
+
+def _dialect_twice(raw: Mapping[str, Any]) -> str | None:
+    """`std` and a dialect among the flags: nvcc takes whichever comes last on its line,
+    clang its flags', so the two would build the unit as different C++ per compiler; one
+    way to say it is kept."""
+    std = raw.get("std")
+    if std is None:
+        return None
+    found = next(((k, w) for k, w in _flag_words(raw) if _DIALECT_FLAG.match(w)), None)
+    if found is None:
+        return None
+    key, word = found
+    return (f"std = {std!r:.20} and the flag {word!r:.40} of {key} both choose the C++ "
+            "dialect (nvcc takes the last, clang its flags): give std alone")
 
 
 VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit, arch, "
@@ -401,7 +429,11 @@ VARIANT = Table("[[variant]]", "One way of building the case: a cell per toolkit
     setting("maxrregcount", "the most registers a thread of each kernel may take "
             "(nvcc's and NVRTC's -maxrregcount; clang gives it to ptxas)", minimum=1,
             maximum=255, example="maxrregcount = 64", frontends=("nvcc", "nvrtc", "clang")),
-), across=(Across(("maxrregcount", "flags", "flags_if"), lambda raw: _register_cap_twice(raw)),))
+    setting("std", "the C++ dialect every compiler of the variant is given (-std=...)",
+            allowed=("c++11", "c++14", "c++17", "c++20"), example='std = "c++20"',
+            frontends=("nvcc", "nvrtc", "clang")),
+), across=(Across(("maxrregcount", "flags", "flags_if"), lambda raw: _register_cap_twice(raw)),
+           Across(("std", "flags", "flags_if"), lambda raw: _dialect_twice(raw))))
 
 CASE = Table("case.toml", "A case: a folder with case.toml and its sources.", (
     Key("title", STRING, "what the case reproduces", required=True,

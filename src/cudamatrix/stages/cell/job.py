@@ -55,6 +55,9 @@ class VariantSettings:
     # The most registers a thread of each kernel may take (nvcc's and NVRTC's
     # maxrregcount, ptxas's under clang): a spill a lower cap forces is the case's to see.
     maxrregcount: int | None = None
+    # The C++ dialect every compiler line of the cell is given (-std=...): one word for
+    # nvcc, NVRTC and clang alike, where a flag is each compiler's own spelling.
+    std: str | None = None
     # [variant.resources]: the limits on each kernel's registers, spills, stack and shared
     # memory, judged at the inspect stage (the reader's and the worker's one field).
     resources: ResourceBudget | None = field(default=None, metadata=AFTER_COMPILE)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from ..cell.job import Job
@@ -66,12 +65,14 @@ def reads_the_same(kernel: str, entries: list[str]) -> bool:
 
 
 def compiler_named(job: Job, entries: list[str] | None, timeout: float,
-                   command: Callable[[Path, Path], list[str]]) -> dict[str, object]:
+                   command: list[str]) -> dict[str, object]:
     """The compile stage's record of the case's kernel as the compiler resolved it
     (KERNEL_RECORD), or the compiler's refusal of the name (KERNEL_REFUSED); nothing
     where the name needs no compiler (none given, mangled, a host entry, or the module's
-    kernels hold it as written). `command(source, ptx)` is the cell's compiler, with its
-    flags, making device-only PTX of `source` into `ptx`."""
+    kernels hold it as written). `command` is the frontend's probe line (its
+    `command_lines` for the purpose "probe": the cell's compiler with every word that shapes
+    the compile), making device-only PTX of PROBE_SOURCE into PROBE_PTX in the cell's
+    folder."""
     kernel = job.kernel
     if not kernel or job.host_entry or is_mangled(kernel) or entries is None \
             or reads_the_same(kernel, entries):
@@ -80,7 +81,7 @@ def compiler_named(job: Job, entries: list[str] | None, timeout: float,
     source.write_text(probe_text(str(Path(job.source).resolve()), kernel))
     started = time.monotonic()
     try:
-        tool = run_tool(command(source, ptx), max(1.0, timeout), memory_bytes=job.memory_bytes,
+        tool = run_tool(command, max(1.0, timeout), memory_bytes=job.memory_bytes,
                         cwd=job.work)
         lowered = referenced(ptx.read_text(errors="replace")) \
             if tool.code == 0 and ptx.is_file() else None
@@ -91,7 +92,7 @@ def compiler_named(job: Job, entries: list[str] | None, timeout: float,
     if lowered is None:
         said = decisive_line(tool.output) if tool.output.strip() else \
             f"the compiler took no address of {kernel!r}"
-        return {KERNEL_REFUSED: said, KERNEL_REFUSED_BY: f"{Path(command(source, ptx)[0]).name}, "
+        return {KERNEL_REFUSED: said, KERNEL_REFUSED_BY: f"{Path(command[0]).name}, "
                 "asked for its address", "kernel_probe_s": spent}
     return {KERNEL_RECORD: KernelName(kernel, lowered, demangle(lowered)).to_dict(),
             "kernel_probe_s": spent}

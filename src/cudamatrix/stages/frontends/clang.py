@@ -10,10 +10,10 @@ from ..cell.files import CUBIN, OBJECT, PTX
 from ..cell.job import Job
 from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import resolve_flags, shown
-from ..compile.kernel_probe import compiler_named
+from ..compile.kernel_probe import PROBE_PTX, PROBE_SOURCE, compiler_named
 from ..inspect.stage import entry_names
 from ..process.limits import run_tool
-from .registry import Frontend, register
+from .registry import Frontend, Line, register
 
 
 def _common(job: Job) -> list[str]:
@@ -22,28 +22,34 @@ def _common(job: Job) -> list[str]:
             f"--cuda-gpu-arch={Arch.parse(job.arch).name}"]
 
 
-def _device_only(job: Job) -> list[str]:
-    """clang's words for the device half: the case's flags, then a header library's
-    folders (-I is searched before the CUDA path's own)."""
+def _shaping(job: Job) -> list[str]:
+    """The words that shape what clang makes of the unit, the same on the device, host
+    and probe lines: the case's flags and dialect, then a header library's folders (-I is
+    searched before the CUDA path's own)."""
     libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
-    return [*_common(job), "--cuda-device-only",
-            *resolve_flags(job.flags, job.case_folder, job.env), *libraries]
+    std = [f"-std={job.std}"] if job.std is not None else []
+    return [*resolve_flags(job.flags, job.case_folder, job.env), *std, *libraries]
 
 
-def clang_commands(job: Job) -> list[list[str]]:
-    """The device code for the arch (ptxas reporting its figures, the case's
-    `maxrregcount` given to it), its PTX, then the host code: a host-only error is the
-    compile's failure, with clang's own line."""
-    base = _device_only(job)
+def clang_lines(job: Job, line: Line) -> list[list[str]]:
+    """Every clang line of a cell, one maker (Frontend.command_lines). The compile (and its
+    repro, the same lines): the device code for the arch (ptxas reporting its figures, the
+    case's `maxrregcount` given to it), its PTX, then the host code: a host-only error is
+    the compile's failure, with clang's own line. The probe: device-only PTX of the probe
+    source, without ptxas's words (-S runs no ptxas). No preprocessing: the since-which-arch
+    search is nvcc's and NVRTC's."""
+    device = [*_common(job), "--cuda-device-only", *_shaping(job)]
+    if line.purpose == "probe":
+        return [[*device, "-S", "-o", str(job.work / PROBE_PTX), str(job.work / PROBE_SOURCE)]]
+    if line.purpose not in ("compile", "repro"):
+        return []
     ptxas = ["-Xcuda-ptxas", "-v"]
     if job.maxrregcount is not None:
         ptxas += ["-Xcuda-ptxas", f"--maxrregcount={job.maxrregcount}"]
-    libraries = [f"-I{d}" for d in (job.library.include_dirs if job.library else ())]
-    host = [*_common(job), "--cuda-host-only",
-            *resolve_flags(job.flags, job.case_folder, job.env), *libraries, "-c", "-o",
+    host = [*_common(job), "--cuda-host-only", *_shaping(job), "-c", "-o",
             str(job.work / OBJECT)]
-    return [[*base, "-c", *ptxas, "-o", str(job.work / CUBIN), job.source],
-            [*base, "-S", "-o", str(job.work / PTX), job.source], [*host, job.source]]
+    return [[*device, "-c", *ptxas, "-o", str(job.work / CUBIN), job.source],
+            [*device, "-S", "-o", str(job.work / PTX), job.source], [*host, job.source]]
 
 
 def compile_clang(job: Job) -> Build:
@@ -51,11 +57,10 @@ def compile_clang(job: Job) -> Build:
     half: a cubin for the cell's arch (through the toolkit's ptxas) and the PTX."""
     started = time.monotonic()
     assert job.env is not None
-    base = _device_only(job)
     logs: list[str] = []
     details: dict[str, object] = {"clang": job.env.tool_versions.get("clang", "unknown")}
     ptx = job.work / PTX
-    for command in clang_commands(job):
+    for command in clang_lines(job, Line("compile")):
         tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
                         memory_bytes=job.memory_bytes, cwd=job.work)
         logs.append(f"$ {shown(command)}\n{tool.output}")
@@ -64,11 +69,10 @@ def compile_clang(job: Job) -> Build:
     # The case's kernel as this clang resolves the name, where the module's kernels do
     # not hold it as written (kernel_probe.py).
     entries = entry_names(ptx.read_text(errors="replace")) if ptx.is_file() else None
-    details.update(compiler_named(
-        job, entries, job.timeout - (time.monotonic() - started),
-        lambda source, out: [*base, "-S", "-o", str(out), str(source)]))
+    details.update(compiler_named(job, entries, job.timeout - (time.monotonic() - started),
+                                  clang_lines(job, Line("probe"))[0]))
     return build_success(job, "\n".join(logs).strip(), started, details, ptx, job.work / CUBIN)
 
 
-register(Frontend("clang", compile=compile_clang, commands=clang_commands, needs=("clang",),
+register(Frontend("clang", compile=compile_clang, command_lines=clang_lines, needs=("clang",),
                   reports_resources=True))

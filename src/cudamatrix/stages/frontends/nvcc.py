@@ -31,7 +31,7 @@ from ..compile.arch_guard import (
 )
 from ..compile.built import Build, build_failure, build_success
 from ..compile.flags import include_folders, resolve_flags, shown
-from ..compile.kernel_probe import compiler_named
+from ..compile.kernel_probe import PROBE_PTX, PROBE_SOURCE, compiler_named
 from ..compile.logs import PtxasFigures, split_nvcc_trace
 from ..compile.nvcc_threads import (
     COMPILE_STRATEGY,
@@ -41,7 +41,7 @@ from ..compile.nvcc_threads import (
 )
 from ..inspect.stage import entry_names
 from ..process.limits import ToolRun, memory_limit, run_tool
-from .registry import Frontend, register
+from .registry import Frontend, Line, register
 
 
 def _cudart(env: Environment) -> list[str]:
@@ -51,50 +51,76 @@ def _cudart(env: Environment) -> list[str]:
     return [] if static else ["-cudart", "none", "-lcudart"]
 
 
-def nvcc_command(job: Job, keep: Path, output: list[str], gencodes: list[str],
-                 threads: int = 1) -> tuple[list[str], str]:
-    """The nvcc command for `job` (its flags, host compiler, library headers, the
-    intermediates kept in `keep`; `threads`: its archs built side by side, nvcc
-    --threads), and how the log shows it (the keep folder left out)."""
-    assert job.env is not None and job.env.nvcc is not None
-    flags = resolve_flags(job.flags, job.case_folder, job.env)
-    # nvcc's own list of every file it read (-MD), for the compile cache to check its key
-    # against (compile_inputs.py).
-    command = [job.env.nvcc, *flags, *output, "-Xptxas", "-v", "--keep",
-               "--keep-dir", str(keep), "-MD", "-MF", str(job.work / DEPENDENCIES)]
-    if job.maxrregcount is not None:
-        command.append(f"-maxrregcount={job.maxrregcount}")
-    if threads > 1:
-        command += ["--threads", str(threads)]
+# The scratch files of the lines that are not the compile, in the cell's folder.
+ARCH_GUARD_OUTPUT = "arch-guard.ii"
+ARCH_GUARD_OBJECT = "arch-guard.o"
+
+
+def _shaping(job: Job) -> list[str]:
+    """The words that shape what nvcc makes of the unit, the same on every line of the
+    cell (compile, probe, preprocessing): the host compiler, the case's flags and
+    dialect, the register cap, the library's headers (after the case's own -I)."""
+    assert job.env is not None
     host = job.host_compiler_path or job.env.host_compiler  # the case's, or the run's choice
-    if host:
-        command[1:1] = ["-ccbin", host]
-    command += gencodes
-    for folder in job.library.include_dirs if job.library else ():
-        command.append(f"-I{folder}")
-    command.append(job.source)
-    # The whole line but where nvcc keeps its intermediates (a folder of the cell's, gone
-    # when it ends): nvcc by its full path reads the nvcc.profile beside it, as here.
-    logged = [c for c in command if c not in ("--keep", "--keep-dir", str(keep))]
-    return command, shown(logged)
+    words = [*(["-ccbin", host] if host else []),
+             *resolve_flags(job.flags, job.case_folder, job.env)]
+    if job.std is not None:
+        words.append(f"-std={job.std}")
+    if job.maxrregcount is not None:
+        words.append(f"-maxrregcount={job.maxrregcount}")
+    return [*words, *(f"-I{d}" for d in (job.library.include_dirs if job.library else ()))]
+
+
+def _group_archs(job: Job) -> list[str]:
+    return [str(m["arch"]) for m in job.group] or [job.arch]
+
+
+def nvcc_lines(job: Job, line: Line) -> list[list[str]]:
+    """Every nvcc line of a cell, one maker (Frontend.command_lines): the shaping words
+    (`_shaping`) on each, then what the purpose itself needs. Left off the lines that are
+    not the compile, as they make no sense there: -Xptxas -v (no ptxas runs under -ptx
+    or -E), --keep and -MD (the compile's intermediates and its list of read files, which
+    a probe's would overwrite), --threads and the -gencode list (one virtual arch). The
+    repro line is the compile's less --keep-dir (a folder of the cell's, gone when it
+    ends); a group's (job.group) builds each member's arch, with nvcc's -v trace."""
+    assert job.env is not None and job.env.nvcc is not None
+    nvcc, shaping, work = job.env.nvcc, _shaping(job), job.work
+    arch = line.arch or job.arch
+    if line.purpose in ("compile", "repro"):
+        grouped = bool(job.group)
+        output = library_output(job, work / LIBRARY) if job.host_entry \
+            else ["-c", "-o", str(work / OBJECT)]
+        keep = ["--keep", "--keep-dir", str(work / "keep")] if line.purpose == "compile" \
+            else []
+        # nvcc's own list of every file it read (-MD), for the compile cache to check its
+        # key against (compile_inputs.py).
+        return [[nvcc, *shaping, *output, *(["-v"] if grouped else []), "-Xptxas", "-v",
+                 *keep, "-MD", "-MF", str(work / DEPENDENCIES),
+                 *(["--threads", str(line.threads)] if line.threads > 1 else []),
+                 *([gencode(a) for a in _group_archs(job)] if job.arch_flag else []),
+                 job.source]]
+    if line.purpose == "probe":
+        virtual = [f"--gpu-architecture={Arch.parse(arch).compute}"] if job.arch_flag else []
+        return [[nvcc, *shaping, "-ptx", *virtual, "-o", str(work / PROBE_PTX),
+                 str(work / PROBE_SOURCE)]]
+    if line.purpose == "preprocess":
+        # One virtual arch: nvcc -E then preprocesses the device side, __CUDA_ARCH__ set.
+        return [[nvcc, *shaping, "-E", f"--gpu-architecture={arch}", job.source, "-o",
+                 str(work / ARCH_GUARD_OUTPUT)]]
+    # The host pass's own preprocessing, as nvcc would run it for `arch` (--dryrun).
+    return [[nvcc, *shaping, "--dryrun", "-c", f"--gpu-architecture={arch}", job.source,
+             "-o", str(work / ARCH_GUARD_OBJECT)]]
+
+
+def _line(job: Job, line: Line) -> list[str]:
+    return nvcc_lines(job, line)[0]
 
 
 def named_by_nvcc(job: Job, ptx: Path, timeout: float) -> dict[str, object]:
     """The case's kernel as this nvcc resolves the name (kernel_probe.py), where the built
     module's kernels do not hold it as written."""
-    assert job.env is not None and job.env.nvcc is not None
-    nvcc = job.env.nvcc
     entries = entry_names(ptx.read_text(errors="replace")) if ptx.is_file() else None
-
-    def command(source: Path, out: Path) -> list[str]:
-        flags = resolve_flags(job.flags, job.case_folder, job.env)
-        host = job.host_compiler_path or (job.env.host_compiler if job.env else None)
-        arch = [f"--gpu-architecture={Arch.parse(job.arch).compute}"] if job.arch_flag else []
-        return [nvcc, *(["-ccbin", host] if host else []), *flags, "-ptx", *arch,
-                *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
-                "-o", str(out), str(source)]
-
-    return compiler_named(job, entries, timeout, command)
+    return compiler_named(job, entries, timeout, _line(job, Line("probe")))
 
 
 def read_outside(job: Job, listing: Path | None = None) -> tuple[str, ...]:
@@ -131,18 +157,11 @@ def since_arch_found(job: Job, log: str, deadline: float) -> dict[str, object]:
     name = undefined_name(log)
     if name is None or not job.arch_flag:
         return {}
-    nvcc = job.env.nvcc
-    newer = newer_archs(job.arch, toolkit_archs(nvcc, deadline - time.monotonic()))
-    flags = resolve_flags(job.flags, job.case_folder, job.env)
-    host = job.host_compiler_path or job.env.host_compiler
-    output = job.work / "arch-guard.ii"
+    newer = newer_archs(job.arch, toolkit_archs(job.env.nvcc, deadline - time.monotonic()))
+    output = job.work / ARCH_GUARD_OUTPUT
 
     def preprocess(arch: str, left: float) -> str | None:
-        # One virtual arch: nvcc -E then preprocesses the device side, __CUDA_ARCH__ set.
-        command = [nvcc, *(["-ccbin", host] if host else []), *flags, "-E",
-                   f"--gpu-architecture={arch}",
-                   *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
-                   job.source, "-o", str(output)]
+        command = _line(job, Line("preprocess", arch=arch))
         try:
             done = run_tool(command, left, memory_bytes=job.memory_bytes, cwd=job.work)
             return read_preprocessed(output) if done.code == 0 and not done.accident else None
@@ -152,11 +171,7 @@ def since_arch_found(job: Job, log: str, deadline: float) -> dict[str, object]:
             output.unlink(missing_ok=True)
 
     def host_pass(arch: str, left: float) -> str | None:
-        # The host pass's own preprocessing, as nvcc would run it for `arch` (--dryrun).
-        dry = [nvcc, *(["-ccbin", host] if host else []), *flags, "--dryrun", "-c",
-               f"--gpu-architecture={arch}",
-               *(f"-I{d}" for d in (job.library.include_dirs if job.library else ())),
-               job.source, "-o", str(job.work / "arch-guard.o")]
+        dry = _line(job, Line("host_pass", arch=arch))
         try:
             said = run_tool(dry, left, cwd=job.work)
             command = host_preprocess_command(said.output, output)
@@ -214,20 +229,14 @@ def kept_file(keep: Path, source: str, suffix: str, arch: str | None = None) -> 
     return found
 
 
-def _one_build(job: Job) -> tuple[list[str], str]:
-    """The nvcc line that builds one cell. A host-entry case is built whole, as a shared
-    library the run stage calls; any other as an object, host code and all (what CMake
-    and setuptools run); the PTX and cubin come out of the kept intermediate files either
-    way."""
-    output = library_output(job, job.work / LIBRARY) if job.host_entry \
-        else ["-c", "-o", str(job.work / OBJECT)]
-    return nvcc_command(job, job.work / "keep", output,
-                        [gencode(job.arch)] if job.arch_flag else [])
-
-
-def nvcc_commands(job: Job) -> list[list[str]]:
-    """The nvcc line `compile_nvcc` runs for `job` (Frontend.commands)."""
-    return [_one_build(job)[0]]
+def _compile_line(job: Job, threads: int = 1) -> tuple[list[str], str]:
+    """The nvcc line that builds the cell (or its group), and its repro line as the log
+    shows it. A host-entry case is built whole, as a shared library the run stage calls;
+    any other as an object, host code and all (what CMake and setuptools run); the PTX and
+    cubin come out of the kept intermediate files either way. nvcc by its full path reads
+    the nvcc.profile beside it, as here."""
+    return _line(job, Line("compile", threads=threads)), \
+        shown(_line(job, Line("repro", threads=threads)))
 
 
 def compile_nvcc(job: Job) -> Build:
@@ -237,7 +246,7 @@ def compile_nvcc(job: Job) -> Build:
     keep.mkdir(parents=True, exist_ok=True)
     cubin = job.work / CUBIN
     library = job.work / LIBRARY
-    command, logged = _one_build(job)
+    command, logged = _compile_line(job)
     figures = PtxasFigures()
     try:
         tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
@@ -295,12 +304,10 @@ def compile_together(job: Job) -> list[StageResult]:
     shutil.rmtree(keep, ignore_errors=True)
     keep.mkdir(parents=True)
     library = job.work / LIBRARY
-    output = library_output(job, library) if job.host_entry \
-        else ["-c", "-o", str(job.work / OBJECT)]
     together = f"one nvcc for {', '.join(archs)}"
     how: dict[str, object] = {COMPILE_STRATEGY: "grouped"}
     try:
-        threaded = _threaded(job, keep, output, archs) if job.threads > 1 else None
+        threaded = _threaded(job, archs) if job.threads > 1 else None
         if isinstance(threaded, _Threaded):
             tool, logged, (parts, figures), last = threaded.tool, threaded.logged, \
                 threaded.split, None
@@ -311,8 +318,7 @@ def compile_together(job: Job) -> list[StageResult]:
                 how[THREADS_FALLBACK] = f"--threads {job.threads}: {threaded.reason}"
                 shutil.rmtree(keep, ignore_errors=True)
                 keep.mkdir(parents=True)
-            command, logged = nvcc_command(job, keep, [*output, "-v"],
-                                           [gencode(a) for a in archs])
+            command, logged = _compile_line(job)
             # Each arch's figures, off the whole output: a cut log cannot split them.
             figures = PtxasFigures()
             tool = run_tool(command, max(1.0, job.timeout - (time.monotonic() - started)),
@@ -369,13 +375,11 @@ class _Threaded(NamedTuple):
     split: tuple[dict[str, str], PtxasFigures]
 
 
-def _threaded(job: Job, keep: Path, output: list[str], archs: list[str]
-              ) -> _Threaded | Failure:
+def _threaded(job: Job, archs: list[str]) -> _Threaded | Failure:
     """The group's archs built side by side by one nvcc (--threads, job.threads), or why
     its output cannot say each arch's part (compile.nvcc_threads): the build then runs
     again one arch after another, whose trace says whose each line and failure is."""
-    command, logged = nvcc_command(job, keep, [*output, "-v"], [gencode(a) for a in archs],
-                                   threads=job.threads)
+    command, logged = _compile_line(job, threads=job.threads)
     reader = ThreadedOutput()
     tool = run_tool(command, job.timeout, memory_bytes=job.memory_bytes, cwd=job.work,
                     reader=reader)
@@ -448,6 +452,6 @@ def _member_build(member: Job, keep: Path, library: Path, images: dict[bytes, st
                                    figures.missing(member.arch))).result
 
 
-register(Frontend("nvcc", compile=compile_nvcc, commands=nvcc_commands,
+register(Frontend("nvcc", compile=compile_nvcc, command_lines=nvcc_lines,
                   compile_together=compile_together,
                   needs=("nvcc",), reports_resources=True))

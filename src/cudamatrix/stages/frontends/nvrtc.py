@@ -17,7 +17,7 @@ from ..compile.logs import decisive_line
 from ..compile.nvrtc import Nvrtc, driver_command
 from ..inspect.kernel_names import KERNEL_RECORD, KERNEL_REFUSED, KernelName, demangle, is_mangled
 from ..process.limits import memory_limit, run_tool
-from .registry import Frontend, register
+from .registry import Frontend, Line, register
 
 
 def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
@@ -38,10 +38,12 @@ def _ptxas(job: Job, ptx: Path, started: float, nvrtc_log: str,
 
 
 def nvrtc_options(job: Job) -> list[str]:
-    """The options NVRTC compiles `job` with: the case's flags, the arch (with ptxas's
-    figures), the case's `maxrregcount`, and the include folders."""
+    """The options NVRTC compiles `job` with: the case's flags and dialect, the arch (with
+    ptxas's figures), the case's `maxrregcount`, and the include folders."""
     assert job.env is not None
     options = resolve_flags(job.flags, job.case_folder, job.env)
+    if job.std is not None:
+        options.append(f"-std={job.std}")
     if job.arch_flag:
         options += [f"--gpu-architecture={Arch.parse(job.arch).name}", "-Xptxas=-v"]
     if job.maxrregcount is not None:
@@ -90,9 +92,14 @@ def name_expressions(job: Job) -> list[str]:
         and not is_mangled(job.kernel) else []
 
 
-def nvrtc_commands(job: Job) -> list[list[str]]:
-    """The NVRTC driver's line for `job` (the tool's, as its log shows it)."""
+def nvrtc_lines(job: Job, line: Line) -> list[list[str]]:
+    """The NVRTC driver's line for `job` (the tool's, as its log shows it), for the compile
+    and its repro (Frontend.command_lines); NVRTC resolves the kernel's name itself (name
+    expressions) and has no preprocessor to ask, so it has no probe nor preprocessing line:
+    its since-which-arch search compiles with these same options, the arch changed."""
     assert job.env is not None and job.env.nvrtc is not None
+    if line.purpose not in ("compile", "repro"):
+        return []
     return [driver_command(job.env.nvrtc, job.source, nvrtc_options(job),
                            name_expressions(job))]
 
@@ -138,5 +145,5 @@ def compile_nvrtc(job: Job) -> Build:
     return _ptxas(job, ptx, started, log, details)
 
 
-register(Frontend("nvrtc", compile=compile_nvrtc, commands=nvrtc_commands, needs=("nvrtc",),
+register(Frontend("nvrtc", compile=compile_nvrtc, command_lines=nvrtc_lines, needs=("nvrtc",),
                   reports_resources=True))

@@ -24,7 +24,7 @@ import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ...common import plugins
 from ...errors import UserError
@@ -41,16 +41,41 @@ PLUGINS_ENV = "CUDAMATRIX_FRONTENDS"
 # imports the orchestrator's modules.
 Prepare = Callable[[Job, Any], "Job | StageResult"]
 
+# What a compiler line of a cell is for: the compile itself; the line its log shows to
+# build it again by hand (the compile less the tool's own scratch); the kernel probe
+# (kernel_probe.py: device-only PTX of a few lines naming the kernel); the since-which-arch
+# search's device preprocessing of the unit for one arch and its host pass (nvcc's dry
+# run, whose host preprocessing line it then runs: arch_guard.py).
+Purpose = Literal["compile", "repro", "probe", "preprocess", "host_pass"]
+
+
+@dataclass(frozen=True)
+class Line:
+    """Which compiler lines a frontend's `command_lines` is asked for: the purpose, the
+    one arch a preprocessing is for ("" for the cell's own), and how many archs nvcc
+    builds side by side in a group's compile (--threads)."""
+
+    purpose: Purpose
+    arch: str = ""
+    threads: int = 1
+
+
+# A frontend's one maker of every compiler line a cell gives its compilers, by purpose:
+# [] where the frontend has no such step (NVRTC has no probe and no preprocessor).
+CommandLines = Callable[[Job, Line], list[list[str]]]
+
 
 @dataclass(frozen=True)
 class Frontend:
     name: str
     # Builds the cell's PTX/cubin/library; the pipeline's inspect, load and run steps follow.
     compile: Callable[[Job], Build] | None = None
-    # The command lines its compile gives the compilers for a job, made as `compile` makes
-    # them and without running anything: every case key a frontend takes must reach them,
-    # and whatever reaches them must be in the compile key (tests/unit/test_declared_keys.py).
-    commands: Callable[[Job], list[list[str]]] | None = None
+    # The one function that makes every compiler line of a cell (Line: the compile, its
+    # repro line, the kernel probe, the preprocessing), used by the frontend's own steps
+    # and made without running anything: a key that reaches the compile reaches every
+    # other line from here, and whatever reaches a line must be in the compile key
+    # (tests/unit/test_declared_keys.py runs a cell on a logging nvcc to hold both).
+    command_lines: CommandLines | None = None
     # Builds the cells of a job's group (only their archs differ) at once, a compile stage
     # each, or one stage saying why they must be built apart (see nvcc.compile_together).
     compile_together: Callable[[Job], list[StageResult]] | None = None
