@@ -18,7 +18,7 @@ from ..config.corpus import Variant
 from ..config.options import RunOptions, default_cell_memory
 from ..config.plan import Cell
 from ..config.planning import Plan
-from ..providers.first_release import for_run, with_first_release
+from ..providers.first_release import SINCE_RELEASE, for_run, with_first_release
 from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import (
     CellResult,
@@ -282,9 +282,15 @@ class CellRunner:
     def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
                ) -> CellResult:
         cell = prepared.cell
-        # A compile that lacks a CCCL header or name: the first release that has it.
+        # A compile that lacks a CCCL header or name: the first release that has it, kept
+        # with the compile in the cache, so a re-run (or a runner without the index,
+        # reading this cache) has it without looking again.
+        had = stages[0].details.get(SINCE_RELEASE) if stages else None
         stages = with_first_release(stages, for_run(self.plan.matrix, self.options.cache,
                                                     self.ledger), prepared.versions, cell.toolkit)
+        found = stages[0].details.get(SINCE_RELEASE) if stages else None
+        if found is not None and had is None and prepared.key is not None:
+            self.cache.add_finding(prepared.key, SINCE_RELEASE, found)
         return judge_cell(cell, self.plan.cases[cell.case], prepared.variant, stages,
                           seconds=seconds, versions=prepared.versions,
                           device=self.device.to_dict() if self.device.present else None,
