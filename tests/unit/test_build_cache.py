@@ -98,6 +98,9 @@ def test_an_unchanged_build_is_not_built_again_when_a_case_is_added(tmp_path: Pa
     audited = [{k: v for k, v in run["first/makes"]["stages"][1].items() if k != "seconds"}
                for run in (first, second)]
     assert audited[0] == audited[1] and audited[1]["status"] == "ok", audited
+    # The whole built tree, as the build left it: a --prebuilt runner's test runs in it.
+    assert [p.read_text() for p in (tmp_path / "two").glob("artifacts/first__makes*/src/*")
+            if p.is_file()] == ["first's library\n"]
 
     # An edit of the project is another build.
     (first_case / "project" / "lib.txt").write_text("edited\n")

@@ -7,13 +7,14 @@ A build's verdict and outputs are what its project's tree, the case's [variant.b
 what the run found for it (its tools, $CUDA_HOME), the toolkit, the arch, the host
 compiler and the variables its commands see make: the key hashes all of them (the compile
 key's material, the project's tree among its folders, and the build's own). An entry
-holds the build's record and the output files it found (regular files only, as the
-compile cache keeps its artifacts), copied into the cell's folder on a hit, where the
-pipeline takes it as an earlier run's build (--prebuilt's way) and audits its outputs.
+holds the build's record and the built tree as the build left it (links kept as links,
+never followed), copied into the cell's folder on a hit, where the pipeline takes it as an
+earlier run's build (--prebuilt's way) and audits its outputs; a GPU runner that takes the
+run's folders with --prebuilt finds the tree its `test` command runs in, as after a build.
 
-Only a run without GPU stages is served: a GPU runs the case's test command in the
-project's built tree, which the entry does not keep. A build the run stopped (a timeout,
-a signal, the memory limit) says nothing about the project and is not kept.
+Only a run without GPU stages is served: with a GPU the build's own process runs the test
+in the tree it built, and builds it. A build the run stopped (a timeout, a signal, the
+memory limit) says nothing about the project and is not kept.
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ from .compile_cache import CACHE_FORMAT, Unkeyable, compile_key, key_folders
 # What a build's record may say and still be served again: the build's own verdicts.
 KEPT_STATUSES = frozenset({"ok", "failed", "unavailable"})
 _ENTRY_RECORD = "record.json"
+# The largest built tree kept (a CMake project's is megabytes): past it, built each run.
+MAX_TREE_BYTES = 1 << 30
+
+
+def _size(tree: Path) -> int:
+    """The bytes of the regular files under `tree` (links not followed)."""
+    total = 0
+    for folder, _, names in os.walk(tree):
+        for name in names:
+            info = os.lstat(os.path.join(folder, name))
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return total
 
 
 def build_key(job: Job, provider: str) -> str | None:
@@ -85,26 +98,24 @@ class BuildCache:
         return True
 
     def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
-        """Keep a build's verdict and the outputs it found; False where the stage says
-        nothing about the project or an output is not a plain file of the cell's own."""
+        """Keep a build's verdict and, where it built, its tree; False where the stage says
+        nothing about the project, or the tree is past MAX_TREE_BYTES or holds what is
+        no file, folder or link (a pipe)."""
         if not self.enabled or stage.stage != "compile" or stage.accident \
                 or stage.status not in KEPT_STATUSES:
             return False
         entry = self._entry(key)
         if entry.is_dir():
             return True
-        outputs = stage.details.get("outputs", []) if stage.status == "ok" else []
+        tree = workdir / BUILD_SOURCE
         staging = entry.with_name(f"{entry.name}.partial-{os.getpid()}-{id(stage)}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
+            if stage.status == "ok" and _size(tree) > MAX_TREE_BYTES:
+                return False
             staging.mkdir(parents=True)
-            for relative in outputs if isinstance(outputs, list) else []:
-                source = workdir / BUILD_SOURCE / str(relative)
-                if not stat.S_ISREG(os.lstat(source).st_mode) or ".." in Path(relative).parts:
-                    raise OSError(f"{relative}: not a plain file of the build")
-                (staging / BUILD_SOURCE / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, staging / BUILD_SOURCE / relative,
-                                follow_symlinks=False)
+            if stage.status == "ok":  # links kept as links, never followed out of the tree
+                shutil.copytree(tree, staging / BUILD_SOURCE, symlinks=True)
             (staging / _ENTRY_RECORD).write_text(json.dumps(stage.to_dict()))
             try:
                 staging.rename(entry)

@@ -113,8 +113,8 @@ class CellRunner:
 
     def kept_build(self, prepared: Prepared, job: Job) -> Job:
         """A build case's job, taken from the build cache where its build is kept and no
-        GPU stage needs the built tree (build_cache.py), as an earlier run's build; else
-        as it was, its key noted for the build to be kept once built."""
+        GPU stage runs here (build_cache.py), as an earlier run's build; else as it was,
+        its key noted for the build to be kept once built."""
         if job.prebuilt is not None or job.gpu_stages \
                 or not frontend(job.frontend).builds_project:
             return job
