@@ -27,6 +27,7 @@ import stat
 from dataclasses import asdict
 from pathlib import Path
 
+from ..common.recorded import read_cache
 from ..stages.cell.files import BUILD_SOURCE, COMPILE_RECORD
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
@@ -86,8 +87,8 @@ class BuildCache:
         entry = self._entry(key)
         if not self.enabled or not (entry / _ENTRY_RECORD).is_file():
             return False
-        try:
-            stage = StageResult.from_dict(json.loads((entry / _ENTRY_RECORD).read_text()))
+        try:  # a damaged entry (a run killed as it wrote one) is a miss: built again
+            stage = StageResult.from_dict(read_cache(entry / _ENTRY_RECORD))
             workdir.mkdir(parents=True, exist_ok=True)
             if (entry / BUILD_SOURCE).is_dir():
                 shutil.copytree(entry / BUILD_SOURCE, workdir / BUILD_SOURCE, symlinks=True,
