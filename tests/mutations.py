@@ -324,7 +324,7 @@ MUTATIONS = (
              "open(request, timeout=timeout) as answer:\n            said =", TIMEOUT),
     Mutation("run timeout: the since-release look-up goes on past the deadline",
              "providers/first_release.py",
-             "            except RunOutOfTime:\n                raise", "", TIMEOUT),
+             "                except RunOutOfTime:\n                    raise", "", TIMEOUT),
     Mutation("run timeout: an environment the limit stopped is the run's failure",
              "orchestrator/runner.py", "if why != stopped}", "}", TIMEOUT),
     # A run's --out is cleared only where an earlier run wrote it (issue 79, break 6).

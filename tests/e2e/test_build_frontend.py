@@ -5,9 +5,10 @@ sdist (CuVec 6.0.1, scikit-build-core), fetched at test time."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from conftest import EVIDENCE, REPO, cudamatrix
+from conftest import EVIDENCE, REPO, cudamatrix, private_cache
 
 CASES = REPO / "tests" / "data" / "build-cases"
 
@@ -211,3 +212,31 @@ def test_a_build_that_links_nvidias_libraries_finds_them_in_the_toolkit(tmp_path
     assert _modules(built) and _modules(built)[0]["ships"].startswith("SASS sm_80")
     older = cells["cmake-cublas/cmake/12.4/sm_80"]
     assert older["outcome"] == "skip" and "ships no libcudadevrt" in older["message"], older
+
+
+def test_an_unchanged_build_is_not_built_again_when_a_case_is_added(tmp_path: Path) -> None:
+    """Issue 82, item 8: a second case added to the corpus rebuilt the first, unchanged
+    (8.9 s, 9.6 s). Real CMake and nvcc 13.0: the second run, which has a case more and so
+    cannot be answered from the first's record, takes the first case's build from the
+    build cache (the same verdict and audit), and builds only the new case."""
+    corpus = tmp_path / "cases"
+    shutil.copytree(CASES / "cmake-saxpy", corpus / "cmake-saxpy")
+    cache = private_cache(tmp_path)
+
+    def run(out: str, *cases: str) -> dict[str, dict]:
+        chosen = [word for case in cases for word in ("--case", case)]
+        done = cudamatrix("run", "--corpus", str(corpus), *chosen, "--variant", "cudaarchs",
+                          "--toolkit", "13.0", "--arch", "sm_80", "--no-gpu",
+                          "--cache", str(cache), out=tmp_path / out)
+        assert done.code == 0, done.output[-3000:]
+        return {c["case"]: c for c in done.cells().values()}
+
+    first = run("one", "cmake-saxpy")
+    assert first["cmake-saxpy"]["outcome"] == "pass", first["cmake-saxpy"]["message"]
+    assert first["cmake-saxpy"]["stages"][0]["details"].get("cache") is None
+    shutil.copytree(CASES / "cmake-saxpy", corpus / "cmake-saxpy-again")
+    second = run("two", "cmake-saxpy", "cmake-saxpy-again")
+    kept, new = second["cmake-saxpy"], second["cmake-saxpy-again"]
+    assert kept["stages"][0]["details"]["cache"] == "hit", kept["stages"][0]
+    assert new["stages"][0]["details"].get("cache") is None  # another case: built
+    assert (kept["outcome"], _modules(kept)) == ("pass", _modules(first["cmake-saxpy"]))

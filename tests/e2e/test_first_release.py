@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from conftest import cudamatrix, write_case
+from conftest import cudamatrix, private_cache, write_case
 from cudamatrix.common.up_to_date import InputLedger
 from cudamatrix.config.matrix import load_matrix
 from cudamatrix.config.options import DEFAULT_MATRIX, default_cache
@@ -72,3 +72,88 @@ def test_a_run_names_the_release_a_cccl_name_comes_with(tmp_path: Path) -> None:
     diagnosis = cell["diagnosis"]
     assert diagnosis["rule"] == "cccl-from-release", diagnosis
     assert diagnosis["title"] == "cuda::fast_mod_div is in CCCL from 13.1.115 on (toolkit 13.1)"
+
+
+# Issue 82, items 7 and 8: an xfail cell's warm re-run asks nothing again, and a runner
+# without the index (here: a refused one) served the compile side's cache has the finding.
+GUARDED_VARIANT = """
+[[variant]]
+name = "guarded"
+source = "guarded.cu"
+frontend = "nvcc"
+flags = ["-std=c++17"]
+  [[variant.expect]]
+  outcome = "fail"
+  stage = "compile"
+"""
+GUARDED = """\
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+__device__ inline int twice(int q) { return 2 * q; }
+#endif
+__global__ void unpack(int *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }
+"""
+# pip as a runner without the index has it: a refused index, nothing else, no retries.
+OFFLINE = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
+           "PIP_FIND_LINKS": "", "PIP_RETRIES": "0", "PIP_CONFIG_FILE": "/dev/null"}
+
+
+def _counting_toolkit(root: Path, calls: Path) -> Path:
+    """CUDA 13.0 as it is installed, its nvcc behind a wrapper that notes each call."""
+    (root / "bin").mkdir(parents=True)
+    for entry in CUDA_13.iterdir():
+        if entry.name != "bin":
+            (root / entry.name).symlink_to(entry)
+    for tool in (CUDA_13 / "bin").iterdir():
+        if tool.name != "nvcc":
+            (root / "bin" / tool.name).symlink_to(tool)
+    wrapper = root / "bin" / "nvcc"
+    wrapper.write_text(f"#!/bin/sh\necho \"$*\" >> '{calls}'\n"
+                       f"exec '{CUDA_13 / 'bin' / 'nvcc'}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    return root
+
+
+def _compiles(calls: Path) -> int:
+    """The wrapper's calls on a case's source: compiles and the searches' preprocessing."""
+    if not calls.exists():
+        return 0
+    return sum(any(f"{name}.cu" in line for name in ("member", "guarded"))
+               for line in calls.read_text().splitlines())
+
+
+@pytest.mark.skipif(not (CUDA_13 / "bin" / "nvcc").is_file(), reason="needs CUDA 13.0 installed")
+def test_an_xfails_warm_rerun_and_an_offline_runner_search_nothing(tmp_path: Path) -> None:
+    write_case(tmp_path / "cases", "cccl-newer", CASE + GUARDED_VARIANT,
+               {"member.cu": MEMBER, "guarded.cu": GUARDED})
+    calls = tmp_path / "nvcc-calls"
+    toolkit = _counting_toolkit(tmp_path / "cuda", calls)
+    built = private_cache(tmp_path)
+
+    def run(out: str, cache: Path, *more: str, env: dict[str, str] | None = None) -> dict:
+        done = cudamatrix("run", "--corpus", str(tmp_path / "cases"), "--case", "cccl-newer",
+                          "--toolkit", "13.0", "--arch", "sm_80", "--provider", "host",
+                          "--no-gpu", "--cache", str(cache), *more, out=tmp_path / out,
+                          env={"CUDA_HOME": str(toolkit), **(env or {})})
+        cells = {c["variant"]: c for c in done.cells().values()}
+        assert all(c["outcome"] == "xfail" for c in cells.values()), done.output
+        return cells
+
+    cold = run("cold", built)
+    assert cold["member"]["diagnosis"]["rule"] == "cccl-from-release"
+    assert cold["guarded"]["stages"][0]["details"]["since_arch"]["arch"] == "sm_90"
+    searched = _compiles(calls)
+    assert searched > 2  # the two compiles, then the since-which-arch preprocessing
+
+    # The same cache again: no compile and no search compile.
+    warm = run("warm", built, "--always-run")
+    assert _compiles(calls) == searched, calls.read_text()
+    assert warm["member"]["diagnosis"]["rule"] == "cccl-from-release"
+    assert warm["guarded"]["diagnosis"]["rule"] == cold["guarded"]["diagnosis"]["rule"]
+
+    # A runner without the index, served the compile side's cache: every finding there.
+    runner = run("runner", tmp_path / "runner-cache", "--compile-cache-from", str(built),
+                 env=OFFLINE)
+    assert _compiles(calls) == searched, calls.read_text()
+    assert runner["member"]["diagnosis"]["title"] == ("cuda::fast_mod_div is in CCCL from "
+                                                      "13.1.115 on (toolkit 13.1)"), runner
+    assert runner["guarded"]["diagnosis"] == warm["guarded"]["diagnosis"]

@@ -43,7 +43,8 @@ from cudamatrix.stages.frontends.registry import Line
 # why they are tested elsewhere (never a list of keys: a key added to any other table is
 # tested here by being declared).
 ELSEWHERE = {
-    "build": "a build case's table (frontend = \"build\"): built every time, never keyed",
+    "build": "a build case's table (frontend = \"build\"): no compile key's, the build "
+             "cache keys it (tests/unit/test_build_cache.py)",
     "libraries": "a plan axis: a library's release is its own environment, keyed apart "
                  "(tests/unit/test_compile_key.py, 'library version')",
     "torch_pairing": "a plan's choice of cells on a torch axis, no job's input "

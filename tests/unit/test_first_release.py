@@ -15,6 +15,8 @@ from cudamatrix.providers.first_release import (
     SINCE_RELEASE,
     FirstReleases,
     Lacking,
+    NotLooked,
+    SinceRelease,
     declares_word,
     has,
     lacking,
@@ -112,14 +114,28 @@ def test_the_first_newer_release_that_declares_it_is_named_and_kept(tmp_path: Pa
     assert again.read == []
 
 
-def test_a_release_that_cannot_be_fetched_leaves_nothing_said(tmp_path: Path) -> None:
+def test_a_release_that_cannot_be_fetched_is_said_and_nothing_kept(tmp_path: Path) -> None:
+    """Issue 82, item 7: a runner without the index said "No rule matched"; the look-up
+    now says it could not look, and why, keeps no answer, and asks the release that
+    could not be fetched once a run, not once a cell."""
     folders = {"12.4": _release(tmp_path, "12.4", {}),
                "12.8": _release(tmp_path, "12.8", {"cuda/cmath": ""})}
-    lookups = FirstReleases(list(folders), _Headers(folders, unreachable=["12.4"]),
-                            tmp_path / "cache")
-    assert lookups.find(Lacking("header", "cuda/cmath"), None) is None
-    kept = json.loads((tmp_path / "cache" / "first-release" / "cccl.json").read_text())
-    assert not any(key.endswith("@12.4") for key in kept)
+    headers = _Headers(folders, unreachable=["12.4"])
+    lookups = FirstReleases(list(folders), headers, tmp_path / "cache")
+    found = lookups.find(Lacking("header", "cuda/cmath"), None)
+    assert isinstance(found, NotLooked) and found.release == "12.4"
+    assert found.said() == ("could not look up which release first has `<cuda/cmath>`: "
+                            "12.4: the index did not answer")
+    # The search stopped there: a later release cannot answer what 12.4 may have had.
+    assert headers.read == []
+    assert not (tmp_path / "cache" / "first-release" / "cccl.json").exists()
+    headers.unreachable = []  # the same run does not ask again ...
+    assert lookups.find(Lacking("header", "cuda/cmath"), None) == found
+    assert headers.read == []
+    # ... the next run does.
+    again = FirstReleases(list(folders), headers, tmp_path / "cache")
+    answer = again.find(Lacking("header", "cuda/cmath"), None)
+    assert isinstance(answer, SinceRelease) and answer.release == "12.8.post1"
 
 
 def test_the_cells_own_cccl_is_the_one_ahead_of_the_toolkits() -> None:

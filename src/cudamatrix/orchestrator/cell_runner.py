@@ -18,7 +18,7 @@ from ..config.corpus import Variant
 from ..config.options import RunOptions, default_cell_memory
 from ..config.plan import Cell
 from ..config.planning import Plan
-from ..providers.first_release import for_run, with_first_release
+from ..providers.first_release import SINCE_RELEASE, for_run, with_first_release
 from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import (
     CellResult,
@@ -30,6 +30,7 @@ from ..stages.cell.sequence import ended, goes_on
 from ..stages.cell.steps import Carried
 from ..stages.frontends import frontend
 from ..stages.runtime.pipeline import given, run_steps, standard, without_gpu
+from .build_cache import BuildCache, build_key
 from .cell_jobs import CellJobs, NoJob
 from .compile_cache import CompileCache, Unkeyable, compile_key, flag_files, key_files, key_folders
 from .compile_strategy import CompileCores
@@ -52,6 +53,7 @@ class CellRunner:
         self.device, self.executor = device, executor
         self.cache = CompileCache(options.cache, enabled=options.compile_cache,
                                   read_from=options.compile_cache_from)
+        self.builds = BuildCache(options.cache, enabled=options.compile_cache)
         # The run's limit counts from its start, set-up included: a CI job's own limit does.
         begun = time.monotonic() if started is None else started
         self.deadline = (begun + options.run_timeout) if options.run_timeout else None
@@ -86,7 +88,7 @@ class CellRunner:
         if isinstance(job, NoJob):
             prepared.stages = job.stages
         else:
-            prepared.job = job
+            prepared.job = job = self.kept_build(prepared, job)
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 folders = key_folders(job)
                 included = key_files(job, folders)
@@ -109,6 +111,20 @@ class CellRunner:
                                                                               job.work)
         prepared.spent = time.monotonic() - began
         return prepared
+
+    def kept_build(self, prepared: Prepared, job: Job) -> Job:
+        """A build case's job, taken from the build cache where its build is kept and no
+        GPU stage runs here (build_cache.py), as an earlier run's build; else as it was,
+        its key noted for the build to be kept once built."""
+        if job.prebuilt is not None or job.gpu_stages \
+                or not frontend(job.frontend).builds_project:
+            return job
+        prepared.build_key = build_key(job, self.envs.provider)
+        if prepared.build_key is None or not self.builds.restore(prepared.build_key, job.work):
+            return job
+        prepared.cache_note = "hit"
+        prepared.build_key = None
+        return replace(job, prebuilt=str(job.work))
 
     def compile_together(self, group: Sequence[Prepared]) -> None:
         """One compile for the cells of `group` that still need one and differ only in
@@ -210,6 +226,8 @@ class CellRunner:
             self.ledger.watch(job.build_setting.project)
             kept = stages[0].accident is None \
                 and not ended(stages[0])
+            if prepared.build_key is not None and stages:
+                self.builds.store(prepared.build_key, job.work, stages[0])
         # A compile the cache kept is what a re-run would take from it as it is (the run
         # can still be recorded: up_to_date); a GPU stage it would ask again.
         if not kept:
@@ -283,9 +301,15 @@ class CellRunner:
     def judged(self, prepared: Prepared, stages: list[StageResult], seconds: float
                ) -> CellResult:
         cell = prepared.cell
-        # A compile that lacks a CCCL header or name: the first release that has it.
+        # A compile that lacks a CCCL header or name: the first release that has it, kept
+        # with the compile in the cache, so a re-run (or a runner without the index,
+        # reading this cache) has it without looking again.
+        had = stages[0].details.get(SINCE_RELEASE) if stages else None
         stages = with_first_release(stages, for_run(self.plan.matrix, self.options.cache,
                                                     self.ledger), prepared.versions, cell.toolkit)
+        found = stages[0].details.get(SINCE_RELEASE) if stages else None
+        if found is not None and had is None and prepared.key is not None:
+            self.cache.add_finding(prepared.key, SINCE_RELEASE, found)
         return judge_cell(cell, self.plan.cases[cell.case], prepared.variant, stages,
                           seconds=seconds, versions=prepared.versions,
                           device=self.device.to_dict() if self.device.present else None,
@@ -307,6 +331,8 @@ class Prepared:
     covered: frozenset[str] = frozenset()
     cached: StageResult | None = None
     cache_note: str = ""
+    # A build case's key in the build cache, where its build is to be kept once built.
+    build_key: str | None = None
     apart: str = ""  # why its group's compile could not stand for it
     # Its seconds so far: its preparation and its share of its group's compile.
     spent: float = 0.0

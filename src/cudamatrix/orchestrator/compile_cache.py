@@ -393,6 +393,47 @@ class CompileCache:
         _write_new(workdir / RECORD, json.dumps(restored.to_dict()).encode())
         return restored
 
+    def add_finding(self, key: str, name: str, finding: object) -> bool:
+        """The run's own entry's compile record given a finding the run's process made
+        after the compile (since which CCCL release a name exists: providers/
+        first_release.py) as its detail `name`, so that whoever is served this compile
+        (a warm re-run, --compile-cache-from on a runner without the index) has the
+        finding with it, never looking again. The entry is rewritten whole beside the
+        old one and swapped in (a reader in between misses and compiles: never a record
+        whose hash is wrong). False where there is no entry of the run's own (one of
+        --compile-cache-from's is read only), it is damaged, or already has it."""
+        if not self.enabled:
+            return False
+        entry = self._entry(key)
+        stage, files, _ = self._read(entry) if entry.is_dir() else (None, {}, "")
+        if stage is None or name in stage.details:
+            return False
+        files[RECORD] = json.dumps(replace(stage, details={**stage.details, name: finding})
+                                   .to_dict()).encode()
+        staging = entry.with_name(f"{entry.name}.partial-{os.getpid()}-{id(files)}")
+        old = entry.with_name(f"{entry.name}.old-{os.getpid()}-{id(files)}")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            staging.mkdir(parents=True)
+            for file, data in files.items():
+                _write_new(staging / file, data)
+            manifest = {"format": CACHE_FORMAT,
+                        "files": {file: _sha256(data) for file, data in files.items()}}
+            _write_new(staging / MANIFEST, json.dumps(manifest).encode())
+            entry.rename(old)
+            try:
+                staging.rename(entry)
+            except OSError:  # the old one back: a finding missed costs a look-up only
+                with contextlib.suppress(OSError):
+                    old.rename(entry)
+                raise
+        except OSError:  # another process swapped it first: its record stands
+            shutil.rmtree(staging, ignore_errors=True)
+            return False
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+        return True
+
     def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
         """Keep a compiler's verdict; False when the stage says nothing about the code
         (a timeout, a crash, a signal, the memory limit) or its artifacts are not plain files."""

@@ -12,10 +12,19 @@ name and release (``first-release/cccl.json``), so a release is read once per na
 It runs in the run's own process once a cell's compile has failed (it needs other
 releases' headers, which the cell's worker does not have), for the releases newer than
 the one the cell compiled with, oldest first, stopping at the first that has it. Where a
-release cannot be fetched (no network), the search stops there and nothing is said: no
-answer is kept that was not read off the headers. The run's --run-timeout stops it too
-(an index that never answers held a run minutes past its limit): the compile stage then
-says so (`since_release_stopped`).
+release cannot be fetched (no network, pip's --no-index, a refused connection, a timeout),
+the search stops there and says so (`since_release_unknown`: "could not look up which
+release first has X: why"): a GPU runner without the index read "No rule matched" for a
+true compile failure. No answer is kept in the cache that was not read off the headers,
+and a release that could not be fetched is not asked again in the same run (each cell
+waited on the same refusal). The run's --run-timeout stops it too (an index that never
+answers held a run minutes past its limit): the compile stage then says so
+(`since_release_stopped`).
+
+A finding is kept with the compile it explains (orchestrator/cell_runner.py writes it into
+the compile cache's entry, and the cell's record carries it), so a warm re-run, a runner
+reading another machine's cache (--compile-cache-from) or --prebuilt record, answers
+without looking again: only where the index is reachable is the look-up made at all.
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ from .wheels import prepare_header_library
 # run's --run-timeout stopped the look-up.
 SINCE_RELEASE = "since_release"
 SINCE_RELEASE_STOPPED = "since_release_stopped"
+# The detail that says the look-up could not be made, and why (the index out of reach).
+SINCE_RELEASE_UNKNOWN = "since_release_unknown"
+# The most of the reason a release could not be fetched that a finding says: one line.
+_WHY_CHARS = 300
 LIBRARY = "cccl"
 # CCCL's top folders, and the namespace each holds.
 _FOLDERS = {"cuda": "cuda", "cub": "cub", "thrust": "thrust", "nv": "nv"}
@@ -96,6 +109,30 @@ class SinceRelease:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "checked": list(self.checked), "unknown": list(self.unknown),
                 "said": self.said()}
+
+
+@dataclass(frozen=True)
+class NotLooked:
+    """A look-up that could not be made: what the compile lacked, and why a release's
+    headers could not be read (the index refused, timed out, or is turned off)."""
+
+    kind: str
+    name: str
+    release: str
+    why: str
+
+    def said(self) -> str:
+        return (f"could not look up which release first has "
+                f"`{Lacking(self.kind, self.name).shown()}`: {self.why}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "said": self.said()}
+
+
+def one_line(reason: str) -> str:
+    """A fetch's error as one bounded line (pip's message spans lines)."""
+    line = " ".join(reason.split())
+    return line if len(line) <= _WHY_CHARS else f"{line[:_WHY_CHARS - 3]}..."
 
 
 def lacking(log: str) -> Lacking | None:
@@ -226,6 +263,8 @@ class FirstReleases:
         self.file = cache / "first-release" / f"{LIBRARY}.json"
         self._lock = threading.Lock()
         self._known: dict[str, bool | str] | None = None
+        # The releases this run could not fetch, and why: asked once a run, never kept.
+        self._unreachable: dict[str, str] = {}
 
     def _key(self, lack: Lacking, release: str) -> str:
         return f"{lack.kind}:{lack.name}@{release}"
@@ -285,32 +324,34 @@ class FirstReleases:
         return self._flag(self._key(lack, release),
                           lambda: has(self.headers(release)[0], lack)), version
 
-    def find(self, lack: Lacking, after: Version | None) -> SinceRelease | None:
-        """The first release newer than `after` that has it, or a finding of none; None
-        where a release before the answer could not be fetched (no network, a release
-        the index does not have yet): an answer is only what the headers said."""
+    def find(self, lack: Lacking, after: Version | None) -> SinceRelease | NotLooked | None:
+        """The first release newer than `after` that has it, or a finding of none; where a
+        release before the answer could not be fetched (no network, a release the index
+        does not have yet), that it could not look and why (an answer is only what the
+        headers said, so the search stops there); None where no release was looked at."""
         checked: list[str] = []
         unknown: list[str] = []
-        missed = False
         for release in self.releases:
             if after is not None and Version(release) <= after:
                 continue
-            try:
-                holds, version = self.release_has(lack, release)
-            except RunOutOfTime:
-                raise  # the run's limit: the search stops, said by with_first_release
-            except (EnvironmentUnavailable, OSError):
-                missed = True
-                continue
+            missed = self._unreachable.get(release)
+            if missed is None:
+                try:
+                    holds, version = self.release_has(lack, release)
+                except RunOutOfTime:
+                    raise  # the run's limit: the search stops, said by with_first_release
+                except (EnvironmentUnavailable, OSError) as exc:
+                    missed = self._unreachable.setdefault(release, one_line(str(exc)))
+            if missed is not None:
+                return NotLooked(lack.kind, lack.name, release, missed)
             if holds is None:
                 unknown.append(version)
                 continue
             checked.append(version)
             if holds:
-                return None if missed else SinceRelease(
-                    lack.kind, lack.name, version, toolkit_of(version), tuple(checked),
-                    unknown=tuple(unknown))
-        if missed or not checked:
+                return SinceRelease(lack.kind, lack.name, version, toolkit_of(version),
+                                    tuple(checked), unknown=tuple(unknown))
+        if not checked:
             return None
         return SinceRelease(lack.kind, lack.name, "", "", tuple(checked))
 
@@ -356,7 +397,9 @@ def _is_release(text: str) -> bool:
 def with_first_release(stages: Sequence[StageResult], lookups: FirstReleases | None,
                        versions: Mapping[str, str], toolkit: str) -> list[StageResult]:
     """`stages`, a failed compile that lacks a CCCL header or name given the first release
-    that has it (its `since_release` detail); others as they were."""
+    that has it (its `since_release` detail), or why it could not be looked up (its
+    `since_release_unknown`: asked again by a later run, which may reach the index);
+    others as they were."""
     stages = list(stages)
     if lookups is None or not stages or stages[0].stage != "compile" \
             or stages[0].status != "failed" or SINCE_RELEASE in stages[0].details \
@@ -372,6 +415,7 @@ def with_first_release(stages: Sequence[StageResult], lookups: FirstReleases | N
                                                 SINCE_RELEASE_STOPPED: str(stopped)})
         return stages
     if found is not None:
-        stages[0] = replace(stages[0], details={**stages[0].details,
-                                                SINCE_RELEASE: found.to_dict()})
+        said = SINCE_RELEASE_UNKNOWN if isinstance(found, NotLooked) else SINCE_RELEASE
+        details = {k: v for k, v in stages[0].details.items() if k != SINCE_RELEASE_UNKNOWN}
+        stages[0] = replace(stages[0], details={**details, said: found.to_dict()})
     return stages

@@ -33,7 +33,7 @@ from ..common.up_to_date import InputLedger
 from ..common.versions import INSTALLED
 from ..config.matrix import Library, Matrix
 from ..config.sources import Source
-from ..errors import EnvironmentUnavailable
+from ..errors import EnvironmentUnavailable, RunOutOfTime
 from ..stages.cell.environment import Environment, LibraryEnvironment, installed_packages
 from .release_headers import HEADERS_MARKER, is_header, release_headers
 from .tree import TREE_READER_VERSION, describe_toolkit_tree, header_folders
@@ -304,8 +304,14 @@ def prepare_header_library(library: Library, version: str, cache: Path, ledger: 
                     wheel = wheel_for(requirement)
                     extract_members(wheel, member, staging)
                     found = str(wheel.version)
-                except IndexUnreachable:
-                    extract_downloaded(str(requirement), member, staging, PIP_TIMEOUT_S)
+                except IndexUnreachable as unreachable:
+                    try:
+                        extract_downloaded(str(requirement), member, staging, PIP_TIMEOUT_S)
+                    except RunOutOfTime:
+                        raise
+                    except EnvironmentUnavailable as fallback:  # the index's words first:
+                        # pip's "no matching distribution" hides a refused connection
+                        raise EnvironmentUnavailable(f"{unreachable}; {fallback}") from None
                     found = version
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)

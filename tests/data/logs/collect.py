@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 # The details of a stage that diagnosis rules read (their `detail`).
-FINDINGS = ("since_arch", "since_release")
+FINDINGS = ("since_arch", "since_release", "since_release_unknown")
 
 
 def main() -> None:

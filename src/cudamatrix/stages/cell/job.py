@@ -50,7 +50,8 @@ class VariantSettings:
     load: str = field(default="auto", metadata=AFTER_COMPILE)
     # [variant.options]: the frontend's own, its defaults filled in by the reader.
     options: Mapping[str, Any] = field(default_factory=dict)
-    # A build cell's [variant.build]. A build is never cached: it is keyed by nothing.
+    # A build cell's [variant.build]: not in the compile key (a build is no compile); the
+    # build cache keys it with the build's own inputs (orchestrator/build_cache.py).
     build: BuildSpec | None = field(default=None, metadata=AFTER_COMPILE)
     # The most registers a thread of each kernel may take (nvcc's and NVRTC's
     # maxrregcount, ptxas's under clang): a spill a lower cap forces is the case's to see.
