@@ -90,7 +90,9 @@ def serve(socket_path: str) -> None:
         os.unlink(socket_path)
     listener.bind(socket_path)
     listener.listen(1)
-    print(json.dumps({"ready": True, **session.identity()}), flush=True)
+    # Its GPU's free memory as it starts: what bounds how many servers the GPU is given.
+    print(json.dumps({"ready": True, "free_bytes": free_at_start, **session.identity()}),
+          flush=True)
     while True:
         connection, _ = listener.accept()
         with connection:
