@@ -19,6 +19,8 @@
 #   off-reversed-apart   every cache off, --order reversed, each arch compiled apart (the
 #                        floor's single-arch compiles and compile work);
 #   cold-one-server      the code before (BEFORE: one server per GPU), as off-plan;
+#   warm-no-faults, off-plan-no-hang, cold-one-server-no-hang: the same less the faults
+#                        corpus, less the hang;
 # then the same PTX JIT-compiled one after another and side by side (jit_side_by_side.py),
 # the C++ cudaEvent saxpy, every cell's outcome and stage compared (hermetic-h100/compare.py)
 # and the summary (cold_jit_summary.py). Each step stops at the call's deadline (DEADLINE s).
@@ -46,14 +48,22 @@ CELLS=$(python3 -m cudamatrix list $SEL 2>/dev/null | awk '{print $1}' \
   | grep -E "^($RW)/|^faults/.*/sm_(80|90)\$|^saxpy/.*/sm_90\$" | grep -v '/cccl-' \
   | grep -v -E '^faults/never-returns/.*/sm_80$' | sed 's/^/--cell /')
 echo "$(( $(echo $CELLS | wc -w) / 2 )) cells" | tee -a "$OUT/gpu.txt"
+# The same less the hang (whose 20 s limit a timed cell waits out, its GPU held meanwhile),
+# and less the faults corpus (a warm re-run's seconds a cell, with nothing that runs to a limit).
+NO_HANG=$(echo $CELLS | sed 's#--cell faults/never-returns/[^ ]*##g')
+NO_FAULTS=$(echo $CELLS | sed 's#--cell faults/[^ ]*##g')
+python3 -c "
+from cudamatrix.stages.device.load_run import GpuSession
+s = GpuSession(); print('NVML: this process holds', s.held_bytes() >> 20, 'MiB')" | tee -a "$OUT/gpu.txt"
 CACHE=$WORK/cache
 run() {  # name, cache, more options; PY_PATH overrides the source
   local name=$1 cache=$2; shift 2
   local budget=$(( $(left) - 10 ))
   if [ $budget -lt 30 ]; then echo "$name: skipped, $(left) s left" | tee -a "$OUT/walls-skipped.txt"; return; fi
-  rm -f "$cache/cell-timings.json"
+  # A cold run is a first run: no timings but the shipped ones; a warm one keeps them.
+  case $name in warm*) ;; *) rm -f "$cache/cell-timings.json" ;; esac
   local start=$(date +%s.%N)
-  PYTHONPATH=${PY_PATH:-$R/src}:/tmp/site timeout $budget python3 -m cudamatrix run $SEL $CELLS \
+  PYTHONPATH=${PY_PATH:-$R/src}:/tmp/site timeout $budget python3 -m cudamatrix run $SEL ${ONLY:-$CELLS} \
     --provider host --runner-label h100 -j "$JOBS" --cache "$cache" --out "$WORK/runs/$name" "$@" \
     > "$OUT/$name.log" 2>&1
   local rc=$?
@@ -67,11 +77,16 @@ echo "prep rc=$? ($(left) s left)"
 rm -f "$OUT/walls.txt"
 run cold "$CACHE"
 run warm "$CACHE"
+ONLY=$NO_FAULTS run warm-no-faults "$CACHE"
 nvcc -O3 -arch=sm_90 -o /tmp/saxpy_reference bench/gpu/saxpy_reference.cu && \
   /tmp/saxpy_reference > "$OUT/reference.json"
 run off-plan "$CACHE" --no-compile-cache
 if [ -n "${BEFORE:-}" ]; then
   PY_PATH=$BEFORE run cold-one-server "$CACHE" --no-compile-cache
+fi
+ONLY=$NO_HANG run off-plan-no-hang "$CACHE" --no-compile-cache
+if [ -n "${BEFORE:-}" ]; then
+  ONLY=$NO_HANG PY_PATH=$BEFORE run cold-one-server-no-hang "$CACHE" --no-compile-cache
 fi
 echo "== the PTX JIT one after another and side by side ($(left) s left)"
 timeout $(( $(left) > 200 ? 200 : $(left) )) python3 bench/gpu/jit_side_by_side.py "$JOBS" \

@@ -46,9 +46,19 @@ def main() -> int:
               f"load stage {sum(s.get('seconds', 0) for s in loads):.1f} s over {len(loads)} "
               f"loads, {len(jits)} of them PTX JIT ({sum(s.get('seconds', 0) for s in jits):.1f}"
               f" s); GPUs {len(servers - {None})}")
-    if "off-plan" in walls and "cold-one-server" in walls:
-        print(f"caches off, one server per GPU (before) against servers side by side "
-              f"(off-plan): {walls['cold-one-server'][0] / walls['off-plan'][0]:.2f}x")
+    for before, after in (("cold-one-server", "off-plan"),
+                          ("cold-one-server-no-hang", "off-plan-no-hang")):
+        if before in walls and after in walls:
+            print(f"caches off, one server per GPU (before, {before}) against servers side "
+                  f"by side ({after}): {walls[before][0] / walls[after][0]:.2f}x")
+    replaced: dict[str, int] = {}
+    for name in walls:
+        for cell in cells(work, name):
+            for stage in cell["stages"]:
+                why = (stage.get("details") or {}).get("server_replaced", "")
+                if "memory" in why:
+                    replaced[name] = replaced.get(name, 0) + 1
+    print(f"servers replaced for device memory: {replaced or 'none'}")
     for line in jit_text.splitlines():
         if not line.startswith("jit_work_s"):
             print(f"JIT: {line}")
