@@ -72,6 +72,32 @@ def compile_floor(cells: list[dict[str, Any]], cores: int) -> tuple[float, float
     return longest, work, named
 
 
+def jit_floor(cells: list[dict[str, Any]], cores: int, jit_work: float | None = None
+              ) -> tuple[float, float, float, float, str]:
+    """(The floor, the longest single-arch compile with its own load, the compilers' CPU
+    seconds, the JIT's, that cell) of a cold run on a GPU (issue 81): a cell below the
+    GPU's arch loads its PTX through the driver's JIT, CPU work in its server's process
+    that follows its compile, so no schedule beats max(the longest compile + its load,
+    (compile work + JIT work) / cores). `jit_work`: the JIT's seconds measured apart (its
+    PTX loaded one after another, the driver's cache off); else the run's JIT loads'."""
+    path, work, jit, named = 0.0, 0.0, 0.0, ""
+    for cell in cells:
+        stages = {s.get("stage"): s for s in cell.get("stages") or []}
+        compiled = stages.get("compile") or {}
+        load = stages.get("load") or {}
+        fresh = compiled and compiled.get("details", {}).get("cache") != "hit"
+        if fresh:
+            work += float(compiled.get("details", {}).get("compiler_cpu_s", 0.0))
+        if (load.get("details") or {}).get("via") == "ptx-jit":
+            jit += float(load.get("seconds", 0.0))
+        seconds = (float(compiled.get("seconds", 0.0)) if fresh else 0.0) \
+            + float(load.get("seconds", 0.0))
+        if seconds > path:
+            path, named = seconds, cell["id"]
+    jit = jit if jit_work is None else jit_work
+    return max(path, (work + jit) / cores), path, work, jit, named
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-docker", action="store_true",

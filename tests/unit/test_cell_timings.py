@@ -107,3 +107,43 @@ def test_a_first_run_starts_the_shipped_corpus_longest_cell_first(tmp_path: Path
     first = CellTimings(tmp_path).schedule(cells)[0]  # an empty cache: no timing of its own
     assert costs[first.id] == max(costs[c.id] for c in cells)
     assert first.case == "cutlass-sm90" and "pytorch" in first.variant, first.id
+
+
+def test_a_cells_recorded_seconds_count_its_load_on_the_gpu(tmp_path: Path) -> None:
+    """Issue 81, point 2: a load that JIT-compiles a large PTX is the cell's work, so its
+    seconds must be in what the schedule learns. They are, and were: the cell's seconds
+    are measured around the executor's run of the cell (cell_runner.run_cells), whose GPU
+    steps (the load on its GPU's server, executors/local.py) are inside it. Here the
+    executor's run takes 0.3 s, as a JIT load would on the server."""
+    import time
+    from types import SimpleNamespace
+
+    from cudamatrix.config.options import RunOptions
+    from cudamatrix.orchestrator.cell_runner import CellRunner, Prepared
+    from cudamatrix.orchestrator.gpu import DeviceInfo
+    from cudamatrix.stages.cell.job import Job
+    from cudamatrix.stages.cell.result import StageResult
+
+    cell = _cell("jit-heavy")
+
+    class JitOnTheServer:
+        def run(self, job: Job) -> list[StageResult]:
+            time.sleep(0.3)  # the load: the driver compiling the cell's PTX
+            return [StageResult("compile", "ok", ""), StageResult("load", "ok", "",
+                                                                  details={"via": "ptx-jit"})]
+
+    runner = object.__new__(CellRunner)
+    runner.options = RunOptions()
+    runner.deadline = None
+    runner.device = DeviceInfo(name="NVIDIA H100", arch="sm_90", driver="580.65")
+    runner.executor = JitOnTheServer()  # type: ignore[assignment]
+    prepared = Prepared(cell, SimpleNamespace(name="v"))  # type: ignore[arg-type]
+    prepared.job = Job(cell_id=cell.id, arch="sm_80", source="k.cu", frontend="nvrtc",
+                       workdir=str(tmp_path), timeout=60)
+    runner.prepare = lambda c: prepared  # type: ignore[method-assign]
+    runner.settle = lambda *args: None  # type: ignore[method-assign]
+    runner.judged = lambda p, stages, seconds: _result(p.cell, seconds)  # type: ignore
+    results = runner.run_cells([cell])
+    timings = CellTimings(tmp_path)
+    timings.record(results)
+    assert CellTimings(tmp_path).expected(cell) >= 0.3

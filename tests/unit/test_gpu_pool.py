@@ -5,6 +5,9 @@ once and left out; many cells at once spread over every GPU."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import subprocess
 import sys
 import threading
@@ -20,14 +23,22 @@ from cudamatrix.stages.cell.result import StageResult
 
 
 class FakeServer(GpuServer):
-    def __init__(self, gpu: Gpu, broken: bool = False, seconds: float = 0.0) -> None:
+    def __init__(self, gpu: Gpu, broken: bool = False, seconds: float = 0.0,
+                 free_bytes: int | None = None, events: list[str] | None = None) -> None:
         self.gpu, self.broken, self.seconds = gpu, broken, seconds
+        self.free_bytes, self.started = free_bytes, 1
         self.ran: list[str] = []
+        self.events = events if events is not None else []
 
-    def run(self, job: Job, ptx: Path | None, cubin: Path | None) -> list[StageResult]:
+    def ensure(self) -> None:
         if self.broken:
             raise RuntimeError("its server did not start: CUDA_ERROR_DEVICE_UNAVAILABLE")
+
+    def run(self, job: Job, ptx: Path | None, cubin: Path | None) -> list[StageResult]:
+        self.ensure()
+        self.events.append(f"{job.cell_id} starts")
         time.sleep(self.seconds)
+        self.events.append(f"{job.cell_id} ends")
         self.ran.append(job.cell_id)
         return [StageResult("load", "ok", "", "", details={"gpu": self.gpu.to_dict()})]
 
@@ -195,3 +206,200 @@ def test_no_cell_of_its_own_process_does_gpu_work_beside_a_timed_cell() -> None:
         started = time.monotonic()
         pool.run(_job("untimed", "sm_90"), None, None)
         assert time.monotonic() - started < 1.0
+
+
+# --- several servers per GPU (issue 81) -------------------------------------------------------
+
+GIB = 1 << 30
+
+
+class SlotPool(GpuPool):
+    """A pool whose GPUs' further servers are fakes like its first."""
+
+    def __init__(self, first: FakeServer, width: int) -> None:
+        super().__init__([], Path("/nonexistent"), {}, width=width)
+        self.servers, self.free = [first], [first]
+        self.made = 1
+        self.first = first
+
+    def new_server(self, gpu: Gpu, slot: int) -> GpuServer:
+        return FakeServer(gpu, seconds=self.first.seconds, free_bytes=self.first.free_bytes,
+                          events=self.first.events)
+
+
+def _at_once(pool: GpuPool, jobs: list[Job]) -> float:
+    threads = [threading.Thread(target=pool.run, args=(job, None, None)) for job in jobs]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.monotonic() - started
+
+
+def test_n_servers_of_one_gpu_run_n_jit_loads_side_by_side() -> None:
+    """A cold run's 54 PTX-JIT loads went one at a time through the GPU's one server while
+    15 cores waited (issue 81): a GPU is given more servers while cells wait for it, up to
+    the run's width, and their loads run at once."""
+    pool = SlotPool(FakeServer(H100, seconds=0.4, free_bytes=80 * GIB), width=4)
+    seconds = _at_once(pool, [_job(f"jit{i}", "sm_80") for i in range(4)])
+    assert seconds < 0.8, seconds  # one at a time: 1.6 s
+    assert len(pool.servers) == 4
+    # A fifth cell reuses a server that is free: no fifth process.
+    pool.run(_job("warm", "sm_80"), None, None)
+    assert len(pool.servers) == 4
+
+
+def test_a_timed_cell_waits_for_its_gpus_other_servers_and_none_starts_beside_it() -> None:
+    """A timing shares the GPU with no other cell: the timed cell waits until the cells
+    on the GPU's other servers are done, and a cell that comes meanwhile waits until the
+    timing is over, though servers are free."""
+    events: list[str] = []
+    pool = SlotPool(FakeServer(H100, seconds=0.3, free_bytes=80 * GIB, events=events), width=4)
+    timed = Job(cell_id="timed", arch="sm_90", source="k.cu", frontend="nvrtc", workdir="/w",
+                timeout=10, time=timing_spec({"l2": "cold"}))
+    early = [threading.Thread(target=pool.run, args=(_job(f"early{i}", "sm_90"), None, None))
+             for i in range(3)]
+    for thread in early:
+        thread.start()
+    time.sleep(0.05)
+    timer = threading.Thread(target=pool.run, args=(timed, None, None))
+    timer.start()
+    time.sleep(0.05)
+    late = [threading.Thread(target=pool.run, args=(_job(f"late{i}", "sm_90"), None, None))
+            for i in range(2)]
+    for thread in late:
+        thread.start()
+    for thread in (*early, timer, *late):
+        thread.join()
+    at = events.index
+    # The early cells ran side by side, on servers of their own.
+    assert max(at(f"early{i} starts") for i in range(3)) < min(at(f"early{i} ends")
+                                                               for i in range(3)), events
+    assert at("timed starts") > max(at(f"early{i} ends") for i in range(3)), events
+    assert at("timed ends") == at("timed starts") + 1, events  # nothing beside it
+    assert min(at(f"late{i} starts") for i in range(2)) > at("timed ends"), events
+
+
+def test_a_gpus_servers_are_bounded_by_the_cores_and_its_memory() -> None:
+    """A server's JIT is a core's work and its context takes GPU memory: a GPU gets no
+    more servers than the run's width (its cells at once, the cores) shared by the GPUs,
+    nor more than its free memory holds beside a margin; one until its memory is known."""
+    from cudamatrix.orchestrator.executors.gpus import slots_per_gpu
+
+    assert slots_per_gpu(16, 1, 80 * GIB) == 16
+    assert slots_per_gpu(16, 2, 80 * GIB) == 8
+    assert slots_per_gpu(16, 1, 4 * GIB) == 3  # 3 GiB of 4 for contexts, 1 kept
+    assert slots_per_gpu(16, 1, GIB // 2) == 1  # never none
+    assert slots_per_gpu(16, 1, None) == 1
+    assert slots_per_gpu(1, 1, 80 * GIB) == 1
+    by_cores = SlotPool(FakeServer(H100, seconds=0.2, free_bytes=80 * GIB), width=2)
+    _at_once(by_cores, [_job(f"c{i}", "sm_80") for i in range(6)])
+    assert len(by_cores.servers) == 2
+    by_memory = SlotPool(FakeServer(H100, seconds=0.2, free_bytes=2 * GIB), width=16)
+    _at_once(by_memory, [_job(f"c{i}", "sm_80") for i in range(6)])
+    assert len(by_memory.servers) == 1
+
+
+def test_the_cores_are_those_the_process_may_run_on() -> None:
+    """A CI runner pinned to 2 cores of 64 gives its GPU's servers 2 cores, not 64."""
+    script = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+              "from cudamatrix.orchestrator.executors.gpus import usable_cores; "
+              "print(usable_cores())")
+    said = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert said.stdout.strip() == "1"
+
+
+def test_a_server_that_will_not_start_beside_others_caps_its_gpu_not_drops_it() -> None:
+    """A GPU's second server that will not start (no memory left for its context) leaves
+    the GPU with the servers it has; it is left out only where it has none."""
+    said: list[str] = []
+    first = FakeServer(H100, seconds=0.3, free_bytes=80 * GIB)
+
+    class Refusing(SlotPool):
+        def new_server(self, gpu: Gpu, slot: int) -> GpuServer:
+            return FakeServer(gpu, broken=True)
+
+    pool = Refusing(first, width=4)
+    pool.say = said.append
+    _at_once(pool, [_job(f"c{i}", "sm_90") for i in range(3)])
+    assert sorted(first.ran) == ["c0", "c1", "c2"] and said == []
+    assert pool.servers == [first] and pool.slots(H100) == 1
+
+
+def _answering_server_script(socket_path: str) -> str:
+    """A server process on the real socket: ready with its GPU's free memory, then for each
+    cell an answer after 0.3 s, except a cell named crash*, at which it dies unanswered
+    (what a kernel that kills its server does)."""
+    answer = json.dumps({"stages": [StageResult("load", "ok", "").to_dict()], "ended": ""})
+    return ("import os, socket, time\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            f"s.bind({socket_path!r}); s.listen(4)\n"
+            f"print('{{\"ready\": true, \"free_bytes\": {80 * GIB}}}', flush=True)\n"
+            "while True:\n"
+            "    c, _ = s.accept(); data = c.recv(1 << 16)\n"
+            "    if b'kill-me' in data: os._exit(3)\n"
+            "    time.sleep(0.3)\n"
+            f"    c.sendall({answer!r}.encode() + b'\\n'); c.close()\n")
+
+
+class ScriptServer(GpuServer):
+    def ensure(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _answering_server_script(self.socket_path)],
+            stdout=subprocess.PIPE, text=True, start_new_session=True)
+        assert self.process.stdout is not None
+        said = json.loads(self.process.stdout.readline())
+        self.started += 1
+        self.free_bytes = said["free_bytes"]
+
+
+class ScriptPool(GpuPool):
+    def new_server(self, gpu: Gpu, slot: int) -> GpuServer:
+        return ScriptServer(gpu, self.folder, {}, None, slot)
+
+
+def test_a_server_that_crashed_is_started_again_and_the_gpus_others_go_on(
+        tmp_path: Path) -> None:
+    """A cell that kills its server costs that cell and that server: the GPU's other server
+    keeps its process and its cell, and the crashed one is started afresh for the next."""
+    pool = ScriptPool([], tmp_path, {}, width=2)
+    first = ScriptServer(H100, tmp_path, {})
+    pool.servers, pool.free, pool.made = [first], [first], 1
+    results: dict[str, list[StageResult]] = {}
+
+    def cell(name: str) -> None:
+        work = tmp_path / name
+        work.mkdir()
+        job = Job(cell_id=name, arch="sm_90", source="k.cu", frontend="nvrtc",
+                  workdir=str(work), timeout=10)
+        results[name] = pool.run(job, None, None)
+
+    try:
+        threads = [threading.Thread(target=cell, args=(name,)) for name in ("ok", "kill-me")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(pool.servers) == 2
+        crashed = next(s for s in pool.servers if s.process is None)
+        survivor = next(s for s in pool.servers if s is not crashed)
+        assert survivor.process is not None
+        pid = survivor.process.pid
+        threads = [threading.Thread(target=cell, args=(name,)) for name in ("next1", "next2")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        pool.close()
+    assert results["kill-me"][0].status == "crashed", results["kill-me"]
+    assert "exited with status 3" in results["kill-me"][0].message
+    assert [results[n][0].status for n in ("ok", "next1", "next2")] == ["ok"] * 3
+    assert crashed.started == 2 and survivor.started == 1  # only the crashed one restarted
+    assert survivor.process is None or survivor.process.pid == pid

@@ -11,6 +11,8 @@ from pathlib import Path
 # What differs between runs and says nothing about the verdict: folders and times.
 _NOISE = [(re.compile(r"/tmp/[^\s:'\"]+"), "<tmp>"),
           (re.compile(r"\d+(\.\d+)? ?(s|ms|us)\b"), "<time>"),
+          # A timing's spread, sample by sample (a budget's message says it).
+          (re.compile(r"noise \d+(\.\d+)?%"), "noise <spread>"),
           (re.compile(r"cell-[0-9a-f]+|-[0-9a-f]{12}\b"), "<id>"),
           # A device assert's first thread to report: the GPU's choice, run by run.
           (re.compile(r"block: \[[\d,]+\], thread: \[[\d,]+\]"), "<first thread>")]

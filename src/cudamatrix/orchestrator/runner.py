@@ -155,7 +155,8 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
         if device.present and options.compile_cache else None
     executor = envs.executor(CellSite(options.out, (*options.corpus, *options.paths.values()),
                                       device.present,
-                                      options.gpu_server, progress.note, jit_cache))
+                                      options.gpu_server, progress.note, jit_cache,
+                                      options.jobs))
     # The cores the compiles hold, which a group's nvcc is given --threads from
     # (compile_strategy.py); the pool is as wide as --jobs.
     strategy = strategy_of(options)

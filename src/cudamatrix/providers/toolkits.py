@@ -83,6 +83,9 @@ class CellSite:
     say: Callable[[str], None] | None = None
     # Where the GPU servers keep the driver's PTX JIT (None: cold, as --no-compile-cache).
     jit_cache: Path | None = None
+    # Cells the run runs at once (--jobs): a GPU's servers, whose PTX-JIT loads are CPU
+    # work, are at most as many (executors/gpus.py slots_per_gpu).
+    jobs: int = 1
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,8 @@ class _LocalCells:
 
     def executor(self, site: CellSite) -> ExecutorChoice:
         return ExecutorChoice("local", {"gpu_server": site.gpu and site.gpu_server,
-                                        "say": site.say, "jit_cache": site.jit_cache})
+                                        "say": site.say, "jit_cache": site.jit_cache,
+                                        "jobs": site.jobs})
 
     def host_compiler(self, name: str) -> tuple[str, str] | Failure:
         found = installed_compiler(name)

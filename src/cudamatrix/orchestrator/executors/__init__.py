@@ -41,7 +41,7 @@ def _local(options: Mapping[str, Any]) -> Executor:
 
     say = options.get("say")
     return LocalExecutor(gpu_server=bool(options.get("gpu_server")),
-                         jit_cache=options.get("jit_cache"),
+                         jit_cache=options.get("jit_cache"), jobs=int(options.get("jobs", 1)),
                          **({"say": say} if say is not None else {}))
 
 

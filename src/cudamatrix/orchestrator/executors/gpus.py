@@ -1,8 +1,10 @@
-"""The GPUs of this machine, a server each (stages/runtime/gpu_server.py), and which cell goes
-to which.
+"""The GPUs of this machine, servers for each (stages/runtime/gpu_server.py), and which cell
+goes to which.
 
-Every GPU the driver sees, as `CUDA_VISIBLE_DEVICES` names them, gets a server that owns
-its primary context; a cell's load and run stages go to a free one, preferring a GPU on
+Every GPU the driver sees, as `CUDA_VISIBLE_DEVICES` names them, gets servers that each own
+a context of it, one to start with and more while cells wait (a PTX load's JIT is CPU work
+in the server's process: with one server, 54 JIT loads of a cold run went one at a time
+while 15 cores waited); a cell's load and run stages go to a free one, preferring a GPU on
 which the cell's own arch runs natively (its SASS, not a JIT of its PTX), so a machine
 with an H100 and an A100 sends sm_90a cells to the H100 and sm_80 cells to either. A GPU
 that cannot start a server (busy, broken) is said once and left out. A server that ended
@@ -39,6 +41,11 @@ from .outcome import timed_out, with_process_output
 # limit itself); then its process group is killed.
 SERVER_GRACE_S = 3.0
 START_TIMEOUT_S = 120.0
+# What one more server may take of its GPU's memory (its context is a few hundred MiB, the
+# buffers of the cell it serves more), and the share of the GPU's free memory left to the
+# cells that run GPU work in their own processes (CuPy, a build's test) and to the driver.
+SLOT_BYTES = 1 << 30
+MEMORY_MARGIN = 0.25
 
 
 @dataclass(frozen=True)
@@ -86,16 +93,19 @@ class GpuServer:
     """One GPU's server process, started on first use and again after it ended."""
 
     def __init__(self, gpu: Gpu, folder: Path, env: CellEnvironment,
-                 jit_cache: Path | None = None) -> None:
+                 jit_cache: Path | None = None, slot: int = 0) -> None:
         # The workers' cell environment, and what this server adds to it.
         self.gpu, self.env = gpu, env
         self.variables = {"CUDA_VISIBLE_DEVICES": gpu.uuid}
         if jit_cache is not None:  # the driver's PTX JIT, kept per GPU kind
             kind = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu.name}-{gpu.arch}")
             self.variables[JIT_CACHE_ENV] = str(jit_cache / kind)
-        self.socket_path = str(folder / f"gpu-{gpu.index}.sock")
+        self.socket_path = str(folder / (f"gpu-{gpu.index}.sock" if not slot
+                                         else f"gpu-{gpu.index}-{slot}.sock"))
         self.process: subprocess.Popen[str] | None = None
         self.started = 0
+        # The GPU's free memory as this server first started (None: not yet started).
+        self.free_bytes: int | None = None
 
     def ensure(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -115,6 +125,8 @@ class GpuServer:
             raise RuntimeError(f"GPU {self.gpu.index} ({self.gpu.name}): its server did not "
                                f"start: {line}")
         self.started += 1
+        if self.free_bytes is None and isinstance(said.get("free_bytes"), int):
+            self.free_bytes = said["free_bytes"]
 
     def stop(self) -> None:
         if self.process is None:
@@ -190,35 +202,83 @@ def _with_output(stages: list[StageResult], output: str) -> list[StageResult]:
     return with_process_output(stages, output)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (a CI runner's cgroup or taskset leaves fewer than
+    the machine has)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def slots_per_gpu(width: int, gpus: int, free_bytes: int | None) -> int:
+    """How many servers one GPU is given. A PTX load's JIT is the driver compiling in the
+    calling process, one module at a time per process (threads of one context are
+    serialised): side by side only in processes of their own. So no more servers than the
+    run's cells at once and its cores (`width`, shared by the GPUs), and no more contexts
+    than the GPU's free memory holds beside a margin; one until that memory is known (the
+    GPU's first server reads it as it starts)."""
+    by_cores = max(1, width // max(1, gpus))
+    if free_bytes is None or free_bytes < 0:
+        return 1
+    by_memory = int(free_bytes * (1 - MEMORY_MARGIN)) // SLOT_BYTES
+    return max(1, min(by_cores, by_memory))
+
+
 class GpuPool:
-    """A server per visible GPU; a cell's GPU stages on a free one, its own arch's first."""
+    """Servers per visible GPU; a cell's GPU stages on a free one, its own arch's first.
+
+    A GPU starts with one server and is given another, up to slots_per_gpu, when a cell
+    finds every one of its servers busy, so the loads that JIT-compile PTX run side by side
+    while a warm run with little to load keeps one. A timed cell has its GPU alone: it
+    waits until the GPU's other servers and the cells that borrow it are idle, and no cell
+    starts there until its timing is over."""
 
     def __init__(self, gpus: Sequence[Gpu], folder: Path, env: CellEnvironment,
                  say: Callable[[str], None] = lambda text: None,
-                 jit_cache: Path | None = None) -> None:
+                 jit_cache: Path | None = None, width: int = 1) -> None:
+        self.folder, self.env, self.jit_cache, self.width = folder, env, jit_cache, width
         self.servers = [GpuServer(gpu, folder, env, jit_cache) for gpu in gpus]
         self.free = list(self.servers)
         self.condition = threading.Condition()
         self.say = say
         # Cells running GPU work in their own processes, per GPU (its UUID), and the GPUs
-        # whose server is timing a cell: the two never overlap on one GPU.
+        # a timed cell holds or waits to hold: the two never overlap on one GPU.
         self.borrowers: dict[str, int] = {}
         self.timing: set[str] = set()
+        # A GPU whose next server would not start (its memory, say): no more than it has.
+        self.capped: dict[str, int] = {}
+        self.made = len(self.servers)
+
+    def new_server(self, gpu: Gpu, slot: int) -> GpuServer:
+        """Another server for `gpu`, started by its first cell."""
+        return GpuServer(gpu, self.folder, self.env, self.jit_cache, slot)
+
+    def _gpus(self) -> list[Gpu]:
+        return list({s.gpu.uuid: s.gpu for s in self.servers}.values())
+
+    def _of(self, uuid: str) -> list[GpuServer]:
+        return [s for s in self.servers if s.gpu.uuid == uuid]
+
+    def _busy(self, uuid: str) -> int:
+        return sum(1 for s in self._of(uuid) if s not in self.free)
+
+    def slots(self, gpu: Gpu) -> int:
+        """How many servers `gpu` may have now (slots_per_gpu, with its free memory as its
+        first server read it)."""
+        read = [s.free_bytes for s in self._of(gpu.uuid) if s.free_bytes is not None]
+        count = slots_per_gpu(self.width, len(self._gpus()), max(read) if read else None)
+        return min(count, self.capped.get(gpu.uuid, count))
 
     @contextlib.contextmanager
     def lent(self, arch: str) -> Iterator[Gpu]:
         """A GPU for a cell that runs GPU work in its own process (CuPy, a host entry, a
         build's test): of its arch where the machine has one, the least busy, never one
-        whose server is timing a cell (it waits for that to end). Many such cells may
+        a timed cell holds or waits for (it waits for that to end). Many such cells may
         share a GPU; a timed cell waits until none is on its GPU."""
-        target = Arch.parse(arch)
         with self.condition:
             while True:
-                gpus = [s.gpu for s in self.servers]
-                if not gpus:
-                    raise RuntimeError("no GPU of this machine could start a server")
-                native = [g for g in gpus if sass_runs_on(target, Arch.parse(g.arch))]
-                open_ = [g for g in (native or gpus) if g.uuid not in self.timing]
+                open_ = [g for g in self._candidates(arch) if g.uuid not in self.timing]
                 if open_:
                     gpu = min(open_, key=lambda g: self.borrowers.get(g.uuid, 0))
                     self.borrowers[gpu.uuid] = self.borrowers.get(gpu.uuid, 0) + 1
@@ -231,69 +291,112 @@ class GpuPool:
                 self.borrowers[gpu.uuid] -= 1
                 self.condition.notify_all()
 
-    @contextlib.contextmanager
-    def timed_alone(self, server: GpuServer, job: Job) -> Iterator[None]:
-        """A timed cell's GPU to itself: no cell's own process does GPU work there while
-        its kernel is timed (their launches would be timed as its own)."""
-        if job.time is None:
-            yield
-            return
-        uuid = server.gpu.uuid
-        with self.condition:
-            self.timing.add(uuid)
-            while self.borrowers.get(uuid, 0):
-                self.condition.wait()
-        try:
-            yield
-        finally:
-            with self.condition:
-                self.timing.discard(uuid)
-                self.condition.notify_all()
-
-    def _take(self, arch: str) -> GpuServer:
-        """A free server: of a GPU where `arch`'s SASS runs natively, where the machine has
-        one (the cell waits for it), else of any GPU."""
+    def _candidates(self, arch: str) -> list[Gpu]:
+        """The GPUs where `arch`'s SASS runs natively, where the machine has one, else
+        every GPU (the caller holds the condition)."""
+        gpus = self._gpus()
+        if not gpus:
+            raise RuntimeError("no GPU of this machine could start a server")
         target = Arch.parse(arch)
+        native = [g for g in gpus if sass_runs_on(target, Arch.parse(g.arch))]
+        return native or gpus
 
-        def native(server: GpuServer) -> bool:
-            return sass_runs_on(target, Arch.parse(server.gpu.arch))
+    def _untimed(self, gpus: Sequence[Gpu]) -> GpuServer | None:
+        """An idle server of the least busy of `gpus` that no timed cell holds, else a new
+        one where a GPU has room for it; None: wait."""
+        open_ = {g.uuid for g in gpus if g.uuid not in self.timing}
+        idle = [s for s in self.free if s.gpu.uuid in open_]
+        if idle:
+            server = min(idle, key=lambda s: self._busy(s.gpu.uuid))
+            self.free.remove(server)
+            return server
+        room = [g for g in gpus if g.uuid in open_ and len(self._of(g.uuid)) < self.slots(g)]
+        if not room:
+            return None
+        gpu = min(room, key=lambda g: self._busy(g.uuid))
+        server = self.new_server(gpu, self.made)
+        self.made += 1
+        self.servers.append(server)
+        return server
 
+    def _take(self, arch: str, timed: bool = False) -> GpuServer:
+        """A free server: of a GPU where `arch`'s SASS runs natively, where the machine has
+        one (the cell waits for it), else of any GPU. A timed cell first holds a GPU no
+        other timed cell holds (no new cell starts there from then on), then waits until
+        its other servers and its borrowers are idle."""
         with self.condition:
-            while True:
-                if not self.servers:
-                    raise RuntimeError("no GPU of this machine could start a server")
-                wanted = native if any(native(s) for s in self.servers) else None
-                found = [s for s in self.free if wanted is None or wanted(s)]
-                if found:
-                    self.free.remove(found[0])
-                    return found[0]
-                self.condition.wait()
+            held: str | None = None
+            try:
+                while True:
+                    gpus = self._candidates(arch)
+                    if not timed:
+                        found = self._untimed(gpus)
+                        if found is not None:
+                            return found
+                    elif held is None or held not in {g.uuid for g in gpus}:
+                        if held is not None:  # its GPU was left out meanwhile
+                            self.timing.discard(held)
+                            held = None
+                        open_ = [g for g in gpus if g.uuid not in self.timing]
+                        if open_:
+                            held = min(open_, key=lambda g: self._busy(g.uuid)
+                                       + self.borrowers.get(g.uuid, 0)).uuid
+                            self.timing.add(held)
+                            continue
+                    elif not self._busy(held) and not self.borrowers.get(held, 0):
+                        server = next(s for s in self.free if s.gpu.uuid == held)
+                        self.free.remove(server)
+                        return server
+                    self.condition.wait()
+            except BaseException:
+                if held is not None:
+                    self.timing.discard(held)
+                    self.condition.notify_all()
+                raise
 
-    def _give(self, server: GpuServer) -> None:
+    def _give(self, server: GpuServer, timed: bool = False) -> None:
         with self.condition:
             self.free.append(server)
+            if timed:
+                self.timing.discard(server.gpu.uuid)
             self.condition.notify_all()
 
-    def _drop(self, server: GpuServer, why: str) -> None:
+    def _drop(self, server: GpuServer, why: str, timed: bool = False) -> None:
+        """A server that would not start: the GPU keeps the servers it has (its memory or
+        the driver allows no more), or, where it had no other, is left out."""
         with self.condition:
             self.servers.remove(server)
+            if timed:
+                self.timing.discard(server.gpu.uuid)
+            others = len(self._of(server.gpu.uuid))
+            if others:
+                self.capped[server.gpu.uuid] = others
             self.condition.notify_all()
-        self.say(f"warning: GPU {server.gpu.index} ({server.gpu.name}, {server.gpu.uuid}) "
-                 f"left out: {why}")
+        if not others:
+            self.say(f"warning: GPU {server.gpu.index} ({server.gpu.name}, {server.gpu.uuid}) "
+                     f"left out: {why}")
 
     def run(self, job: Job, ptx: Path | None, cubin: Path | None) -> list[StageResult]:
+        """The cell's load and run on a server of its GPU; a timed cell's ([variant.time],
+        its budgets on time with it) with the GPU to itself, so that its figures are its
+        kernel's alone."""
+        timed = job.time is not None
         while True:
-            server = self._take(job.arch)
+            server = self._take(job.arch, timed)
             try:
-                with self.timed_alone(server, job):
-                    stages = server.run(job, ptx, cubin)
-            except RuntimeError as exc:  # it would not start: busy or broken
-                self._drop(server, str(exc))
+                started = server.started
+                server.ensure()
+                if server.started != started:  # cells waiting learn its GPU's memory
+                    with self.condition:
+                        self.condition.notify_all()
+                stages = server.run(job, ptx, cubin)
+            except RuntimeError as exc:  # it would not start: busy, broken, out of memory
+                self._drop(server, str(exc), timed)
                 continue
             except BaseException:
-                self._give(server)
+                self._give(server, timed)
                 raise
-            self._give(server)
+            self._give(server, timed)
             return stages
 
     def close(self) -> None:

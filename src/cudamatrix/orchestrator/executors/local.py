@@ -26,7 +26,7 @@ from ...stages.process.limits import read_bounded
 from ...stages.runtime.forkserver import OUTPUT_FILE
 from ...stages.runtime.pipeline import run_gpu_steps, served_by_gpu_server
 from ...stages.runtime.worker import PARENT_ENV
-from .gpus import GpuPool, visible_gpus
+from .gpus import GpuPool, usable_cores, visible_gpus
 from .outcome import collect_stages, timed_out
 
 # How long past a cell's limit its worker is given before it is stopped from outside: a
@@ -87,12 +87,13 @@ class _Lines:
 class LocalExecutor:
     """Cell worker processes: each cell a process of its own, in a process group of its own
     (so a timeout kills its compilers), forked from a warm server per environment; with
-    `gpu_server`, a cell's load and run stages go to its GPU's server (gpus.py), which holds
-    one context for the run, instead of a context of the cell's own."""
+    `gpu_server`, a cell's load and run stages go to its GPU's servers (gpus.py), each of
+    which holds one context for the run, instead of a context of the cell's own; as many
+    servers as `jobs` and the cores allow, so the driver's PTX JIT runs side by side."""
 
     def __init__(self, gpu_server: bool = False,
                  say: Callable[[str], None] = lambda text: None,
-                 jit_cache: Path | None = None) -> None:
+                 jit_cache: Path | None = None, jobs: int = 1) -> None:
         self._running: set[int] = set()
         self._servers: dict[tuple[str, str], ForkServer] = {}
         self._lock = threading.Lock()
@@ -107,7 +108,8 @@ class LocalExecutor:
         if gpu_server:
             found = visible_gpus()
             if found:
-                self.gpus = GpuPool(found, self._folder, worker_env(None), say, jit_cache)
+                self.gpus = GpuPool(found, self._folder, worker_env(None), say, jit_cache,
+                                    width=min(jobs, usable_cores()))
 
     def _server(self, env: CellEnvironment) -> ForkServer:
         key = (env.get("LD_LIBRARY_PATH", ""), env.get("CUDAMATRIX_PRELOAD", ""))

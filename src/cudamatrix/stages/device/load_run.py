@@ -107,6 +107,7 @@ class GpuSession:
         _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(self.context))
         self.arch = _device_arch(self.device)
         self.allocations: list[Any] = []
+        self._memory: Any = None  # process_memory.ProcessMemory, made when first asked
 
     def upload(self, array: np.ndarray) -> Any:
         pointer = _check("cuMemAlloc", cu.cuMemAlloc(max(1, array.nbytes)))
@@ -265,11 +266,23 @@ class GpuSession:
                     return f"the cell changed {name} ({value}, was {saved[name]})"
         return ""
 
-    def unusable(self, free_at_start: int, slack: int) -> str:
+    def held_bytes(self) -> int:
+        """The device memory this process holds (its context, its buffers), as NVML
+        counts it per process (process_memory.py); -1 where that cannot be read."""
+        if self._memory is None:
+            from .process_memory import ProcessMemory
+
+            self._memory = ProcessMemory(self.identity()["uuid"])
+        used = self._memory.used()
+        return -1 if used is None else used
+
+    def unusable(self, free_at_start: int, slack: int, held_at_start: int = -1) -> str:
         """Why the next cell must not have this context (an empty string when it may): a
         sticky fault left it broken, or device memory went missing beyond what the driver
         reserves once for what a module uses (the printf buffer of a module with an
-        assert: 90 MiB on an H100), counted from the context's start, not per cell."""
+        assert: 90 MiB on an H100), counted from the context's start, not per cell: what
+        this process holds where NVML says it (`held_at_start`), for the GPU's other
+        servers and their cells take the GPU's free memory too; else the GPU's free."""
         (status,) = cu.cuCtxSynchronize()
         if status != cu.CUresult.CUDA_SUCCESS:
             return f"the context is broken ({status.name})"
@@ -277,6 +290,12 @@ class GpuSession:
         if status != cu.CUresult.CUDA_SUCCESS:
             return f"the context is broken ({status.name})"
         cu.cuMemFree(probe)
+        held = self.held_bytes() if held_at_start >= 0 else -1
+        if held >= 0:
+            if held > held_at_start + slack:
+                return (f"{(held - held_at_start) >> 20} MiB more device memory held than "
+                        "when the context started")
+            return ""
         free = self.free_bytes()
         if free_at_start >= 0 and 0 <= free < free_at_start - slack:
             return (f"{(free_at_start - free) >> 20} MiB of device memory went missing since "

@@ -11,7 +11,8 @@ allocation.
 Faults still cost one cell. After each cell it asks the context whether it still works
 (a synchronize and an allocation: an illegal address, a trap, a device assert leave it
 unusable for good) and whether device memory went missing since it started beyond what
-the driver reserves once for itself; either, and it answers, then exits: the run starts a
+the driver reserves once for itself (what this process holds, as NVML counts it: the GPU's
+other servers take its free memory too); either, and it answers, then exits: the run starts a
 fresh one for the next cell; so does a cell whose module used the device heap (what
 a kernel's malloc took stays taken) or changed a limit that will not go back. Whatever a
 cell's values raise ends that cell alone, with the exception's last line: the server goes
@@ -84,13 +85,16 @@ def serve(socket_path: str) -> None:
     session = GpuSession()
     session.warm_up()
     free_at_start = session.free_bytes()
+    held_at_start = session.held_bytes()
     limits_at_start = session.limits()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(socket_path)
     listener.bind(socket_path)
     listener.listen(1)
-    print(json.dumps({"ready": True, **session.identity()}), flush=True)
+    # Its GPU's free memory as it starts: what bounds how many servers the GPU is given.
+    print(json.dumps({"ready": True, "free_bytes": free_at_start, **session.identity()}),
+          flush=True)
     while True:
         connection, _ = listener.accept()
         with connection:
@@ -106,7 +110,7 @@ def serve(socket_path: str) -> None:
                 faulthandler.cancel_dump_traceback_later()
                 stages = [StageResult("load", "error", raised(exc),
                                       traceback.format_exc()[-20_000:])]
-            why = session.unusable(free_at_start, DRIVER_RESERVES_BYTES) \
+            why = session.unusable(free_at_start, DRIVER_RESERVES_BYTES, held_at_start) \
                 or session.restore_limits(limits_at_start) \
                 or ("the cell used the device heap (malloc, new): what it took stays taken"
                     if uses_device_heap(ptx, cubin) else "")

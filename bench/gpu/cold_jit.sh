@@ -1,0 +1,104 @@
+# Issue 81: a cold GPU run with the driver's JIT side by side, against its floor, in ONE call
+# of a lent 16-core GPU machine (bench/RESULTS.md, "A cold GPU run with the driver's JIT in
+# parallel"). From the repository's root (or a copy of the tree), with in .gpu/:
+#   whl/      the wheels the device lacks (docker, junitparser) and nvidia-cutlass 4.2.0
+#             (CUTLASS's headers for the cutlass cases: the device reaches no index);
+#   rw.tgz    tests/data/realworld fetched here by its fetch.py (the device has no network);
+#   stub/     a vl_convert stand-in where its 33 MB wheel does not fit the call (charts blank);
+#   BEFORE=DIR a src/ folder of the code before (one server per GPU) for the before figure.
+# The corpus: the real-world kernels, the faults corpus (tests/data/gpu-faults) and the timed
+# saxpy (bench/evidence/kernel-time-h100/corpus), toolkit 13.0 --provider host (the machine's
+# own CUDA 13.0), sm_75 to sm_90a: on a Hopper GPU every cell below sm_90 loads its PTX
+# through the driver's JIT. Left out: the cells of CCCL releases other than the toolkit's
+# (their wheels cannot be fetched there) and the sm_80 hang (one 20 s hang, sm_90's, is
+# enough to show a hang costs its own cell; a second started late by a first run's schedule
+# would only lengthen the tail). Runs, each with its wall in walls.txt:
+#   cold                 servers side by side, a fresh compile cache and JIT cache;
+#   warm                 the same cache again, a fresh --out;
+#   off-plan             every cache off, plan order;
+#   off-reversed-apart   every cache off, --order reversed, each arch compiled apart (the
+#                        floor's single-arch compiles and compile work);
+#   cold-one-server      the code before (BEFORE: one server per GPU), as off-plan;
+#   warm-no-faults, off-plan-no-hang, cold-one-server-no-hang: the same less the faults
+#                        corpus, less the hang;
+# then the same PTX JIT-compiled one after another and side by side (jit_side_by_side.py),
+# the C++ cudaEvent saxpy, every cell's outcome and stage compared (hermetic-h100/compare.py)
+# and the summary (cold_jit_summary.py). Each step stops at the call's deadline (DEADLINE s).
+set -u
+R=$PWD
+OUT=${OUT:?set OUT}
+WORK=${WORK:-/tmp/cold-jit}
+JOBS=${JOBS:-$(nproc)}
+ARCHS=${ARCHS:-sm_75 sm_80 sm_86 sm_89 sm_90 sm_90a}
+END=$(( $(date +%s) + ${DEADLINE:-520} ))
+left() { echo $(( END - $(date +%s) )); }
+mkdir -p "$WORK" "$OUT"
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/docker-*.whl \
+  .gpu/whl/junitparser-*.whl 2>&1 | tail -2
+cp .gpu/stub/*.py /tmp/site/ 2>/dev/null
+export PYTHONPATH=$R/src:/tmp/site PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=$R/.gpu/whl
+export PATH=/usr/local/cuda-13.0/bin:/usr/local/cuda/bin:$PATH
+tar xzf .gpu/rw.tgz -C "$WORK"
+nvidia-smi --query-gpu=name,driver_version,memory.free --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "$(nproc) cores, JOBS=$JOBS, $(nvcc --version | tail -1)" | tee -a "$OUT/gpu.txt"
+ARCH_FLAGS=$(for a in $ARCHS; do echo --arch $a; done)
+SEL="--corpus $WORK/rw --corpus tests/data/gpu-faults --corpus bench/evidence/kernel-time-h100/corpus --toolkit 13.0 --tier nightly $ARCH_FLAGS"
+RW=$(ls "$WORK/rw" | paste -sd'|')
+CELLS=$(python3 -m cudamatrix list $SEL 2>/dev/null | awk '{print $1}' \
+  | grep -E "^($RW)/|^faults/.*/sm_(80|90)\$|^saxpy/.*/sm_90\$" | grep -v '/cccl-' \
+  | grep -v -E '^faults/never-returns/.*/sm_80$' | sed 's/^/--cell /')
+echo "$(( $(echo $CELLS | wc -w) / 2 )) cells" | tee -a "$OUT/gpu.txt"
+# The same less the hang (whose 20 s limit a timed cell waits out, its GPU held meanwhile),
+# and less the faults corpus (a warm re-run's seconds a cell, with nothing that runs to a limit).
+NO_HANG=$(echo $CELLS | sed 's#--cell faults/never-returns/[^ ]*##g')
+NO_FAULTS=$(echo $CELLS | sed 's#--cell faults/[^ ]*##g')
+python3 -c "
+from cudamatrix.stages.device.load_run import GpuSession
+s = GpuSession(); print('NVML: this process holds', s.held_bytes() >> 20, 'MiB')" | tee -a "$OUT/gpu.txt"
+CACHE=$WORK/cache
+run() {  # name, cache, more options; PY_PATH overrides the source
+  local name=$1 cache=$2; shift 2
+  local budget=$(( $(left) - 10 ))
+  if [ $budget -lt 30 ]; then echo "$name: skipped, $(left) s left" | tee -a "$OUT/walls-skipped.txt"; return; fi
+  # A cold run is a first run: no timings but the shipped ones; a warm one keeps them.
+  case $name in warm*) ;; *) rm -f "$cache/cell-timings.json" ;; esac
+  local start=$(date +%s.%N)
+  PYTHONPATH=${PY_PATH:-$R/src}:/tmp/site timeout $budget python3 -m cudamatrix run $SEL ${ONLY:-$CELLS} \
+    --provider host --runner-label h100 -j "$JOBS" --cache "$cache" --out "$WORK/runs/$name" "$@" \
+    > "$OUT/$name.log" 2>&1
+  local rc=$?
+  python3 -c "print(f'$name: rc=$rc wall {$(date +%s.%N) - $start:.2f} s')" | tee -a "$OUT/walls.txt"
+}
+# The environments (toolkit 13.0, CUTLASS 4.2.0's headers) prepared once: one small cell,
+# compiled without the compile cache, so that no run's wall counts them.
+python3 -m cudamatrix run $SEL --cell "$(echo $CELLS | awk '{print $2}')" --provider host \
+  --no-gpu --no-compile-cache --cache "$CACHE" --out "$WORK/runs/prep" > "$OUT/prep.log" 2>&1
+echo "prep rc=$? ($(left) s left)"
+rm -f "$OUT/walls.txt"
+run cold "$CACHE"
+run warm "$CACHE"
+ONLY=$NO_FAULTS run warm-no-faults "$CACHE"
+nvcc -O3 -arch=sm_90 -o /tmp/saxpy_reference bench/gpu/saxpy_reference.cu && \
+  /tmp/saxpy_reference > "$OUT/reference.json"
+run off-plan "$CACHE" --no-compile-cache
+if [ -n "${BEFORE:-}" ]; then
+  PY_PATH=$BEFORE run cold-one-server "$CACHE" --no-compile-cache
+fi
+ONLY=$NO_HANG run off-plan-no-hang "$CACHE" --no-compile-cache
+if [ -n "${BEFORE:-}" ]; then
+  ONLY=$NO_HANG PY_PATH=$BEFORE run cold-one-server-no-hang "$CACHE" --no-compile-cache
+fi
+echo "== the PTX JIT one after another and side by side ($(left) s left)"
+timeout $(( $(left) > 200 ? 200 : $(left) )) python3 bench/gpu/jit_side_by_side.py "$JOBS" \
+  "$WORK/runs/cold" "$CACHE" > "$OUT/jit.txt" 2>&1; cat "$OUT/jit.txt"
+run off-reversed-apart "$CACHE" --no-compile-cache --order reversed --compile-strategy apart
+python3 bench/evidence/hermetic-h100/compare.py $(for n in cold warm off-plan off-reversed-apart cold-one-server; do
+  [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/verdicts.txt" 2>&1
+echo "verdicts compared: rc=$? $(tail -1 "$OUT/verdicts.txt")"
+python3 bench/gpu/cold_jit_summary.py "$OUT" "$WORK" "$JOBS" | tee "$OUT/summary.txt"
+python3 bench/gpu/cell_seconds.py $(for n in cold warm cold-one-server; do
+  [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/cell-seconds.txt" 2>&1
+(cd "$WORK/runs" && tar czf "$OUT/results.tgz" */results.json)
+# At most 8 files come back: the summary, and everything else in one archive.
+cd "$OUT" && tar czf evidence.tgz --exclude=evidence.tgz --exclude=summary.txt ./* \
+  && find . -maxdepth 1 -type f ! -name evidence.tgz ! -name summary.txt -delete
