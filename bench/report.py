@@ -17,7 +17,12 @@ of reports of that many real cells. The real run itself is measured beside it.
 
 Chromium (Debian's) opens each page from disk, with no network: the time is the
 navigation's own (``loadEventEnd``) and the time until the glance table is visible, the
-median of five loads; a screenshot of the first screen is kept in the work folder.
+median of five loads; a screenshot of the first screen is kept in the work folder. A deep
+link (report.html#cell=ID) is timed until its panel is drawn, within a second (issue 82).
+
+A target missed is said, `MISSED: <report> <what> <figure> against <target>`, and the
+benchmark exits 1: it never reports success over a miss (issue 82: the page's 15.43 MB and
+the panel's 0.62 s were once printed as figures and the session passed).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_OPEN_S = 1.0
 TARGET_GRID_S = 1.0
 TARGET_PANEL_S = 0.3
+TARGET_LINK_S = 1.0  # a deep link's panel drawn (issue 82, 11)
 SUMMARY_LIMIT = 1 << 20  # GitHub's step-summary limit, bytes
 PUBLISHED_SUMMARY_LIMIT = 20 * 1024
 PAGE_LIMIT = 15 * 1000 * 1000
@@ -122,6 +128,49 @@ def copied(real: dict[str, Any], folder: Path, copies: int) -> int:
     return len(cells)
 
 
+# Records, in the page, when the panel is first open (a deep link's): the dialog's "open"
+# attribute set, then the frame after it.
+PANEL_SHOWN = """
+new MutationObserver((_, observer) => {
+  const panel = document.getElementById("panel");
+  if (panel && panel.open) {
+    observer.disconnect();
+    requestAnimationFrame(() => requestAnimationFrame(
+      () => { window.cudamatrixPanelShown = performance.now(); }));
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true,
+                      attributeFilter: ["open"]});
+"""
+
+
+def deep_link_seconds(page_file: Path, cell_id: str) -> list[float]:
+    """Seconds from the navigation's start until a deep link's panel (report.html#cell=ID,
+    the grid's last cell) is drawn, over LOADS loads in Chromium."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        sys.exit("bench_report needs Debian's chromium (apt-get install chromium)")
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        for _ in range(LOADS):
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(PANEL_SHOWN)
+            page.goto(page_file.as_uri() + "#cell=" + quote(cell_id, safe="/@"),
+                      wait_until="commit")
+            page.wait_for_function("window.cudamatrixPanelShown !== undefined", timeout=60_000)
+            if page.locator("#panel-title").inner_text() != cell_id:
+                sys.exit(f"the deep link to {cell_id} opened another cell's panel")
+            times.append(page.evaluate("window.cudamatrixPanelShown") / 1000)
+            page.close()
+        browser.close()
+    return times
+
+
 def page_open_seconds(page_file: Path, screenshot: Path
                       ) -> tuple[float, float, int, float, float]:
     """Median (load event, first screen drawn) seconds over LOADS loads, in Chromium, the
@@ -176,9 +225,11 @@ def measure(name: str, results: Path, work: Path) -> dict[str, Any]:
     markdown = (out / "COMPATIBILITY.md").read_text()
     load_s, glance_s, elements, grid_s, panel_s = page_open_seconds(out / "report.html",
                                                                     work / f"{name}.png")
-    cells = len(json.loads(results.read_text())["cells"])
-    return {"name": name, "cells": cells, "render_s": rendered, "load_s": load_s,
+    cells = json.loads(results.read_text())["cells"]
+    links = deep_link_seconds(out / "report.html", cells[-1]["id"])
+    return {"name": name, "cells": len(cells), "render_s": rendered, "load_s": load_s,
             "glance_s": glance_s, "elements": elements, "grid_s": grid_s, "panel_s": panel_s,
+            "link_s": statistics.median(links), "link_min_s": min(links),
             "html_bytes": (out / "report.html").stat().st_size,
             "md_bytes": len(markdown.encode()),
             # The glance is the first section: before the unexpected cells and the cases.
@@ -219,40 +270,74 @@ def chart_choice(results: Path, work: Path) -> str:
             "embed to draw them itself (vl-convert's bundle, the smallest offline build).")
 
 
+def missed(row: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """Each target a row did not meet, as `MISSED: <what> <figure> against <target>`."""
+    md_limit = PUBLISHED_SUMMARY_LIMIT if row["name"] == "h100-run" else SUMMARY_LIMIT
+    checks = [("first screen drawn", row["glance_s"], args.target_open, "s"),
+              ("grid drawn", row["grid_s"], args.target_grid, "s"),
+              ("panel opened", row["panel_s"], args.target_panel, "s"),
+              ("deep link", row["link_s"], args.target_link, "s"),
+              ("report.html", row["html_bytes"] / 1e6, args.target_page_mb, "MB"),
+              ("COMPATIBILITY.md", row["md_bytes"] / 1024, md_limit / 1024, "KiB")]
+    return [f"MISSED: {row['name']} {what} {figure:.2f} {unit} against {target:g} {unit}"
+            for what, figure, target, unit in checks if figure > target]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=REPO / "out" / "bench-report")
     parser.add_argument("--write", action="store_true", help="write bench/REPORT.md")
+    parser.add_argument("--only", choices=("h100-run", "nightly", f"h100-run x{COPIES}"),
+                        action="append", help="measure this report only (repeatable)")
+    # The issue's targets; an argument changes one (a test makes one impossible to see the
+    # benchmark say so and fail).
+    parser.add_argument("--target-open", type=float, default=TARGET_OPEN_S, metavar="S")
+    parser.add_argument("--target-grid", type=float, default=TARGET_GRID_S, metavar="S")
+    parser.add_argument("--target-panel", type=float, default=TARGET_PANEL_S, metavar="S")
+    parser.add_argument("--target-link", type=float, default=TARGET_LINK_S, metavar="S")
+    parser.add_argument("--target-page-mb", type=float, default=PAGE_LIMIT / 1e6, metavar="MB")
     args = parser.parse_args()
     work = args.work.resolve()
     shutil.rmtree(work, ignore_errors=True)
     real_file = REPO / "reports" / "results.json"
     real = json.loads(real_file.read_text())
-    assembled_nightly(real, work / "nightly-results")
-    copied(real, work / "copied-results", COPIES)
-    rows = [measure("h100-run", real_file, work),
-            measure("nightly", work / "nightly-results" / "results.json", work),
-            measure(f"h100-run x{COPIES}", work / "copied-results" / "results.json", work)]
+    wanted = args.only or ["h100-run", "nightly", f"h100-run x{COPIES}"]
+    rows = []
+    if "h100-run" in wanted:
+        rows.append(measure("h100-run", real_file, work))
+    if "nightly" in wanted:
+        assembled_nightly(real, work / "nightly-results")
+        rows.append(measure("nightly", work / "nightly-results" / "results.json", work))
+    if f"h100-run x{COPIES}" in wanted:
+        copied(real, work / "copied-results", COPIES)
+        rows.append(measure(f"h100-run x{COPIES}", work / "copied-results" / "results.json",
+                            work))
     charts = chart_choice(real_file, work)
     print(charts)
-    lines = []
+    lines, misses = [], []
     for row in rows:
-        met_open = row["glance_s"] < TARGET_OPEN_S
-        met_grid = row["grid_s"] < TARGET_GRID_S
-        met_panel = row["panel_s"] < TARGET_PANEL_S
+        row_misses = missed(row, args)
+        misses += row_misses
+
+        def met(what: str, row_misses: list[str] = row_misses, name: str = row["name"]) -> str:
+            return "MISSED" if any(m.startswith(f"MISSED: {name} {what} ")
+                                   for m in row_misses) else "met"
+
         md_limit = PUBLISHED_SUMMARY_LIMIT if row["name"] == "h100-run" else SUMMARY_LIMIT
-        met_size = row["md_bytes"] <= md_limit
-        met_page = row["html_bytes"] <= PAGE_LIMIT
         lines.append(f"| {row['name']} | {row['cells']} | {row['load_s']:.2f} s | "
-                     f"{row['glance_s']:.2f} s ({'met' if met_open else 'MISSED'}) | "
-                     f"{row['grid_s']:.2f} s ({'met' if met_grid else 'MISSED'}) | "
-                     f"{row['panel_s']:.2f} s ({'met' if met_panel else 'MISSED'}) | "
+                     f"{row['glance_s']:.2f} s ({met('first screen drawn')}) | "
+                     f"{row['grid_s']:.2f} s ({met('grid drawn')}) | "
+                     f"{row['panel_s']:.2f} s ({met('panel opened')}) | "
+                     f"{row['link_s']:.2f} s, min {row['link_min_s']:.2f} s "
+                     f"({met('deep link')}) | "
                      f"{row['elements']} | "
-                     f"{row['html_bytes'] / 1e6:.2f} MB ({'met' if met_page else 'MISSED'}) | "
+                     f"{row['html_bytes'] / 1e6:.2f} MB ({met('report.html')}) | "
                      f"{row['md_bytes'] / 1024:.1f} KiB of {md_limit // 1024} "
-                     f"({'met' if met_size else 'MISSED'}) | "
+                     f"({met('COMPATIBILITY.md')}) | "
                      f"{'yes' if row['glance_first'] else 'NO'} | {row['render_s']:.1f} s |")
         print(lines[-1])
+    load = " ".join(f"{figure:.2f}" for figure in os.getloadavg())
+    print(f"load average (1, 5, 15 min) at the end: {load}")
     if args.write:
         text = [
             "# Report benchmark",
@@ -263,24 +348,33 @@ def main() -> None:
             "document, as the page records it (the file's reading and the cells' details "
             "come after: the load event); the grid is drawn at the frame after its every row "
             "is in the document; a panel is opened by a click on a cell at a quarter, half and "
-            "three quarters of the grid, until the frame after it (the median of all). The "
+            "three quarters of the grid, until the frame after it (the median of all); a deep "
+            "link (report.html#cell=ID, the last cell) from the navigation's start to the frame "
+            "after its panel opened (median and minimum of five loads). The "
             "nightly row is the nightly tier's every cell, each holding a real cell's record; "
             f"the x{COPIES} row is the published run's cells copied {COPIES} times, a large "
             "library's nightly (bench/report.py says how). `cudamatrix report` runs with the "
             "chart cache warm after the first row (a run's charts are drawn again only when "
-            "its data changed).",
+            f"its data changed). The machine's load average at the end: {load}.",
             "",
-            f"| report | cells | page load event | first screen drawn (< {TARGET_OPEN_S:.0f} s) "
-            f"| grid drawn (< {TARGET_GRID_S:.0f} s) | panel opened (< {TARGET_PANEL_S} s) "
-            "| elements | report.html (<= 15 MB) | COMPATIBILITY.md | glance first "
-            "| `cudamatrix report` |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| report | cells | page load event | first screen drawn (< {args.target_open:g} s) "
+            f"| grid drawn (< {args.target_grid:g} s) | panel opened (< {args.target_panel:g} s) "
+            f"| deep link (< {args.target_link:g} s) "
+            f"| elements | report.html (<= {args.target_page_mb:g} MB) | COMPATIBILITY.md "
+            "| glance first | `cudamatrix report` |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
             *lines,
             "",
             charts,
             "",
+            *misses,
         ]
         (REPO / "bench" / "REPORT.md").write_text("\n".join(text))
+    # A benchmark that misses a target says so and fails: nox -s bench_report, CI, a person.
+    for line in misses:
+        print(line)
+    if misses:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

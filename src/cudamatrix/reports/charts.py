@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import json
 import statistics
 from collections import Counter, defaultdict
@@ -299,3 +300,20 @@ def svg(spec: dict[str, Any]) -> str:
     with contextlib.suppress(OSError):
         write_atomic(kept, drawn)
     return drawn
+
+
+def named_svg(drawing: str, chart: Chart) -> str:
+    """The drawn chart as a picture with a name: vl-convert's SVG has no role or title, so a
+    screen reader met a bare group of marks. The root element becomes role="img", labelled
+    by a <title> (the chart's title and caption) that is its first child, as SVG's
+    accessibility rules want it; the cached drawing itself stays as drawn."""
+    start = drawing.find("<svg")
+    end = drawing.find(">", start)
+    if start < 0 or end < 0:
+        return drawing
+    title_id = f"chart-{chart.id}-title"
+    opening = drawing[start:end].replace("<svg", f'<svg role="img" aria-labelledby="{title_id}"', 1)
+    name = html.escape(f"{chart.title}. {chart.caption}")
+    return (drawing[:start] + opening + ">" + f'<title id="{title_id}">{name}</title>'
+            + drawing[end + 1:])
+

@@ -33,7 +33,7 @@ from .answers import (
     case_answers,
     css_class,
 )
-from .charts import run_charts, svg
+from .charts import named_svg, run_charts, svg
 from .formats import ReportFormat
 from .glance import UNEXPECTED, CompiledOnly, happened, likely_culprit, repro, repro_root
 from .markdown import header
@@ -51,9 +51,14 @@ LOG_FLOOR = 300
 OK_LOG_BUDGET = 500_000
 OK_LOG_LIMIT = 4_000
 # What many cells share, kept once in the page and named by its place: a toolkit's package
-# versions, a rule's diagnosis, a case's upstream reports and notes, a variant's kernel.
+# versions, a rule's diagnosis, a case's upstream reports and notes, a variant's kernel;
+# a kernel's registers and what its build ships, alike for every library version and host
+# a toolkit x arch builds it with, and a message many cells end with (issue 82: 3.2 MB of
+# a 10,516-cell page).
 SHARED = ("versions", "diagnosis", "upstream", "note", "expected", "prediction", "reason",
-          "kernel")
+          "kernel", "resources", "ships", "message")
+# A stage's values in the page, in this order: the keys once, not once a stage.
+STAGE_KEYS = ("stage", "status", "message", "seconds", "said", "log")
 # A case's sentence longer than this is folded under its beginning.
 SENTENCE_FOLD = 260
 
@@ -112,17 +117,25 @@ def _cell_data(result: CellResult, info: RunInfo, limits: tuple[int, int] = (LOG
         "attempts": list(result.attempts), "flaky": result.flaky,
         "seconds": round(result.seconds, 2), "versions": result.versions,
         # A stage's message where it is not the cell's decisive one (the panel says that).
-        "stages": [{"stage": s.stage, "status": s.status,
-                    "message": s.message if s.message != result.message else "",
-                    "seconds": round(s.seconds, 2), "said": said_stage_seconds(s),
-                    "log": _cut(s.log, failed_limit if s.status != "ok" else ok_limit)
-                    if s.status != "ok" or ok_limit else ""}
+        # Each stage as its values in STAGE_KEYS' order (the page names them once).
+        "stages": [[s.stage, s.status, s.message if s.message != result.message else "",
+                    round(s.seconds, 2), said_stage_seconds(s),
+                    _cut(s.log, failed_limit if s.status != "ok" else ok_limit)
+                    if s.status != "ok" or ok_limit else ""]
                    for s in result.stages],
     }
     if shared is not None:
         for key in SHARED:
             data[key] = shared.place(data[key])
     return data
+
+
+def as_columns(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Records as their keys once and each record as its values in the keys' order (null
+    where a record has no such key). Written out whole, a 10,000-cell page held each cell's
+    30 key names 10,000 times: 3.5 of its 15.4 MB (issue 82), read again by the browser."""
+    keys = list(dict.fromkeys(key for record in records for key in record))
+    return {"keys": keys, "rows": [[record.get(key) for key in keys] for record in records]}
 
 
 def coverage(results: Sequence[CellResult]) -> list[dict[str, Any]]:
@@ -245,8 +258,8 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
     grid = answer_grid(results, info, audits=True)
     # Embedded in a <script> element by Jinja's tojson, which writes no '<', '>', '&' or "'"
     # (so no ``</script>`` or ``<!--<script>`` from a log can end or swallow the page's code).
-    payload = {"cells": data, "shared": shared.values, "shared_keys": SHARED, "history": runs,
-               "words": VERBS}
+    payload = {"cells": as_columns(data), "stage_keys": STAGE_KEYS, "shared": shared.values,
+               "shared_keys": SHARED, "history": runs, "words": VERBS}
     flipped = flips(kept)
     filters = {
         "toolkit": sorted({r.cell.toolkit for r in results},
@@ -256,7 +269,7 @@ def html_report(info: RunInfo, results: Sequence[CellResult],
         "frontend": sorted({r.cell.frontend for r in results}),
     }
     happenings = Counter(happened(r) for r in results if r.cell.frontend != "audit")
-    charts = [(chart, svg(chart.spec)) for chart in run_charts(results, kept)]
+    charts = [(chart, named_svg(svg(chart.spec), chart)) for chart in run_charts(results, kept)]
     counts = summary(results)
     compiled = CompiledOnly.of(results)
     return env.get_template("report.html.j2").render(
