@@ -1,7 +1,7 @@
 # Issue 81: a cold GPU run with the driver's JIT side by side, against its floor, in ONE call
 # of a lent 16-core GPU machine (bench/RESULTS.md, "A cold GPU run with the driver's JIT in
 # parallel"). From the repository's root (or a copy of the tree), with in .gpu/:
-#   whl/      the wheels the device lacks (docker, junitparser) and nvidia-cutlass 4.2.0
+#   whl/      the wheels the device lacks (docker, junitparser, nvidia-ml-py) and nvidia-cutlass 4.2.0
 #             (CUTLASS's headers for the cutlass cases: the device reaches no index);
 #   rw.tgz    tests/data/realworld fetched here by its fetch.py (the device has no network);
 #   stub/     a vl_convert stand-in where its 33 MB wheel does not fit the call (charts blank);
@@ -33,7 +33,7 @@ ARCHS=${ARCHS:-sm_75 sm_80 sm_86 sm_89 sm_90 sm_90a}
 END=$(( $(date +%s) + ${DEADLINE:-520} ))
 left() { echo $(( END - $(date +%s) )); }
 mkdir -p "$WORK" "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/docker-*.whl \
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/docker-*.whl .gpu/whl/nvidia_ml_py-*.whl \
   .gpu/whl/junitparser-*.whl 2>&1 | tail -2
 cp .gpu/stub/*.py /tmp/site/ 2>/dev/null
 export PYTHONPATH=$R/src:/tmp/site PYTHONUNBUFFERED=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=$R/.gpu/whl

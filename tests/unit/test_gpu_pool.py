@@ -241,9 +241,13 @@ def test_n_servers_of_one_gpu_run_n_jit_loads_side_by_side() -> None:
     """A cold run's 54 PTX-JIT loads went one at a time through the GPU's one server while
     15 cores waited (issue 81): a GPU is given more servers while cells wait for it, up to
     the run's width, and their loads run at once."""
-    pool = SlotPool(FakeServer(H100, seconds=0.4, free_bytes=80 * GIB), width=4)
-    seconds = _at_once(pool, [_job(f"jit{i}", "sm_80") for i in range(4)])
-    assert seconds < 0.8, seconds  # one at a time: 1.6 s
+    events: list[str] = []
+    pool = SlotPool(FakeServer(H100, seconds=0.4, free_bytes=80 * GIB, events=events), width=4)
+    _at_once(pool, [_job(f"jit{i}", "sm_80") for i in range(4)])
+    # Side by side: every load started before any ended (one at a time, each would end
+    # before the next starts).
+    assert max(events.index(f"jit{i} starts") for i in range(4)) \
+        < min(events.index(f"jit{i} ends") for i in range(4)), events
     assert len(pool.servers) == 4
     # A fifth cell reuses a server that is free: no fifth process.
     pool.run(_job("warm", "sm_80"), None, None)
@@ -279,6 +283,25 @@ def test_a_timed_cell_waits_for_its_gpus_other_servers_and_none_starts_beside_it
     assert at("timed starts") > max(at(f"early{i} ends") for i in range(3)), events
     assert at("timed ends") == at("timed starts") + 1, events  # nothing beside it
     assert min(at(f"late{i} starts") for i in range(2)) > at("timed ends"), events
+
+
+def test_a_gpu_whose_server_cannot_read_its_own_memory_keeps_one_server() -> None:
+    """A server tells memory gone missing by what its own process holds (NVML); where it
+    cannot read that (no nvidia-ml-py, a container's own process ids), only the GPU's free
+    memory is left, which a second server's context and cells would take: servers were
+    replaced for nothing. Such a GPU keeps its one server, its loads one at a time."""
+    events: list[str] = []
+    first = FakeServer(H100, seconds=0.2, free_bytes=80 * GIB, events=events)
+    first.said_ready({"ready": True, "held_bytes": -1})
+    assert first.own_memory is False
+    pool = SlotPool(first, width=4)
+    _at_once(pool, [_job(f"c{i}", "sm_80") for i in range(4)])
+    assert len(pool.servers) == 1
+    assert all(events.index(f"c{i} ends") == events.index(f"c{i} starts") + 1
+               for i in range(4)), events  # each ended before the next started
+    reads = FakeServer(H100, free_bytes=80 * GIB)
+    reads.said_ready({"ready": True, "held_bytes": 300 << 20})
+    assert reads.own_memory is True
 
 
 def test_a_gpus_servers_are_bounded_by_the_cores_and_its_memory() -> None:
@@ -356,7 +379,7 @@ class ScriptServer(GpuServer):
         assert self.process.stdout is not None
         said = json.loads(self.process.stdout.readline())
         self.started += 1
-        self.free_bytes = said["free_bytes"]
+        self.said_ready(said)
 
 
 class ScriptPool(GpuPool):

@@ -92,6 +92,10 @@ def visible_gpus() -> list[Gpu]:
 class GpuServer:
     """One GPU's server process, started on first use and again after it ended."""
 
+    # Whether this server reads what its own process holds on the GPU (NVML's per-process
+    # figure, the ready line's held_bytes >= 0); None until it has started once.
+    own_memory: bool | None = None
+
     def __init__(self, gpu: Gpu, folder: Path, env: CellEnvironment,
                  jit_cache: Path | None = None, slot: int = 0) -> None:
         # The workers' cell environment, and what this server adds to it.
@@ -125,8 +129,16 @@ class GpuServer:
             raise RuntimeError(f"GPU {self.gpu.index} ({self.gpu.name}): its server did not "
                                f"start: {line}")
         self.started += 1
+        self.said_ready(said)
+
+    def said_ready(self, said: dict[str, Any]) -> None:
+        """What the server's ready line tells the pool: its GPU's free memory as it first
+        started (how many servers the GPU may have), and whether it reads what its own
+        process holds (held_bytes >= 0; -1 where NVML cannot say)."""
         if self.free_bytes is None and isinstance(said.get("free_bytes"), int):
             self.free_bytes = said["free_bytes"]
+        if self.own_memory is None and isinstance(said.get("held_bytes"), int):
+            self.own_memory = said["held_bytes"] >= 0
 
     def stop(self) -> None:
         if self.process is None:
@@ -266,6 +278,12 @@ class GpuPool:
     def slots(self, gpu: Gpu) -> int:
         """How many servers `gpu` may have now (slots_per_gpu, with its free memory as its
         first server read it)."""
+        # A server that cannot read what its own process holds (no nvidia-ml-py, a container
+        # whose process ids are not the host's) tells memory gone missing by the GPU's free
+        # memory alone, which a second server's context and cells take too: its GPU keeps
+        # one server, so that check stays true (its JIT loads then go one at a time).
+        if any(s.own_memory is False for s in self._of(gpu.uuid)):
+            return 1
         read = [s.free_bytes for s in self._of(gpu.uuid) if s.free_bytes is not None]
         count = slots_per_gpu(self.width, len(self._gpus()), max(read) if read else None)
         return min(count, self.capped.get(gpu.uuid, count))

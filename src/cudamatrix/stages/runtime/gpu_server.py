@@ -92,8 +92,10 @@ def serve(socket_path: str) -> None:
         os.unlink(socket_path)
     listener.bind(socket_path)
     listener.listen(1)
-    # Its GPU's free memory as it starts: what bounds how many servers the GPU is given.
-    print(json.dumps({"ready": True, "free_bytes": free_at_start, **session.identity()}),
+    # Its GPU's free memory as it starts: what bounds how many servers the GPU is given;
+    # what this process holds (-1: NVML cannot say, and the GPU keeps this one server).
+    print(json.dumps({"ready": True, "free_bytes": free_at_start, "held_bytes": held_at_start,
+                      **session.identity()}),
           flush=True)
     while True:
         connection, _ = listener.accept()
