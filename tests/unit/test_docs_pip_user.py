@@ -156,3 +156,29 @@ def test_the_torch_extension_pages_files_are_the_tested_ones() -> None:
     for name in ("scale/scale.cu", "scale/binding.cpp", "setup-py/setup.py",
                  "setup-py/check.py"):
         assert (data / name).read_text() in blocks, name
+
+
+def _example_case_folders(name: str) -> list[str]:
+    """The case folders a page has its reader make (`mkdir -p FOLDER/CASE`, in a shell
+    block), as `CASE`: the name the case's cells are known by."""
+    made: list[str] = []
+    for language, block in _ANY_FENCE.findall(_page(name)):
+        if language not in ("console", "sh", "bash", "shell"):
+            continue
+        for command in _shell_commands(block, console=language == "console"):
+            words = shlex.split(command)
+            if words[:2] == ["mkdir", "-p"]:
+                made.extend(Path(folder).name for folder in words[2:] if "/" in folder)
+    return made
+
+
+def test_the_main_pages_example_cases_can_live_in_one_project() -> None:
+    """A newcomer follows the pages in one project, one after the other: writing-cases'
+    first case and the torch-extension page's were both `scale`, so the second page's run
+    stopped at `case id 'scale' already defined` (every case folder of cudamatrix.toml is
+    read, besides --corpus). Each page's example case has a name of its own."""
+    made = [(case, name) for name in MAIN_PAGES for case in _example_case_folders(name)]
+    cases = [case for case, _ in made]
+    assert len(cases) >= 2, f"the pages' mkdir lines not found: {made}"
+    twice = [(case, name) for case, name in made if cases.count(case) > 1]
+    assert twice == [], f"example cases of one name on two pages: {twice}"

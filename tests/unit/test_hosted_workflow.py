@@ -210,6 +210,21 @@ def test_it_stands_beside_the_gpu_workflow_and_never_over_a_file(
     assert (project / WRITTEN).read_text() == written
 
 
+def test_a_workflow_added_to_a_project_says_so_not_the_first_steps(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A newcomer's second `init` (the GPU caller beside the compile-only workflow) wrote
+    the workflow alone and then told them to edit cudamatrix.toml and put kernels in
+    cudamatrix-cases/, as if the project were new: the line says what was kept instead."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["init", str(project), "--ci", "github"])
+    assert done.value.code == 0
+    said = capsys.readouterr().out.strip().splitlines()
+    assert said == ["wrote .github/workflows/cudamatrix.yml",
+                    "cudamatrix.toml was there already: it and the cases are as they were; "
+                    "only the CI file was written"]
+
+
 @pytest.mark.parametrize(("given", "said"), [
     (["--ci", "gitlab", "--no-gpu"], "--no-gpu with --ci gitlab: a compile-only workflow is "
                                      "written for --ci github"),

@@ -94,8 +94,24 @@ def test_a_selection_that_builds_here_leaves_containers_and_says_why(
     provider, line = _run(out, ("build",))
     assert provider == "wheels"
     assert line.startswith("provider: wheels, changed from docker at the last run here: the "
-                           "selection's cells that run on this machine are build (they were "
-                           "none) (auto: the selection's build cells run on this machine")
+                           "selection's build cells run on this machine, not in containers "
+                           "(none did at the last run) (auto: the selection's build cells run "
+                           "on this machine")
+
+
+def test_without_an_engine_a_selection_that_builds_here_or_not_changes_nothing_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newcomer's third command (writing-cases' one case after init's tier with its build
+    case) began `provider: wheels, as at the last run here, though the selection's cells
+    that run on this machine are none (they were build) (auto: ...)`: a fact that decides
+    nothing where no Docker engine answers (wheels either way), said in words that do not
+    parse. Without an engine the line is the choice and why, as at any other run."""
+    out = tmp_path / "out"
+    out.mkdir()
+    _engine_answers(monkeypatch, False)
+    assert _run(out, ("build",)) == ("wheels", "provider: wheels (auto: no Docker engine answers)")
+    assert _run(out) == ("wheels", "provider: wheels (auto: no Docker engine answers)")
+    assert _run(out, ("build",)) == ("wheels", "provider: wheels (auto: no Docker engine answers)")
 
 
 def test_a_folder_from_before_the_facts_were_kept_keeps_its_results_provider(

@@ -18,6 +18,10 @@ def _init(args: argparse.Namespace, invocation: Invocation) -> int:
 
     written = init_project(args.folder, args.ci, args.workflow, args.no_gpu)
     say("wrote " + ", ".join(str(p) for p in written), invocation.console)
+    if Path(CONFIG) not in written:  # --ci in a project that has one: the CI file alone
+        say(f"{CONFIG} was there already: it and the cases are as they were; only the CI "
+            "file was written", invocation.console)
+        return 0
     say(f"next: edit {CONFIG} (tiers: toolkits and archs you support), put your kernels in "
         f"{STARTER_CASES}/ (one folder per case, see the two examples), then `cudamatrix run`",
         invocation.console)

@@ -85,6 +85,11 @@ def decide(facts: AutoFacts) -> tuple[str, str]:
     return "docker", "auto: a Docker engine and its images are ready"
 
 
+def _local_cells(frontends: Sequence[str], none: str = "none of the selection's cells") -> str:
+    """The selection's cells that build here, by frontend (`build` is a build case's)."""
+    return f"the selection's {', '.join(frontends)} cells" if frontends else none
+
+
 def what_changed(before: AutoFacts, now: AutoFacts) -> list[str]:
     """Each fact that differs from the last run's, said as it is now."""
     said = []
@@ -96,10 +101,9 @@ def what_changed(before: AutoFacts, now: AutoFacts) -> list[str]:
     elif now.engine and before.base_image != now.base_image:
         said.append(f"the Docker engine has the base image {BASE_TAG} now" if now.base_image
                     else f"the Docker engine lacks the base image {BASE_TAG} now")
-    if before.local != now.local:
-        said.append(f"the selection's cells that run on this machine are "
-                    f"{', '.join(now.local) or 'none'} (they were "
-                    f"{', '.join(before.local) or 'none'})")
+    if now.engine and before.local != now.local:  # without an engine they decide nothing
+        said.append(f"{_local_cells(now.local)} run on this machine, not in containers "
+                    f"({_local_cells(before.local, 'none')} did at the last run)")
     return said
 
 
