@@ -401,6 +401,21 @@ MUTATIONS = (
     Mutation("verdict: a failure where a hang was expected judged xfail", "record/verdict.py",
              'if expectation.outcome != "fail":', 'if expectation.outcome == "pass":',
              VERDICT),
+    # Issue 80's verdict, groupings and stage sequence, made again by a reviewer (each
+    # survived the unit lane until its test came).
+    Mutation("verdict: an expected warning checked on a pass alone", "record/verdict.py",
+             "    if verdict.outcome in WORKING:\n        return _warned",
+             '    if verdict.outcome == "pass":\n        return _warned',
+             ("tests/unit/test_verdict.py",)),
+    Mutation("junit: a tool's error written as the code's failure", "record/outcomes.py",
+             'JUNIT_FAILURES: frozenset[Outcome] = frozenset({"fail", "xpass"})',
+             'JUNIT_FAILURES: frozenset[Outcome] = frozenset({"fail", "error", "xpass"})',
+             ("tests/unit/test_junit.py",)),
+    Mutation("sequence: a load that could not be done lets the run go on",
+             "stages/cell/sequence.py",
+             'return ended(stage) or (stage.stage in GPU_STAGES and stage.status != "ok")',
+             'return ended(stage) or (stage.stage in GPU_STAGES and stage.status == "failed")',
+             PIPELINE),
 )
 
 

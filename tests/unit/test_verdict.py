@@ -4,6 +4,7 @@ stage and reached stage the reports must say (written out, never computed here).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,22 @@ def test_an_expected_warning_that_was_not_printed_fails() -> None:
     assert decide(Expectation("pass", warning="deprecated"), stages).outcome == "fail"
     printed = [StageResult("compile", OK, "", "", details={"warnings": ["x is deprecated"]})]
     assert decide(Expectation("pass", warning="deprecated"), printed).outcome == "pass"
+
+
+def test_an_expected_warning_is_checked_on_an_expected_failure_too() -> None:
+    """A case that expects its run to fail and its compile to warn: the failure
+    reproducing is no xfail while the warning went missing (an xpass likewise), so every
+    outcome where the code did its part is checked for the warning, not a pass alone."""
+    silent = StageResult("compile", OK, "", "", details={"warnings": ["other"]})
+    ran = [silent, StageResult("inspect", OK), StageResult("load", OK)]
+    failed = [*ran, StageResult("run", "failed", "wrong sum")]
+    expected = Expectation("fail", stage="run", warning="deprecated")
+    judged = decide(expected, failed)
+    assert (judged.outcome, judged.reason) == ("fail", "the expected warning was not printed")
+    worked = decide(expected, [*ran, StageResult("run", OK)])
+    assert (worked.outcome, worked.reason) == ("fail", "the expected warning was not printed")
+    warned = replace(silent, details={"warnings": ["x is deprecated"]})
+    assert decide(expected, [warned, *failed[1:]]).outcome == "xfail"
 
 
 def test_a_cccl_too_old_is_named_by_the_release_the_cell_compiled_with() -> None:
