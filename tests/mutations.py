@@ -416,6 +416,10 @@ MUTATIONS = (
              'return ended(stage) or (stage.stage in GPU_STAGES and stage.status != "ok")',
              'return ended(stage) or (stage.stage in GPU_STAGES and stage.status == "failed")',
              PIPELINE),
+    Mutation("verdict: CUDA's rule taken for a refusal the driver did not confirm",
+             "record/verdict.py",
+             'or prediction.get("predicted") != "refused" or not prediction.get("agrees"):',
+             'or prediction.get("predicted") != "refused":', ("tests/unit/test_verdict.py",)),
 )
 
 

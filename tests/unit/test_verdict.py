@@ -153,6 +153,27 @@ def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> No
     assert "a driver for CUDA 13.5 or newer loads it" in text
 
 
+def test_a_refusal_the_run_did_not_predict_is_the_cases_to_judge() -> None:
+    """CUDA's rule is the verdict only where the run predicted the refusal and the driver's
+    own error confirmed it (`agrees`): a load refused for another reason (the prediction
+    said refused, the error said otherwise) is judged by the case, a failure a maintainer
+    must see, never an expected one."""
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.defaults import KNOWN_BUGS
+    from cudamatrix.record.results import load_results
+    from cudamatrix.record.verdict import rejudge
+
+    _, results = load_results(Path(__file__).parents[1] / "data"
+                              / "published-2026-11-22-toolkit-13.5.json")
+    before = [r for r in results if r.outcome == "fail" and r.cell.toolkit == "13.5"]
+    assert before and all((r.prediction or {}).get("agrees") for r in before)
+    unconfirmed = [replace(r, prediction={**(r.prediction or {}), "agrees": False})
+                   for r in before]
+    judged = rejudge(unconfirmed, {c.id: c for c in load_corpus([KNOWN_BUGS])})
+    assert [r.outcome for r in judged] == ["fail"] * len(before)
+    assert not any("CUDA's rule" in r.note + r.reason for r in judged)
+
+
 def test_a_verdict_judged_again_is_the_same_and_run_rules_are_one_function() -> None:
     """Issue 67: a cell's verdict is decided in record/verdict.py alone. Judged again from
     its recorded stages (`report --rejudge`) a recorded run's cell says what it said, and
