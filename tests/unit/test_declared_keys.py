@@ -309,6 +309,27 @@ def _lines(job: Job, name: str) -> list[list[str]]:
 COMMANDING = [name for name in ("nvcc", "nvrtc", "clang") if frontend(name).command_lines]
 
 
+def test_every_clang_line_of_a_cell_takes_the_cases_words(jobs: Jobs) -> None:
+    """clang compiles a cell in three lines (device code, its PTX, the host code) and
+    probes its kernel in a fourth: the case's flags and dialect shape each (a -I or -D the
+    host side lacks fails where nvcc's one line builds), and the probe writes its own file,
+    never the cell's PTX the compile made."""
+    case = _case("nvcc", flags=["-DFOO=1", "-Iinclude"], std="c++20")
+    job = next(iter(jobs.of(case).values()))
+    assert job.env is not None
+    job = replace(job, frontend="clang", env=replace(
+        job.env, clang="/usr/bin/clang++", clang_cuda_path=job.env.root))
+    commands = frontend("clang").command_lines
+    assert commands is not None
+    compiled, (probe,) = commands(job, Line("compile")), commands(job, Line("probe"))
+    assert len(compiled) == 3
+    for words in (*compiled, probe):
+        assert "-DFOO=1" in words and "-std=c++20" in words, words
+        assert any(w.startswith("-I") and w.endswith("include") for w in words), words
+    made = {words[words.index("-o") + 1] for words in compiled}
+    assert probe[probe.index("-o") + 1] not in made, probe
+
+
 @pytest.mark.parametrize(("at", "key", "table"), LEAVES, ids=[".".join(a) for a, _, _ in LEAVES])
 def test_what_reaches_a_compiler_is_in_the_key_and_a_named_frontend_uses_it(
         at: tuple[str, ...], key: Key, table: Table, jobs: Jobs) -> None:
