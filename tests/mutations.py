@@ -450,6 +450,12 @@ MUTATIONS = (
              'QUIET: frozenset[Outcome] = frozenset({"pass", "xfail", "skip"})',
              'QUIET: frozenset[Outcome] = frozenset({"pass", "xfail"})',
              ("tests/unit/test_progress_log.py",)),
+    # A GPU's servers (issue 81), made again by a reviewer.
+    Mutation("gpu slots: a server that died while idle not started again",
+             "orchestrator/executors/gpus.py",
+             "if self.process is not None and self.process.poll() is None:\n            return",
+             "if self.process is not None:\n            return",
+             ("tests/unit/test_gpu_pool.py",)),
     Mutation("verdict: CUDA's rule taken for a refusal the driver did not confirm",
              "record/verdict.py",
              'or prediction.get("predicted") != "refused" or not prediction.get("agrees"):',
