@@ -462,6 +462,16 @@ MUTATIONS = (
     Mutation("process memory: a list longer than first asked for never read",
              "stages/device/process_memory.py", "count = ctypes.c_uint(count.value + 16)",
              "count = ctypes.c_uint(64)", ("tests/unit/test_process_memory.py",)),
+    # A build case's build kept in the cache (issue 82, item 8), made again by a reviewer.
+    Mutation("build cache: a build the run stopped kept", "orchestrator/build_cache.py",
+             'if not self.enabled or stage.stage != "compile" or stage.accident \\\n'
+             "                or stage.status not in KEPT_STATUSES:",
+             'if not self.enabled or stage.stage != "compile":',
+             ("tests/unit/test_build_cache_entries.py",)),
+    Mutation("build cache: a built tree's links followed", "orchestrator/build_cache.py",
+             "shutil.copytree(tree, staging / BUILD_SOURCE, symlinks=True)",
+             "shutil.copytree(tree, staging / BUILD_SOURCE)",
+             ("tests/unit/test_build_cache_entries.py",)),
     Mutation("verdict: CUDA's rule taken for a refusal the driver did not confirm",
              "record/verdict.py",
              'or prediction.get("predicted") != "refused" or not prediction.get("agrees"):',
