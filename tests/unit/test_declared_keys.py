@@ -309,6 +309,27 @@ def _lines(job: Job, name: str) -> list[list[str]]:
 COMMANDING = [name for name in ("nvcc", "nvrtc", "clang") if frontend(name).command_lines]
 
 
+def test_every_clang_line_of_a_cell_takes_the_cases_words(jobs: Jobs) -> None:
+    """clang compiles a cell in three lines (device code, its PTX, the host code) and
+    probes its kernel in a fourth: the case's flags and dialect shape each (a -I or -D the
+    host side lacks fails where nvcc's one line builds), and the probe writes its own file,
+    never the cell's PTX the compile made."""
+    case = _case("nvcc", flags=["-DFOO=1", "-Iinclude"], std="c++20")
+    job = next(iter(jobs.of(case).values()))
+    assert job.env is not None
+    job = replace(job, frontend="clang", env=replace(
+        job.env, clang="/usr/bin/clang++", clang_cuda_path=job.env.root))
+    commands = frontend("clang").command_lines
+    assert commands is not None
+    compiled, (probe,) = commands(job, Line("compile")), commands(job, Line("probe"))
+    assert len(compiled) == 3
+    for words in (*compiled, probe):
+        assert "-DFOO=1" in words and "-std=c++20" in words, words
+        assert any(w.startswith("-I") and w.endswith("include") for w in words), words
+    made = {words[words.index("-o") + 1] for words in compiled}
+    assert probe[probe.index("-o") + 1] not in made, probe
+
+
 @pytest.mark.parametrize(("at", "key", "table"), LEAVES, ids=[".".join(a) for a, _, _ in LEAVES])
 def test_what_reaches_a_compiler_is_in_the_key_and_a_named_frontend_uses_it(
         at: tuple[str, ...], key: Key, table: Table, jobs: Jobs) -> None:
@@ -461,6 +482,44 @@ def test_a_cell_makes_each_kind_of_nvcc_call_the_key_test_reads(jobs: Jobs) -> N
     calls = _every_call(jobs, _case("nvcc"))
     assert {p: len(c) for p, c in calls.items()} == \
         {"compile": 2, "probe": 1, "preprocess": 2, "host pass": 1}, calls
+
+
+def _arch_of(words: list[str]) -> str:
+    (arch,) = [w.split("=", 1)[1] for w in words if w.startswith("--gpu-architecture=")]
+    return arch
+
+
+def test_each_nvcc_call_is_for_the_arch_its_purpose_asks(jobs: Jobs) -> None:
+    """The purposes kept apart (nvcc_lines): the kernel probe's PTX for the cell's own
+    virtual arch (nvcc's default arch would resolve the name for another GPU), the
+    preprocessing for the cell's arch and then a newer one, and the host pass for the
+    newer arch whose device side declared the name (the one the search is about), not the
+    cell's own."""
+    calls = _every_call(jobs, _case("nvcc"))
+    (probe,) = calls["probe"]
+    assert _arch_of(probe) == "compute_90", probe
+    own, newer = (_arch_of(words) for words in calls["preprocess"])
+    assert own == "sm_90" and newer != own, calls["preprocess"]
+    (host,) = calls["host pass"]
+    assert _arch_of(host) == newer, host
+
+
+def test_the_repro_line_is_the_compile_less_its_kept_folder(jobs: Jobs) -> None:
+    """A cell's log opens with the line that compiles it again (its repro): the compile's
+    own words less --keep and its --keep-dir, a folder of the cell's that is gone when the
+    cell ends (a pasted line would fail on it, or fill a folder nobody reads)."""
+    job = next(iter(jobs.of(_case("nvcc")).values()))
+    (compiled,) = _calls(jobs, job, _BUILDS)["compile"]
+    compile_ = frontend("nvcc").compile
+    assert compile_ is not None
+    built = compile_(job)
+    assert built.result.status == "ok", built.result.log
+    first = built.result.log.splitlines()[0]
+    assert first.startswith("$ ")
+    keep_dir = compiled[compiled.index("--keep-dir") + 1]
+    # The made-up nvcc logs its words, not its own name.
+    assert shlex.split(first[2:])[1:] == [w for w in compiled
+                                          if w not in ("--keep", "--keep-dir", keep_dir)]
 
 
 @pytest.mark.parametrize(("at", "key", "table"), NVCC_LEAVES,

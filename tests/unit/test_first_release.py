@@ -13,6 +13,7 @@ from packaging.version import Version
 from cudamatrix.errors import EnvironmentUnavailable
 from cudamatrix.providers.first_release import (
     SINCE_RELEASE,
+    SINCE_RELEASE_UNKNOWN,
     FirstReleases,
     Lacking,
     NotLooked,
@@ -159,6 +160,23 @@ def test_only_a_failed_compile_that_lacks_a_cccl_name_gets_the_finding(tmp_path:
     passed = StageResult("compile", "ok", "", sample["log"])
     assert with_first_release([passed], lookups, {}, "13.0") == [passed]
     assert with_first_release([failed], None, {}, "13.0") == [failed]
+
+
+def test_a_finding_replaces_the_earlier_runs_could_not_look(tmp_path: Path) -> None:
+    """A compile served from the cache of a run that could not reach the index carries its
+    `since_release_unknown`; this run, reaching it, finds the release, and the record then
+    says that alone (both would say the release was and was not looked up)."""
+    folders = {"13.1": _release(tmp_path, "13.1", {"cuda/__cmath/fast_modulo_division.h":
+                                                   "template <class T> class fast_mod_div {};"})}
+    lookups = FirstReleases(list(folders), _Headers(folders), tmp_path / "cache")
+    sample = json.loads((LOGS / "cccl-from-release.json").read_text())["stage"]
+    earlier = {"kind": "name", "name": "cuda::fast_mod_div", "release": "13.1",
+               "why": "13.1: the index did not answer"}
+    served = StageResult("compile", "failed", sample["message"], sample["log"],
+                         details={SINCE_RELEASE_UNKNOWN: earlier})
+    (stage,) = with_first_release([served], lookups, {"nvidia-cuda-cccl": "13.0.85"}, "13.0")
+    assert stage.details[SINCE_RELEASE]["release"] == "13.1.post1"
+    assert SINCE_RELEASE_UNKNOWN not in stage.details, stage.details
 
 
 def test_each_matrix_gets_the_lookups_of_its_own_releases(tmp_path: Path) -> None:

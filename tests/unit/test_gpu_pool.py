@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -368,18 +369,13 @@ def _answering_server_script(socket_path: str) -> str:
 
 
 class ScriptServer(GpuServer):
-    def ensure(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            return
+    """A server whose process is the script above, started by GpuServer's own `ensure`
+    (the rule of when a server is started again is the code under test)."""
+
+    def command(self) -> list[str]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _answering_server_script(self.socket_path)],
-            stdout=subprocess.PIPE, text=True, start_new_session=True)
-        assert self.process.stdout is not None
-        said = json.loads(self.process.stdout.readline())
-        self.started += 1
-        self.said_ready(said)
+        return [sys.executable, "-c", _answering_server_script(self.socket_path)]
 
 
 class ScriptPool(GpuPool):
@@ -426,3 +422,30 @@ def test_a_server_that_crashed_is_started_again_and_the_gpus_others_go_on(
     assert [results[n][0].status for n in ("ok", "next1", "next2")] == ["ok"] * 3
     assert crashed.started == 2 and survivor.started == 1  # only the crashed one restarted
     assert survivor.process is None or survivor.process.pid == pid
+
+
+def test_a_server_that_died_between_cells_is_started_again_before_the_next(
+        tmp_path: Path) -> None:
+    """A server process gone while idle (the kernel's OOM killer, a GPU reset, a person's
+    kill) is started again as the next cell asks for it: that cell is not charged with a
+    crash it had no part in."""
+    server = ScriptServer(H100, tmp_path, {})
+    pool = _pool()
+    pool.servers, pool.free = [server], [server]
+
+    def cell(name: str) -> list[StageResult]:
+        work = tmp_path / name
+        work.mkdir()
+        return pool.run(Job(cell_id=name, arch="sm_90", source="k.cu", frontend="nvrtc",
+                            workdir=str(work), timeout=10), None, None)
+
+    try:
+        assert cell("first")[0].status == "ok"
+        assert server.process is not None
+        os.killpg(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        after = cell("after")
+    finally:
+        pool.close()
+    assert after[0].status == "ok", after
+    assert server.started == 2

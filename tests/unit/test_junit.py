@@ -8,7 +8,7 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
-from junitparser import Failure, JUnitXml, Skipped
+from junitparser import Error, Failure, JUnitXml, Skipped
 
 from cudamatrix.record.results import load_results
 from cudamatrix.reports.junit import junit_xml
@@ -53,3 +53,18 @@ def test_an_unexpected_pass_is_a_failure(tmp_path: Path) -> None:
     failures = [res for suite in document for case in suite for res in case.result
                 if isinstance(res, Failure)]
     assert len(failures) == 1 and failures[0].type == "xpass"
+
+
+def test_an_error_is_an_error_not_a_failure() -> None:
+    """A cell the tool or its environment broke is JUnit's <error>, as pytest writes a
+    test that raised outside its assertion: a CI test view tells a broken runner from
+    code that failed its case, and counts the two apart."""
+    info, cells = load_results(REPO / "reports" / "results.json")
+    before = JUnitXml.fromstring(junit_xml(info, cells))
+    target = next(r for r in cells if r.outcome == "xfail")
+    cells = [dataclasses.replace(target, outcome="error") if r is target else r for r in cells]
+    after = JUnitXml.fromstring(junit_xml(info, cells))
+    assert (after.errors, after.failures) == (before.errors + 1, before.failures)
+    errors = [res for suite in after for case in suite for res in case.result
+              if isinstance(res, Error)]
+    assert errors and all(e.type == "error" for e in errors)

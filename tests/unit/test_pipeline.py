@@ -25,6 +25,7 @@ from cudamatrix.orchestrator.executors.local import LocalExecutor
 from cudamatrix.stages.cell.files import COMPILE_RECORD, PTX, STAGE_FILE
 from cudamatrix.stages.cell.job import Job
 from cudamatrix.stages.cell.result import StageResult
+from cudamatrix.stages.cell.sequence import stops
 from cudamatrix.stages.cell.specs import ArtifactCheck
 from cudamatrix.stages.cell.steps import Carried, Step
 from cudamatrix.stages.compile.built import Build
@@ -222,6 +223,21 @@ def test_the_rule() -> None:
     assert not goes_on([ok, StageResult("load", "failed")])
     assert not goes_on([ok, StageResult("load", "skipped")])
     assert goes_on([ok, StageResult("load", "ok")])
+
+
+def test_a_gpu_stage_that_did_not_work_stops_the_cell_alone() -> None:
+    """`stops`, asked of one stage where the rest are not at hand (the load before its run,
+    the torch extension's import before its call): a load that could not be done here
+    (unavailable, skipped) stops the cell as a failed one does, or a run would be tried on
+    no module; a failed check before the GPU stages does not."""
+    for status in ("failed", "unavailable", "skipped", "unsupported"):
+        assert stops(StageResult("load", status))  # type: ignore[arg-type]
+        assert stops(StageResult("run", status))  # type: ignore[arg-type]
+    assert not stops(StageResult("load", "ok"))
+    assert not stops(StageResult("inspect", "failed"))
+    assert not stops(StageResult("inspect", "unavailable"))
+    for ended in ("error", "timeout", "crashed"):
+        assert stops(StageResult("inspect", ended))  # type: ignore[arg-type]
 
 
 # --- a real worker: the crash at its stage ---------------------------------------------------

@@ -105,3 +105,26 @@ def test_quiet_keeps_only_the_failures(capsys: pytest.CaptureFixture[str]) -> No
     progress.finish()
     assert capsys.readouterr().out == (
         "[2/2] b/nvrtc/13.0/sm_80: error (1.0s): the worker died (signal 9)\n")
+
+
+def test_a_live_bar_says_only_the_cells_a_reader_must_act_on() -> None:
+    """The terminal's live bar (commands/progress_bar.py) prints a line for a cell whose
+    outcome asks something of its reader (a failure, an error, a pass where a failure was
+    expected) and keeps quiet of the rest, a skip among them: on a GPU-less machine every
+    cell's GPU stages are skipped, and a line each would bury the failures."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from cudamatrix.commands.progress_bar import RichProgress
+
+    written = StringIO()
+    bar = RichProgress(Console(file=written, width=200))
+    outcomes: tuple[Outcome, ...] = ("pass", "xfail", "skip", "fail", "error")
+    bar.start(len(outcomes))
+    for outcome in outcomes:
+        bar.cell_done(_result(outcome, outcome, 1.0, f"it said {outcome}"))
+    bar.bar.stop()
+    said = {line.split()[0] for line in written.getvalue().splitlines()
+            if "/nvrtc/13.0/sm_80: it said " in line}
+    assert said == {"fail", "error"}, written.getvalue()

@@ -4,6 +4,7 @@ stage and reached stage the reports must say (written out, never computed here).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,22 @@ def test_an_expected_warning_that_was_not_printed_fails() -> None:
     assert decide(Expectation("pass", warning="deprecated"), printed).outcome == "pass"
 
 
+def test_an_expected_warning_is_checked_on_an_expected_failure_too() -> None:
+    """A case that expects its run to fail and its compile to warn: the failure
+    reproducing is no xfail while the warning went missing (an xpass likewise), so every
+    outcome where the code did its part is checked for the warning, not a pass alone."""
+    silent = StageResult("compile", OK, "", "", details={"warnings": ["other"]})
+    ran = [silent, StageResult("inspect", OK), StageResult("load", OK)]
+    failed = [*ran, StageResult("run", "failed", "wrong sum")]
+    expected = Expectation("fail", stage="run", warning="deprecated")
+    judged = decide(expected, failed)
+    assert (judged.outcome, judged.reason) == ("fail", "the expected warning was not printed")
+    worked = decide(expected, [*ran, StageResult("run", OK)])
+    assert (worked.outcome, worked.reason) == ("fail", "the expected warning was not printed")
+    warned = replace(silent, details={"warnings": ["x is deprecated"]})
+    assert decide(expected, [warned, *failed[1:]]).outcome == "xfail"
+
+
 def test_a_cccl_too_old_is_named_by_the_release_the_cell_compiled_with() -> None:
     """Issue 37: the diagnosis of a CCCL header or name the toolkit's CCCL lacks names that
     CCCL's version (the toolkit's own, or the header library's ahead of it)."""
@@ -134,6 +151,27 @@ def test_ptx_newer_than_the_driver_is_cudas_rule_said_once(tmp_path: Path) -> No
     text = markdown_report(info, judged)
     assert text.count("Driver: 7 cells of toolkit 13.5 could not load") == 1
     assert "a driver for CUDA 13.5 or newer loads it" in text
+
+
+def test_a_refusal_the_run_did_not_predict_is_the_cases_to_judge() -> None:
+    """CUDA's rule is the verdict only where the run predicted the refusal and the driver's
+    own error confirmed it (`agrees`): a load refused for another reason (the prediction
+    said refused, the error said otherwise) is judged by the case, a failure a maintainer
+    must see, never an expected one."""
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.defaults import KNOWN_BUGS
+    from cudamatrix.record.results import load_results
+    from cudamatrix.record.verdict import rejudge
+
+    _, results = load_results(Path(__file__).parents[1] / "data"
+                              / "published-2026-11-22-toolkit-13.5.json")
+    before = [r for r in results if r.outcome == "fail" and r.cell.toolkit == "13.5"]
+    assert before and all((r.prediction or {}).get("agrees") for r in before)
+    unconfirmed = [replace(r, prediction={**(r.prediction or {}), "agrees": False})
+                   for r in before]
+    judged = rejudge(unconfirmed, {c.id: c for c in load_corpus([KNOWN_BUGS])})
+    assert [r.outcome for r in judged] == ["fail"] * len(before)
+    assert not any("CUDA's rule" in r.note + r.reason for r in judged)
 
 
 def test_a_verdict_judged_again_is_the_same_and_run_rules_are_one_function() -> None:

@@ -111,11 +111,19 @@ class GpuServer:
         # The GPU's free memory as this server first started (None: not yet started).
         self.free_bytes: int | None = None
 
+    def command(self) -> list[str]:
+        """The server's process: this package's GPU server on this server's socket (apart
+        from `ensure`, so that the rule of when one is started is run, in the unit lane, on
+        a process that answers as the server does without a GPU)."""
+        return [sys.executable, "-m", "cudamatrix.stages.runtime.gpu_server", self.socket_path]
+
     def ensure(self) -> None:
+        """The server's process, started where it has none or the one it had ended (a
+        crash, a sticky fault, a cell that replaced it); one that runs is kept."""
         if self.process is not None and self.process.poll() is None:
             return
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudamatrix.stages.runtime.gpu_server", self.socket_path],
+            self.command(),
             env=cell_environment(self.variables, inherited=self.env), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True)
         assert self.process.stdout is not None
