@@ -26,7 +26,7 @@ def test_no_gpu_or_no_library_is_no_figure() -> None:
 @dataclass
 class _Entry:
     pid: int
-    usedGpuMemory: int | None  # noqa: N815 (nvidia-ml-py's own field name)
+    usedGpuMemory: int | None  # nvidia-ml-py's own field name
 
 
 def _nvml(monkeypatch: pytest.MonkeyPatch, listed: list[_Entry]) -> None:
