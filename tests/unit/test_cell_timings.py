@@ -147,3 +147,15 @@ def test_a_cells_recorded_seconds_count_its_load_on_the_gpu(tmp_path: Path) -> N
     timings = CellTimings(tmp_path)
     timings.record(results)
     assert CellTimings(tmp_path).expected(cell) >= 0.3
+
+
+def test_a_cell_is_guessed_until_timed_here_or_on_the_reference_machine(
+        tmp_path: Path) -> None:
+    """The ETA takes a guessed cell at what its guess's cells take in the run (eta.py): a
+    cell timed here, or shipped with the reference machine's figure, is a record instead."""
+    timings = CellTimings(tmp_path)
+    never, shipped = _cell("never-timed-anywhere"), _cell("x")
+    timings.shipped = {"x/v/13.0/sm_90": 3.0}
+    assert timings.guessed(never) and not timings.guessed(shipped)
+    timings.record([_result(never, 2.0)])
+    assert not CellTimings(tmp_path).guessed(never)

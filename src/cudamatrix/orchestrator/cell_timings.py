@@ -83,6 +83,13 @@ class CellTimings:
         self.seconds: dict[str, float] = _all_seconds(read_cache(self.path))
         self.shipped = shipped_costs()
 
+    def guessed(self, cell: Cell) -> bool:
+        """Whether the cell's expected seconds are only its frontend's guess (timed neither
+        here nor on the reference machine): the ETA then learns its cost from the cells of
+        its guess in this run instead of scaling the guess (orchestrator/eta.py)."""
+        key = _key(cell)
+        return key not in self.seconds and key not in self.shipped
+
     def expected(self, cell: Cell) -> float:
         """This machine's last cold time of the cell, else the reference machine's, else
         its frontend's guess."""

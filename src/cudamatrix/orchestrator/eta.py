@@ -7,7 +7,11 @@ faster than it has been, and the slow ones are the last to finish: the finished 
 said a loaded laptop was quick); a running cell past its expectation still has time to go
 (it counted 0, and a torch extension's five minutes read 0:00 ten times); and the
 workers, by placing the cells still to start on them longest first as the run does (a
-sum over the workers said 0:17 where one long cell had 79 s to go).
+sum over the workers said 0:17 where one long cell had 79 s to go). A cell never timed is
+given its frontend's guess, which is no machine's record: its cost is `measured` (what the
+cells of its guess took in this run, else the guess), never scaled by the speed nor
+teaching it (a first run's builds guessed at 120 s that took 8 made every kernel guessed
+at 1 s cost 0.07, and the ETA said 0:17 with 35 s left).
 """
 
 from __future__ import annotations
@@ -27,23 +31,27 @@ MIN_LEFT_S = 1.0
 
 @dataclass(frozen=True)
 class RunningCell:
-    """A cell on a worker now: its recorded seconds and how long it has run."""
+    """A cell on a worker now: its recorded seconds and how long it has run; `measured`
+    where its seconds are this run's own figure for it, not a record to scale."""
 
     expected: float
     elapsed: float
+    measured: bool = False
 
 
 @dataclass(frozen=True)
 class RunState:
     """What the ETA is made of at one moment: the recorded seconds of the cells still to
     start, the cells running, the finished cells' recorded and real seconds summed, and how
-    many cells run at once."""
+    many cells run at once; `measured`, the seconds of cells still to start that this run
+    has measured for them (never timed: what their guess's cells took here)."""
 
     queued: tuple[float, ...]
     running: tuple[RunningCell, ...]
     finished_expected: float
     finished_actual: float
     workers: int
+    measured: tuple[float, ...] = ()
 
 
 def speed(state: RunState) -> float:
@@ -54,7 +62,7 @@ def speed(state: RunState) -> float:
     low, high = SPEED_BOUNDS
     expected, actual = state.finished_expected, state.finished_actual
     known = min(high, max(low, actual / expected)) if expected > 0 else 1.0
-    for cell in state.running:
+    for cell in (c for c in state.running if not c.measured):
         if cell.elapsed > cell.expected * known:
             expected, actual = expected + cell.expected, actual + cell.elapsed
     if expected <= 0:
@@ -65,7 +73,7 @@ def speed(state: RunState) -> float:
 def time_left(cell: RunningCell, rate: float) -> float:
     """A running cell's seconds still to go: its record at this speed less what it has run,
     or, past that, a share of its overrun; never under MIN_LEFT_S (it has not ended)."""
-    due = cell.expected * rate
+    due = cell.expected * (1.0 if cell.measured else rate)
     return max(due - cell.elapsed, OVERRUN_SHARE * (cell.elapsed - due), MIN_LEFT_S)
 
 
@@ -82,4 +90,4 @@ def eta_seconds(state: RunState) -> float:
     """Seconds until the run should end; more than 0 while a cell runs."""
     rate = speed(state)
     return _placed(state.workers, (time_left(c, rate) for c in state.running),
-                   (s * rate for s in state.queued))
+                   (*(s * rate for s in state.queued), *state.measured))

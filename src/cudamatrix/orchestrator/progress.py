@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..common.log_line import say
@@ -102,15 +102,21 @@ class Progress:
         self._takings = 0
         self._workers = 1
         self._timed = [0.0, 0.0]  # finished cells' expected and real seconds
+        self._guessed: set[str] = set()  # cells never timed: their seconds are a guess
+        self._by_guess: dict[float, list[float]] = {}  # a guess: its finished cells' seconds
         self._said_running = self.clock()
         self._stop = threading.Event()
 
-    def expect(self, seconds: Mapping[str, float], workers: int) -> None:
+    def expect(self, seconds: Mapping[str, float], workers: int,
+               guessed: Collection[str] = ()) -> None:
         """What the ETA is made of: the seconds each cell still to run took last time
-        (cell-timings.json), by cell id, and how many cells run at once. Starts the
-        heartbeat that names the running cells (the plain lines only)."""
+        (cell-timings.json), by cell id, and how many cells run at once; `guessed`, the
+        cells never timed, whose seconds are their frontend's guess (eta.py takes them at
+        what the cells of their guess take in this run). Starts the heartbeat that names
+        the running cells (the plain lines only)."""
         with self._lock:
             self._expected = {c: _expected_seconds(s) for c, s in seconds.items()}
+            self._guessed = set(guessed) & set(self._expected)
             self._workers = max(1, workers)
         if self.heartbeat_s > 0 and self.verbosity >= 0:
             threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True).start()
@@ -145,7 +151,9 @@ class Progress:
         began = self._running.pop(result.cell.id, None)
         self._taken.pop(result.cell.id, None)
         expected = self._expected.pop(result.cell.id, None)
-        if began is not None and expected is not None:
+        if began is not None and expected is not None and result.cell.id in self._guessed:
+            self._by_guess.setdefault(expected, []).append(result.seconds)
+        elif began is not None and expected is not None:
             self._timed[0] += expected
             self._timed[1] += result.seconds
 
@@ -158,7 +166,7 @@ class Progress:
 
     def _eta(self) -> float | None:
         if not self._expected:
-            return None if not self._timed[0] else 0.0
+            return None if not (self._timed[0] or self._by_guess) else 0.0
         now = self.clock()
         # The cells a worker took up at once (a group built by one compile) are one piece
         # of its work: their records summed against the time the group has run.
@@ -166,12 +174,22 @@ class Progress:
         for cell_id, began in self._running.items():
             if cell_id in self._expected:
                 key, had = self._taken[cell_id], together.get(self._taken[cell_id])
+                alike = cell_id in self._guessed and (had is None or had.measured)
                 together[key] = RunningCell((had.expected if had else 0.0)
-                                            + self._expected[cell_id], now - began)
+                                            + self._seconds(cell_id), now - began, alike)
         running = tuple(together.values())
-        queued = tuple(s for c, s in self._expected.items() if c not in self._running)
+        waiting = [c for c in self._expected if c not in self._running]
+        queued = tuple(self._expected[c] for c in waiting if c not in self._guessed)
+        measured = tuple(self._seconds(c) for c in waiting if c in self._guessed)
         return eta_seconds(RunState(queued, running, self._timed[0], self._timed[1],
-                                    self._workers))
+                                    self._workers, measured))
+
+    def _seconds(self, cell_id: str) -> float:
+        """A cell's seconds for the ETA: its record, or for a cell never timed the mean of
+        what the cells of its guess took in this run (the guess until one has finished)."""
+        expected = self._expected[cell_id]
+        seen = self._by_guess.get(expected) if cell_id in self._guessed else None
+        return sum(seen) / len(seen) if seen else expected
 
     def running_line(self) -> str | None:
         """The cells running now, longest-running first, and the ETA: None when none runs."""
