@@ -203,6 +203,9 @@ def _read_in(rule: Rule) -> str:
              if rule.detail
              else "the decisive message" if rule.decisive_only
              else "the message and error lines")
+    if rule.figure is not None:
+        where += (f"; its figure from the stage's log (`{rule.figure.pattern}`, said where "
+                  f"above {rule.figure_above})")
     if rule.arch_reached is not None:
         where += "; the compile named an arch" if rule.arch_reached else "; no arch named"
     return where
@@ -214,7 +217,10 @@ def _rules_table() -> str:
     lines = ["| rule | what it says | reads | upstream |", "| --- | --- | --- | --- |"]
     for rule in rules():
         links = " ".join(f"<{link}>" for link in rule.links)
-        lines.append(f"| `{rule.name}` | {_cell(rule.title)} | {_read_in(rule)} | {links} |")
+        said = _cell(rule.title)
+        if rule.figure_title:
+            said += f"; with its figure: {_cell(rule.figure_title)}"
+        lines.append(f"| `{rule.name}` | {said} | {_read_in(rule)} | {links} |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -88,6 +89,15 @@ def test_every_rule_is_linear_in_its_input(rule: Rule) -> None:
                 f"{rule.name}: {size >> 10} KiB took {total:.3f} s, a quarter of it "
                 f"{before:.4f} s; slowest on {slowest} ({took[slowest]:.3f} s)")
         before = total
+
+
+@pytest.mark.parametrize("rule", [r for r in rules() if r.figure is not None],
+                         ids=lambda r: r.name)
+def test_every_figure_is_linear_in_its_input(rule: Rule) -> None:
+    """A rule's `figure` is searched through the stage's log (its last 64 KiB): held to the
+    same measure as the rule's own pattern."""
+    assert rule.figure is not None
+    test_every_rule_is_linear_in_its_input(replace(rule, pattern=rule.figure))
 
 
 def test_the_real_assert_line_is_still_read() -> None:

@@ -54,7 +54,7 @@ def test_a_bare_status_line_carries_what_the_diagnosis_knows(
     line = _line(Progress(), result, capsys)
     assert line.startswith(f"[1/1] {SMEM_CELL}: fail (")
     assert line.endswith(f": {result.message} — {(result.diagnosis or {})['title']}")
-    assert "static shared memory over 48 KiB" in line
+    assert "49,168 bytes of static shared memory" in line
 
 
 def test_a_compilers_own_reason_is_the_line_alone(capsys: pytest.CaptureFixture[str]) -> None:
@@ -71,4 +71,4 @@ def test_the_terminals_line_carries_it_too() -> None:
     bar.cell_done(_failed())
     bar.finish()
     said = [line for line in screen.getvalue().splitlines() if SMEM_CELL in line]
-    assert said and "static shared memory over 48 KiB" in said[0], screen.getvalue()
+    assert said and "49,168 bytes of static shared memory" in said[0], screen.getvalue()

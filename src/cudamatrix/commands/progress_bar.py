@@ -13,7 +13,7 @@ from ..common.log_line import log_line, say
 from ..common.words import shortened
 from ..orchestrator.progress import Progress as PlainProgress
 from ..orchestrator.progress import said_duration
-from ..record.diagnose import said_beyond
+from ..record.diagnose import said_beyond, said_first
 from ..record.outcomes import QUIET
 
 if TYPE_CHECKING:
@@ -77,10 +77,13 @@ class RichProgress(PlainProgress):
         result = self.settle(result)
         if result.outcome not in QUIET:
             # The message ended at a word to keep the row short; what the diagnosis says
-            # beyond a bare status (progress.failure_said) whole after it.
+            # beyond a bare status (progress.failure_said) whole after it, a measured
+            # finding whole before it.
             said = shortened(log_line(result.message or result.reason), 120)
             beyond = said_beyond(result.message, result.diagnosis)
             said += f" — {beyond}" if beyond else ""
+            finding = said_first(result.diagnosis)
+            said = f"{finding} — {said}" if finding else said
             say(f"{result.outcome:>5}  {result.cell.id}: {said}", self.bar.console)
         if self.task is not None:
             self.bar.advance(self.task)

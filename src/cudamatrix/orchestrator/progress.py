@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..common.log_line import say
-from ..record.diagnose import said_beyond
+from ..record.diagnose import said_beyond, said_first
 from ..record.outcomes import FAILING
 from ..stages.cell.result import TOGETHER_SECONDS
 from .eta import RunningCell, RunState, eta_seconds
@@ -52,8 +52,12 @@ def said_seconds(result: CellResult) -> str:
 def failure_said(result: CellResult) -> str:
     """A failing cell's words on its one line: its decisive message, whole, then where that
     is only a status (NVRTC_ERROR_COMPILATION) what the diagnosis knows beyond it, its
-    title: the tool's own words where they say more than the compiler's."""
+    title: the tool's own words where they say more than the compiler's. A finding the run
+    measured ("dequant works from sm_80 on") comes first, the compiler's words after."""
     said = result.message or result.reason
+    finding = said_first(result.diagnosis)
+    if finding:
+        return f"{finding} — {said}"
     beyond = said_beyond(result.message, result.diagnosis)
     return f"{said} — {beyond}" if beyond else said
 

@@ -45,6 +45,17 @@ class Rule:
     # whose "said" the pattern is matched against), not from what the compiler printed:
     # what the worker measured after the failure (since which arch a name is declared).
     detail: str = ""
+    # A figure the rule reads from the stage's log where the decisive message has none
+    # (NVRTC's bare NVRTC_ERROR_COMPILATION; ptxas's usage line has the bytes): a pattern
+    # whose `value` group is the figure, the title said with it, and the figure it must be
+    # above to be the cause (a usage line of 100 bytes explains no refusal over 48 KiB).
+    figure: re.Pattern[str] | None = None
+    figure_title: str = ""
+    figure_above: int = 0
+    # The one-line account of the cell (a CI log's line) says this rule's title before the
+    # compiler's words: it is a finding the run measured (since which arch a name exists),
+    # which says more than the compiler's "identifier ... is undefined".
+    said_first: bool = False
 
     def fits(self, arch_reached: bool | None) -> bool:
         return self.arch_reached is None or self.arch_reached == arch_reached
@@ -74,9 +85,16 @@ def rules() -> tuple[Rule, ...]:
         Rule(r["name"], re.compile(_with_tables(r["pattern"])), r["title"], r["explanation"],
              r["fix"],
              tuple(r.get("links", ())), tuple(r.get("status", ())),
-             bool(r.get("decisive_only", False)), r.get("arch_reached"), r.get("detail", ""))
+             bool(r.get("decisive_only", False)), r.get("arch_reached"), r.get("detail", ""),
+             re.compile(r["figure"]) if "figure" in r else None, r.get("figure_title", ""),
+             int(r.get("figure_above", 0)), bool(r.get("said_first", False)))
         for r in _table()["rule"]
     )
+
+
+@cache
+def _rules_by_name() -> dict[str, Rule]:
+    return {rule.name: rule for rule in rules()}
 
 
 def intrinsic_archs() -> dict[str, str]:
@@ -112,14 +130,33 @@ def _over(values: dict[str, str]) -> dict[str, str]:
     return {}
 
 
+def _figure(rule: Rule, log: str) -> dict[str, str]:
+    """The rule's figure read from the (already bounded) log: the largest its pattern
+    finds, as the largest is the one past a limit (one kernel of several over 48 KiB), with
+    the limit it is above ({limit}); {} where the rule reads none, the log has none or none
+    is above the limit."""
+    if rule.figure is None or not log:
+        return {}
+    largest = max((int(m.group("value")) for m in rule.figure.finditer(log)), default=-1)
+    if largest <= rule.figure_above:
+        return {}
+    return {"value": str(largest), "limit": str(rule.figure_above)}
+
+
 def _said(rule: Rule, found: re.Match[str], text: str,
-          finding: dict[str, str] | None = None) -> Diagnosis:
+          finding: dict[str, str] | None = None, log: str = "") -> Diagnosis:
     """The rule's diagnosis with the pattern's groups filled in ({arch}, {option}), the
-    first release of a caught option ({first_release}), a figure's excess ({over}) and,
-    for a `detail` rule, the finding's own sentence ({said})."""
+    first release of a caught option ({first_release}), a figure's excess ({over}), each
+    figure with its thousands marked ({value_said}: 49,168) and, for a `detail` rule, the
+    finding's own sentence ({said}). A rule with a `figure` found in the log says its
+    `figure_title`: the bytes the log has, where the message said none."""
+    figure = _figure(rule, log)
     values = dict(finding or {})
     values.update({k: v for k, v in found.groupdict().items() if v is not None})
+    values.update(figure)
     values.update(_over(values))
+    values.update({f"{k}_said": f"{int(v):,}" for k, v in list(values.items())
+                   if v.isdigit() and len(v) <= 18})
     if "intrinsic" in values:
         since = intrinsic_archs().get(values["intrinsic"], "")
         values["first_arch"] = since
@@ -135,7 +172,8 @@ def _said(rule: Rule, found: re.Match[str], text: str,
     def fill(words: str) -> str:
         return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), words)
 
-    return Diagnosis(rule.name, fill(rule.title), fill(rule.explanation), fill(rule.fix),
+    title = rule.figure_title if figure and rule.figure_title else rule.title
+    return Diagnosis(rule.name, fill(title), fill(rule.explanation), fill(rule.fix),
                      rule.links, text)
 
 
@@ -179,6 +217,17 @@ def said_beyond(message: str, diagnosis: Mapping[str, Any] | None) -> str:
     return str(diagnosis.get("title") or "")
 
 
+def said_first(diagnosis: Mapping[str, Any] | None) -> str:
+    """What a one-line account of a failure says before the decisive message: the
+    diagnosis' title where its rule is a finding the run measured (`said_first` in
+    rules.toml: "dequant works from sm_80 on"), "" otherwise. The Markdown and the page
+    said it; the CI line said only the compiler's "identifier ... is undefined"."""
+    rule = _rules_by_name().get(str((diagnosis or {}).get("rule")))
+    if rule is None or not rule.said_first:
+        return ""
+    return str((diagnosis or {}).get("title") or "")
+
+
 def _said_alone(line: str) -> str:
     """A compiler's line without the place it starts with: the rules read what the error
     says, never the words of a path (a folder named after a case, an artifacts folder)."""
@@ -197,17 +246,19 @@ def decisive_message(message: str, lines: Sequence[str]) -> str:
 
 
 def diagnose(message: str, lines: Sequence[str] = (),
-             arch_reached: bool | None = None) -> Diagnosis:
+             arch_reached: bool | None = None, log: str = "") -> Diagnosis:
     """The first rule that matches the decisive message, else one of the error lines.
-    `arch_reached`: whether the compile named its target arch (None: not known). Each is
-    read within its bound (DIAGNOSED_*), never whole."""
+    `arch_reached`: whether the compile named its target arch (None: not known); `log`:
+    what the stage printed, where a rule's figure is read. Each is read within its bound
+    (DIAGNOSED_*), never whole."""
     bounded = tuple(_ends(line, DIAGNOSED_LINE_CHARS) for line in lines)
     return _diagnose(decisive_message(_ends(message, DIAGNOSED_MESSAGE_CHARS), bounded),
-                     bounded, arch_reached)
+                     bounded, arch_reached, log[-DIAGNOSED_LOG_CHARS:])
 
 
 @lru_cache(maxsize=4096)
-def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -> Diagnosis:
+def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None,
+              log: str = "") -> Diagnosis:
     # Remembered: the cells of a tier repeat a few messages over every toolkit and arch.
     for index, text in enumerate((message, *lines)):
         said = _said_alone(text)
@@ -217,7 +268,7 @@ def _diagnose(message: str, lines: tuple[str, ...], arch_reached: bool | None) -
                 continue
             found = rule.pattern.search(said) if said else None
             if found is not None:
-                return _said(rule, found, text)
+                return _said(rule, found, text, log=log)
     return Diagnosis(UNCLASSIFIED, "No rule matched", evidence=message)
 
 
@@ -236,7 +287,8 @@ def diagnose_stage(message: str, stage: StageResult,
     found = _from_details(stage.details, message)
     if found is not None:
         return found
-    return diagnose(message, _error_lines(stage.log[-DIAGNOSED_LOG_CHARS:]), arch_reached)
+    log = stage.log[-DIAGNOSED_LOG_CHARS:]
+    return diagnose(message, _error_lines(log), arch_reached, log)
 
 
 def _from_details(details: dict[str, Any], message: str) -> Diagnosis | None:
