@@ -40,7 +40,7 @@ def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
     for command in _first_ten_minutes():
         if command.startswith("python -m pip install cudamatrix"):
             continue  # done above, from the wheel (README: "or its wheel")
-        if command.startswith("cd "):
+        if command.startswith(("cd ", "mkdir ")):
             continue  # the project's folder: `project`
         words = command.split()
         assert words[0] == "cudamatrix", command
@@ -70,11 +70,13 @@ def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
 
 
 def _first_ten_minutes() -> list[str]:
-    """The commands of README's first section, in order, without their comments."""
+    """The commands of README's first section, in order, without their comments: the
+    block is a console session, each command after its `$ ` prompt, what it prints not."""
     readme = (REPO / "README.md").read_text()
     section = readme.split("## Your first ten minutes", 1)[1]
     block = section.split("```", 2)[1]
-    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    commands = [line[2:].split("#", 1)[0].strip() for line in block.splitlines()
+                if line.startswith("$ ")]
     found = [c for c in commands if c]
     assert found[-1].startswith("cudamatrix run"), found
     return found

@@ -81,6 +81,13 @@ class BuildCache:
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
 
+    def forget(self, key: str) -> None:
+        """Drop what is kept for `key`: a retry (--retries) asks the build again, since a
+        build's commands are the project's own and a failure may be one of chance (a lost
+        download); its new result is kept in its place."""
+        if self.enabled:
+            shutil.rmtree(self._entry(key), ignore_errors=True)
+
     def restore(self, key: str, workdir: Path) -> bool:
         """The kept build's record and outputs into `workdir` (the cell's folder); False on
         a miss or an entry that cannot be read."""

@@ -73,9 +73,9 @@ class CellRunner:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-    def prepare(self, cell: Cell) -> Prepared:
+    def prepare(self, cell: Cell, retry: bool = False) -> Prepared:
         """The cell's job and what the compile cache has for it, or the stages that say at
-        once why nothing can run."""
+        once why nothing can run; a retry's build case is built again (kept_build)."""
         began = time.monotonic()
         prepared = Prepared(cell, self.plan.variant(cell))
         if self.out_of_time():
@@ -88,7 +88,7 @@ class CellRunner:
         if isinstance(job, NoJob):
             prepared.stages = job.stages
         else:
-            prepared.job = job = self.kept_build(prepared, job)
+            prepared.job = job = self.kept_build(prepared, job, retry)
             if job.prebuilt is None and frontend(cell.frontend).cached:
                 folders = key_folders(job)
                 included = key_files(job, folders)
@@ -112,14 +112,19 @@ class CellRunner:
         prepared.spent = time.monotonic() - began
         return prepared
 
-    def kept_build(self, prepared: Prepared, job: Job) -> Job:
+    def kept_build(self, prepared: Prepared, job: Job, retry: bool = False) -> Job:
         """A build case's job, taken from the build cache where its build is kept and no
         GPU stage runs here (build_cache.py), as an earlier run's build; else as it was,
-        its key noted for the build to be kept once built."""
+        its key noted for the build to be kept once built. A retry builds again, what the
+        attempt before it kept dropped (a build that failed once by chance was served its
+        failed first attempt)."""
         if job.prebuilt is not None or job.gpu_stages \
                 or not frontend(job.frontend).builds_project:
             return job
         prepared.build_key = build_key(job, self.envs.provider)
+        if prepared.build_key is not None and retry:
+            self.builds.forget(prepared.build_key)
+            return job
         if prepared.build_key is None or not self.builds.restore(prepared.build_key, job.work):
             return job
         prepared.cache_note = "hit"
@@ -289,7 +294,7 @@ class CellRunner:
         while result.outcome in UNEXPECTED_OUTCOMES and len(attempts) < self.options.retries \
                 and not self.out_of_time():
             attempts.append(result.attempt_said())
-            again = self.prepare(result.cell)
+            again = self.prepare(result.cell, retry=True)
             began = time.monotonic()
             stages = self.execute(again)
             result = self.judged(again, stages, again.spent + time.monotonic() - began)
