@@ -132,7 +132,8 @@ class Attempts:
         runner.execute = self.execute  # type: ignore[method-assign]
         runner.judged = self.judged  # type: ignore[method-assign]
 
-    def prepare(self, cell: Cell) -> Prepared:
+    def prepare(self, cell: Cell, retry: bool = False) -> Prepared:
+        assert retry, "an attempt after the first is prepared as a retry (its build again)"
         return Prepared(cell, SimpleNamespace(name="v"))  # type: ignore[arg-type]
 
     def execute(self, prepared: Prepared) -> list[StageResult]:
