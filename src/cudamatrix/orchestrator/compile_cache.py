@@ -293,6 +293,17 @@ def _read_regular(path: Path, limit: int = MAX_ARTIFACT_BYTES) -> bytes | None:
         return handle.read(limit + 1)[:limit]
 
 
+def _write_entry(staging: Path, files: dict[str, bytes]) -> None:
+    """An entry's files and the manifest of their hashes, in its staging folder (renamed
+    into place by the caller): what restore checks every file against."""
+    staging.mkdir(parents=True)
+    for name, data in files.items():
+        _write_new(staging / name, data)
+    manifest = {"format": CACHE_FORMAT,
+                "files": {name: _sha256(data) for name, data in files.items()}}
+    _write_new(staging / MANIFEST, json.dumps(manifest).encode())
+
+
 def _write_new(path: Path, data: bytes) -> None:
     """A fresh file of our own, never through a link a cell may have left in its folder."""
     with contextlib.suppress(FileNotFoundError):
@@ -414,12 +425,7 @@ class CompileCache:
         old = entry.with_name(f"{entry.name}.old-{os.getpid()}-{id(files)}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            staging.mkdir(parents=True)
-            for file, data in files.items():
-                _write_new(staging / file, data)
-            manifest = {"format": CACHE_FORMAT,
-                        "files": {file: _sha256(data) for file, data in files.items()}}
-            _write_new(staging / MANIFEST, json.dumps(manifest).encode())
+            _write_entry(staging, files)
             entry.rename(old)
             try:
                 staging.rename(entry)
@@ -455,12 +461,7 @@ class CompileCache:
         staging = entry.with_name(f"{entry.name}.partial-{os.getpid()}-{id(stage)}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            staging.mkdir(parents=True)
-            for name, data in files.items():
-                _write_new(staging / name, data)
-            manifest = {"format": CACHE_FORMAT,
-                        "files": {name: _sha256(data) for name, data in files.items()}}
-            _write_new(staging / MANIFEST, json.dumps(manifest).encode())
+            _write_entry(staging, files)
             try:
                 staging.rename(entry)
             except OSError:  # another process stored it first
