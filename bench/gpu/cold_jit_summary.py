@@ -46,11 +46,16 @@ def main() -> int:
               f"load stage {sum(s.get('seconds', 0) for s in loads):.1f} s over {len(loads)} "
               f"loads, {len(jits)} of them PTX JIT ({sum(s.get('seconds', 0) for s in jits):.1f}"
               f" s); GPUs {len(servers - {None})}")
-    for before, after in (("cold-one-server", "off-plan"),
-                          ("cold-one-server-no-hang", "off-plan-no-hang")):
+    for before, after in (("cold-one-server", "off-plan"), ("before-recorded", "cold-recorded")):
         if before in walls and after in walls:
-            print(f"caches off, one server per GPU (before, {before}) against servers side "
-                  f"by side ({after}): {walls[before][0] / walls[after][0]:.2f}x")
+            print(f"the code before ({before}) against the code now ({after}): "
+                  f"{walls[before][0] / walls[after][0]:.2f}x")
+    for name in walls:
+        waits = [(s.get("details") or {}).get("gpu_wait_s", 0.0)
+                 for c in cells(work, name) for s in c["stages"]]
+        if any(waits):
+            print(f"{name}: cells waited {sum(waits):.1f} s for a GPU server in all "
+                  f"(longest {max(waits):.1f} s)")
     replaced: dict[str, int] = {}
     for name in walls:
         for cell in cells(work, name):

@@ -6,12 +6,14 @@ damaged or unwritable timing file is no timing."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cudamatrix.config.plan import Cell
 from cudamatrix.orchestrator.cell_timings import FILE, CellTimings
 from cudamatrix.record.results import CellResult
+from cudamatrix.stages.cell.result import StageResult
 
 
 def _cell(case: str, frontend: str = "nvrtc") -> Cell:
@@ -53,6 +55,16 @@ def test_a_cache_hit_keeps_the_cold_time(tmp_path: Path) -> None:
     CellTimings(tmp_path).record([_result(cell, 12.0)])
     CellTimings(tmp_path).record([_result(cell, 0.01, hit=True)])
     assert json.loads((tmp_path / FILE).read_text()) == {"a/v/13.0/sm_90": 12.0}
+
+
+def test_a_wait_for_the_gpu_is_not_the_cells_cost(tmp_path: Path) -> None:
+    """A timed cell that waited 23 s for its GPU (a hang beside it) cost 2 s of work: 2 s is
+    recorded, or it starts first next time, to wait again (issue 81)."""
+    cell = _cell("saxpy")
+    result = _result(cell, 25.0)
+    load = StageResult("load", "ok", "", details={"gpu_wait_s": 23.0})
+    CellTimings(tmp_path).record([replace(result, stages=(*result.stages, load))])
+    assert json.loads((tmp_path / FILE).read_text()) == {"saxpy/v/13.0/sm_90": 2.0}
 
 
 def test_a_damaged_or_unwritable_file_is_no_timing(tmp_path: Path) -> None:

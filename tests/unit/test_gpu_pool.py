@@ -201,7 +201,14 @@ def test_no_cell_of_its_own_process_does_gpu_work_beside_a_timed_cell() -> None:
     for thread in (first, timer, second):
         thread.join()
     assert events.index("cupy ends") < events.index("timed ends")
-    assert events.index("build-test starts") > events.index("timed ends"), events
+    # Nothing does GPU work beside it: the build's test, come while it waited, ran first.
+    assert events.index("build-test ends") < events.index("timed ends"), events
+    with pool.lent("sm_90"):  # while a cell of its own process holds the GPU, a timed
+        waiting = threading.Thread(target=pool.run, args=(timed, None, None))  # one waits
+        waiting.start()
+        time.sleep(0.1)
+        assert waiting.is_alive()
+    waiting.join()
     # An untimed cell runs beside one that holds the GPU.
     with pool.lent("sm_90"):
         started = time.monotonic()
@@ -255,35 +262,79 @@ def test_n_servers_of_one_gpu_run_n_jit_loads_side_by_side() -> None:
     assert len(pool.servers) == 4
 
 
-def test_a_timed_cell_waits_for_its_gpus_other_servers_and_none_starts_beside_it() -> None:
-    """A timing shares the GPU with no other cell: the timed cell waits until the cells
-    on the GPU's other servers are done, and a cell that comes meanwhile waits until the
-    timing is over, though servers are free."""
+def _timed_job(cell: str = "timed") -> Job:
+    return Job(cell_id=cell, arch="sm_90", source="k.cu", frontend="nvrtc", workdir="/w",
+               timeout=10, time=timing_spec({"l2": "cold"}))
+
+
+def _alone(events: list[str], cell: str) -> None:
+    """Nothing started or ended between `cell`'s start and its end."""
+    assert events.index(f"{cell} ends") == events.index(f"{cell} starts") + 1, events
+
+
+def test_a_timed_cell_waits_holding_nothing_and_runs_with_its_gpu_to_itself() -> None:
+    """A timing shares the GPU with no other cell, but waiting for that stops no one: a
+    timed cell that asked while a hang ran held the GPU from then on, and a cold run's 16
+    workers waited out the hang's 20 s limit behind it (issue 81). Cells that come while
+    it waits start beside the running ones; it runs once the GPU is idle, alone; a cell
+    that comes while it is timed waits until the timing is over."""
     events: list[str] = []
     pool = SlotPool(FakeServer(H100, seconds=0.3, free_bytes=80 * GIB, events=events), width=4)
-    timed = Job(cell_id="timed", arch="sm_90", source="k.cu", frontend="nvrtc", workdir="/w",
-                timeout=10, time=timing_spec({"l2": "cold"}))
     early = [threading.Thread(target=pool.run, args=(_job(f"early{i}", "sm_90"), None, None))
-             for i in range(3)]
+             for i in range(2)]
     for thread in early:
         thread.start()
     time.sleep(0.05)
-    timer = threading.Thread(target=pool.run, args=(timed, None, None))
+    timer = threading.Thread(target=pool.run, args=(_timed_job(), None, None))
     timer.start()
     time.sleep(0.05)
-    late = [threading.Thread(target=pool.run, args=(_job(f"late{i}", "sm_90"), None, None))
-            for i in range(2)]
-    for thread in late:
-        thread.start()
-    for thread in (*early, timer, *late):
+    meanwhile = threading.Thread(target=pool.run, args=(_job("meanwhile", "sm_90"), None, None))
+    meanwhile.start()
+    meanwhile.join()
+    for thread in early:
+        thread.join()
+    while "timed starts" not in events:
+        time.sleep(0.01)
+    during = threading.Thread(target=pool.run, args=(_job("during", "sm_90"), None, None))
+    during.start()
+    for thread in (timer, during):
         thread.join()
     at = events.index
-    # The early cells ran side by side, on servers of their own.
-    assert max(at(f"early{i} starts") for i in range(3)) < min(at(f"early{i} ends")
-                                                               for i in range(3)), events
-    assert at("timed starts") > max(at(f"early{i} ends") for i in range(3)), events
-    assert at("timed ends") == at("timed starts") + 1, events  # nothing beside it
-    assert min(at(f"late{i} starts") for i in range(2)) > at("timed ends"), events
+    # The cell that came while the timed one waited started at once, beside the early ones.
+    assert at("meanwhile starts") < min(at(f"early{i} ends") for i in range(2)), events
+    assert at("timed starts") > max(at(f"early{i} ends") for i in range(2)), events
+    assert at("timed starts") > at("meanwhile ends"), events
+    _alone(events, "timed")
+    assert at("during starts") > at("timed ends"), events
+
+
+def test_two_timed_cells_each_have_the_gpu_alone() -> None:
+    events: list[str] = []
+    pool = SlotPool(FakeServer(H100, seconds=0.2, free_bytes=80 * GIB, events=events), width=4)
+    _at_once(pool, [_timed_job("t1"), _timed_job("t2"), _job("u1", "sm_90"),
+                    _job("u2", "sm_80")])
+    _alone(events, "t1")
+    _alone(events, "t2")
+
+
+def test_a_cells_wait_for_a_server_is_said_and_left_out_of_its_recorded_cost() -> None:
+    """A cell's seconds count the wait for its GPU's server; its recorded cost must not:
+    the timed cells that waited out a hang were recorded at 25 s and started first in the
+    next run, to wait again."""
+    events: list[str] = []
+    pool = SlotPool(FakeServer(H100, seconds=0.3, free_bytes=80 * GIB, events=events), width=1)
+    said: dict[str, list[StageResult]] = {}
+
+    def run(job: Job) -> None:
+        said[job.cell_id] = pool.run(job, None, None)
+
+    first = threading.Thread(target=run, args=(_job("first", "sm_90"),))
+    first.start()
+    time.sleep(0.05)
+    run(_job("second", "sm_90"))
+    first.join()
+    assert "gpu_wait_s" not in said["first"][0].details
+    assert 0.15 < said["second"][0].details["gpu_wait_s"] < 1.0
 
 
 def test_a_gpu_whose_server_cannot_read_its_own_memory_keeps_one_server() -> None:

@@ -118,12 +118,15 @@ class CellTimings:
 
     def record(self, results: Iterable[CellResult]) -> None:
         """Keep the seconds of the cells this run really ran (a cache hit says nothing
-        of a cold run's cost, so it keeps what was there)."""
+        of a cold run's cost, so it keeps what was there), less what each waited for its
+        GPU's server: that wait is the run's crowding, not the cell's work (timed cells
+        that waited out a hang were recorded at 25 s and started first the next run)."""
         for result in results:
             first = result.stages[0] if result.stages else None
             if first is not None and first.cache == "hit":
                 continue
-            self.seconds[_key(result.cell)] = round(result.seconds, 2)
+            waited = sum(_seconds(s.details.get("gpu_wait_s")) or 0.0 for s in result.stages)
+            self.seconds[_key(result.cell)] = round(max(0.0, result.seconds - waited), 2)
         kept = dict(list(self.seconds.items())[-MAX_CELLS:])
         with contextlib.suppress(OSError):  # a cache that cannot be written costs an order
             write_atomic(self.path, json.dumps(kept))

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +47,8 @@ START_TIMEOUT_S = 120.0
 # cells that run GPU work in their own processes (CuPy, a build's test) and to the driver.
 SLOT_BYTES = 1 << 30
 MEMORY_MARGIN = 0.25
+# A wait for a GPU server shorter than this is not said (a lock taken, no queue).
+GPU_WAIT_SAID_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,17 @@ def _with_output(stages: list[StageResult], output: str) -> list[StageResult]:
     return with_process_output(stages, output)
 
 
+def _with_wait(stages: list[StageResult], waited: float) -> list[StageResult]:
+    """The stages, the first saying how long the cell waited for a server of its GPU
+    (`gpu_wait_s`): a cell's seconds count that wait, its recorded cost must not (a timed
+    cell that waited out a hang was recorded at 25 s and started first the next run)."""
+    if not stages or waited < GPU_WAIT_SAID_S:
+        return stages
+    first = stages[0]
+    return [replace(first, details={**first.details, "gpu_wait_s": round(waited, 2)}),
+            *stages[1:]]
+
+
 def usable_cores() -> int:
     """The cores this process may run on (a CI runner's cgroup or taskset leaves fewer than
     the machine has)."""
@@ -251,8 +265,12 @@ class GpuPool:
     A GPU starts with one server and is given another, up to slots_per_gpu, when a cell
     finds every one of its servers busy, so the loads that JIT-compile PTX run side by side
     while a warm run with little to load keeps one. A timed cell has its GPU alone: it
-    waits until the GPU's other servers and the cells that borrow it are idle, and no cell
-    starts there until its timing is over."""
+    waits for a moment when the GPU's servers and the cells that borrow it are all idle,
+    and no cell starts there until its timing is over. While it waits, other cells go on
+    starting there: a hang's limit (20 s) is then waited out by the timed cells alone, not
+    by every worker of the run (holding the GPU from the moment a timed cell asked stalled
+    a cold run's 16 workers behind one hang). A run's cells are finite, so a timed cell
+    waits at most until its GPU's other work is done."""
 
     def __init__(self, gpus: Sequence[Gpu], folder: Path, env: CellEnvironment,
                  say: Callable[[str], None] = lambda text: None,
@@ -347,38 +365,33 @@ class GpuPool:
 
     def _take(self, arch: str, timed: bool = False) -> GpuServer:
         """A free server: of a GPU where `arch`'s SASS runs natively, where the machine has
-        one (the cell waits for it), else of any GPU. A timed cell first holds a GPU no
-        other timed cell holds (no new cell starts there from then on), then waits until
-        its other servers and its borrowers are idle."""
+        one (the cell waits for it), else of any GPU. A timed cell waits, holding nothing,
+        until one of those GPUs is idle (no busy server, no borrower, no other timing),
+        then holds it: no new cell starts there until its timing is over."""
         with self.condition:
-            held: str | None = None
-            try:
-                while True:
-                    gpus = self._candidates(arch)
-                    if not timed:
-                        found = self._untimed(gpus)
-                        if found is not None:
-                            return found
-                    elif held is None or held not in {g.uuid for g in gpus}:
-                        if held is not None:  # its GPU was left out meanwhile
-                            self.timing.discard(held)
-                            held = None
-                        open_ = [g for g in gpus if g.uuid not in self.timing]
-                        if open_:
-                            held = min(open_, key=lambda g: self._busy(g.uuid)
-                                       + self.borrowers.get(g.uuid, 0)).uuid
-                            self.timing.add(held)
-                            continue
-                    elif not self._busy(held) and not self.borrowers.get(held, 0):
+            while True:
+                gpus = self._candidates(arch)
+                if not timed:
+                    found = self._untimed(gpus)
+                    if found is not None:
+                        return found
+                else:
+                    idle = [g for g in gpus if self._idle(g.uuid)]
+                    if idle:
+                        held = idle[0].uuid
+                        self.timing.add(held)
                         server = next(s for s in self.free if s.gpu.uuid == held)
                         self.free.remove(server)
                         return server
-                    self.condition.wait()
-            except BaseException:
-                if held is not None:
-                    self.timing.discard(held)
-                    self.condition.notify_all()
-                raise
+                self.condition.wait()
+
+    def _idle(self, uuid: str) -> bool:
+        """Whether a timed cell may hold the GPU now: a server of it free, none busy, no
+        cell borrowing it and no other timed cell holding it (the caller holds the
+        condition)."""
+        return (uuid not in self.timing and not self._busy(uuid)
+                and not self.borrowers.get(uuid, 0)
+                and any(s.gpu.uuid == uuid for s in self.free))
 
     def _give(self, server: GpuServer, timed: bool = False) -> None:
         with self.condition:
@@ -407,8 +420,11 @@ class GpuPool:
         its budgets on time with it) with the GPU to itself, so that its figures are its
         kernel's alone."""
         timed = job.time is not None
+        waited = 0.0
         while True:
+            asked = time.monotonic()
             server = self._take(job.arch, timed)
+            waited += time.monotonic() - asked
             try:
                 started = server.started
                 server.ensure()
@@ -423,7 +439,7 @@ class GpuPool:
                 self._give(server, timed)
                 raise
             self._give(server, timed)
-            return stages
+            return _with_wait(stages, waited)
 
     def close(self) -> None:
         for server in self.servers:
