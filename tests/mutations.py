@@ -44,6 +44,7 @@ CONFINED = ("tests/unit/test_confined_paths.py",)
 CELL_ENVIRONMENT = ("tests/unit/test_cell_environment.py",)
 LOG_LINE = ("tests/unit/test_log_lines.py",)
 VERDICT = ("tests/unit/test_verdict_boundaries.py",)
+VERDICT_RULES = ("tests/unit/test_verdict_rules.py",)
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,8 @@ MUTATIONS = (
     Mutation("a failed cached compile sent to a GPU's worker", "orchestrator/cell_runner.py",
              "if cached is not None and not (goes_on([cached]) and self.device.present):",
              "if cached is not None and not self.device.present:", RUNNER),
-    Mutation("one retry more than --retries asks", "orchestrator/cell_runner.py",
-             "len(attempts) < self.options.retries", "len(attempts) <= self.options.retries",
-             RUNNER),
+    Mutation("one retry more than --retries asks", "record/verdict_rules.py",
+             "attempts_before < retries", "attempts_before <= retries", RUNNER),
     Mutation("cells with other flags built by one group compile", "orchestrator/cell_runner.py",
              "todo = [p for p in todo if p.job is not None and p.job.flags == first_flags]",
              "todo = [p for p in todo if p.job is not None]", RUNNER),
@@ -421,6 +421,20 @@ MUTATIONS = (
     Mutation("verdict: a failure where a hang was expected judged xfail", "record/verdict.py",
              'if expectation.outcome != "fail":', 'if expectation.outcome == "pass":',
              VERDICT),
+    # The verdict's rules that read outcomes alone (record/verdict_rules.py, issue 80).
+    Mutation("verdict rules: --fail-on never fails a run with a failed cell",
+             "record/verdict_rules.py", '    if fail_on == "never":\n        return 0\n', "",
+             VERDICT_RULES),
+    Mutation("verdict rules: a flaky cell counted a new failure", "record/verdict_rules.py",
+             "new_failure=fails_anew and not flaky", "new_failure=fails_anew",
+             VERDICT_RULES),
+    Mutation("verdict rules: a cell that failed and fails still counted fixed",
+             "record/verdict_rules.py",
+             "fixed = recorded and before in FAILING and after in WORKING",
+             "fixed = recorded and before in FAILING", VERDICT_RULES),
+    Mutation("verdict rules: a shard's unprepared toolkit fails its run",
+             "record/verdict_rules.py", 'return fail_on != "never"', "return True",
+             VERDICT_RULES),
     # Issue 80's verdict, groupings and stage sequence, made again by a reviewer (each
     # survived the unit lane until its test came).
     Mutation("verdict: an expected warning checked on a pass alone", "record/verdict.py",

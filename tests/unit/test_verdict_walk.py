@@ -7,7 +7,13 @@ walk below fails where a module outside it
 - writes a grouping of outcomes (a tuple, set, list or frozenset of them: `in ("fail",
   "error")`): record/outcomes.py names them;
 - maps an outcome, or what a cell did, to a symbol, a colour, a word or a rank (a dict
-  literal keyed by them): reports/symbols.py is the one table every report reads.
+  literal keyed by them): reports/symbols.py is the one table every report reads;
+- tests one of the verdict's rules: an outcome against a grouping (`outcome in FAILING`:
+  whether attempts are flaky, whether a cell runs again, a new failure or a fix against a
+  baseline, whether any cell fails the run), the --fail-on word (`fail_on == "never"`) or
+  the number of retries against a count (`len(attempts) < retries`): record/verdict.py and
+  the rules it keeps below the record (record/verdict_rules.py) decide them; a module that
+  draws a record (a report, the progress line and bar) reads a grouping only to show it.
 
 Then the walk's own check: each way around it, planted, caught."""
 
@@ -17,6 +23,7 @@ import ast
 from pathlib import Path
 
 import cudamatrix
+from cudamatrix.record import outcomes
 from cudamatrix.record.outcomes import OUTCOMES
 from cudamatrix.reports.symbols import HAPPENINGS
 
@@ -25,8 +32,15 @@ PACKAGE = Path(cudamatrix.__file__).resolve().parent
 VERDICT_HOME = "record/verdict.py"
 GROUPING_HOME = "record/outcomes.py"
 TABLE_HOME = "reports/symbols.py"
+RULES_HOMES = frozenset({VERDICT_HOME, "record/verdict_rules.py"})
+# The modules that draw a record: which outcomes they show as failing, keep quiet or mark
+# is no verdict (a module below reports/ in the tree, or one of the two progress lines).
+DRAWN_IN = ("reports/", "orchestrator/progress.py", "commands/progress_bar.py")
 _OUTCOMES = frozenset(OUTCOMES)
 _DRAWN = _OUTCOMES | frozenset(HAPPENINGS)
+# outcomes.py's groupings by name (FAILING, UNEXPECTED_OUTCOMES, ...), read from it.
+GROUPINGS = frozenset(name for name, value in vars(outcomes).items()
+                      if isinstance(value, frozenset) and value and value <= _OUTCOMES)
 
 
 def _word(node: ast.AST | None, words: frozenset[str] = _OUTCOMES) -> bool:
@@ -105,6 +119,58 @@ def symbol_maps(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+def _identifiers(node: ast.AST) -> set[str]:
+    """The names a piece of code reads: its names, attributes and string constants (a
+    `getattr(args, "fail_on")` reads fail_on too)."""
+    found: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            found.add(inner.id)
+        elif isinstance(inner, ast.Attribute):
+            found.add(inner.attr)
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            found.add(inner.value)
+    return found
+
+
+def _grouping_names(tree: ast.AST) -> set[str]:
+    """outcomes.py's groupings as this module may name them: their own names, a name
+    imported `as` another, or one bound to a grouping (`UNEXPECTED = UNEXPECTED_OUTCOMES`)."""
+    names = set(GROUPINGS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {alias.asname for alias in node.names
+                      if alias.name in GROUPINGS and alias.asname}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name | ast.Attribute) \
+                and (_identifiers(node.value) & names):
+            names |= {name for target in node.targets for name in _names(target)}
+    return names
+
+
+def rules_tested(tree: ast.AST, drawn: bool = False) -> list[tuple[int, str]]:
+    """Each place one of the verdict's rules is tested: an outcome against a grouping
+    (unless the module `drawn` draws a record), the --fail-on word, or the number of
+    retries against a count (an option's bound, `retries < 0`, is no verdict)."""
+    groupings_here = _grouping_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        read = [_identifiers(operand) for operand in operands]
+        if not drawn and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops) and any(
+                isinstance(c, ast.Name | ast.Attribute) and (_identifiers(c) & groupings_here)
+                for c in node.comparators):
+            found.append((node.lineno, "an outcome tested against a grouping"))
+        elif any(any("fail_on" in name for name in names) for names in read):
+            found.append((node.lineno, "the --fail-on word tested"))
+        elif any(any(name.endswith("retries") for name in names) for names in read) and \
+                not any(isinstance(operand, ast.Constant) for operand in operands):
+            found.append((node.lineno, "the number of retries tested against a count"))
+    return found
+
+
 def _modules() -> dict[str, ast.AST]:
     """The tool's modules (the known-bug corpus's scripts are the code under test)."""
     return {str(path.relative_to(PACKAGE)): ast.parse(path.read_text(), str(path))
@@ -132,6 +198,18 @@ def test_every_report_draws_outcomes_from_the_one_table() -> None:
     elsewhere = [f"{name}:{line}: {what}" for name, tree in modules.items()
                  if name != TABLE_HOME for line, what in symbol_maps(tree)]
     assert elsewhere == [], f"draw it from {TABLE_HOME}"
+
+
+def test_the_verdicts_rules_are_tested_in_its_modules_alone() -> None:
+    """Flaky attempts, a retry, a cell against a baseline and --fail-on: each decided in
+    record/verdict.py or the rules it keeps in record/verdict_rules.py, where results.py,
+    baseline.py, publishing.py and cell_runner.py once each decided their own."""
+    modules = _modules()
+    elsewhere = [f"{name}:{line}: {what}" for name, tree in modules.items()
+                 if name not in RULES_HOMES
+                 for line, what in rules_tested(tree, drawn=name.startswith(DRAWN_IN))]
+    assert elsewhere == [], f"decide it in {' or '.join(sorted(RULES_HOMES))}"
+    assert rules_tested(modules["record/verdict_rules.py"])  # the walk still sees its home
 
 
 def test_the_walk_finds_each_way_around_the_homes() -> None:
@@ -173,3 +251,24 @@ def test_the_walk_finds_each_way_around_the_homes() -> None:
     assert {line for line, _ in symbol_maps(ast.parse(drawn))} == {1, 2, 3, 4}
     assert symbol_maps(ast.parse(
         "x = {'run': 'runs', 'load': 'loads'}\ny = {'pass': counts['pass']}")) == []
+
+    ruled = "\n".join([
+        "from .outcomes import FAILING as BAD",
+        "flaky = any(o in AS_EXPECTED for o, _ in said)",
+        "again = result.outcome in outcomes.UNEXPECTED_OUTCOMES",
+        "again = len(attempts) < self.options.retries",
+        "new = after in FAILING and before not in FAILING",
+        "code = 1 if any(r.outcome in BAD for r in results) else 0",
+        "never = fail_on_of(args) != 'never'",
+        "new = getattr(args, 'fail_on', None) == 'new'",
+        "SHOWN = WORKING",
+        "fixed = after in SHOWN",
+    ])
+    assert {line for line, _ in rules_tested(ast.parse(ruled))} == {2, 3, 4, 5, 6, 7, 8, 10}
+    assert rules_tested(ast.parse(
+        "fail_on = fail_on_of(args)\ncode = exit_status(fail_on, outcomes, None)\n"
+        "checked = self.retries < 0\nx = r.outcome == 'skip'\ny = r.flaky\n"
+        "z = stage in GPU_STAGES")) == []
+    # A report draws a grouping (its failing cells listed): that decides nothing.
+    assert rules_tested(ast.parse("failing = [r for r in results if r.outcome in FAILING]"),
+                        drawn=True) == []

@@ -13,6 +13,7 @@ from ..config.defaults import DEFAULT_HISTORY_RUNS as DEFAULT_RUNS
 from ..config.flags import SECTIONS, Group, RunFlag, whole_number
 from ..config.flags import positive_number as _positive_number
 from ..config.run_flags import RUN_FLAGS, parsed_default
+from ..record.verdict_rules import FAIL_ON
 
 
 class ProviderChoices:
@@ -111,7 +112,7 @@ def add_baseline(parser: argparse.ArgumentParser) -> None:
     baseline.add_argument("--baseline", type=Path,
                           help="an earlier results.json: list new failures, fixes, flips and "
                                "added/removed cells, and fail only on new failures")
-    baseline.add_argument("--fail-on", choices=("any", "new", "never"), default=None,
+    baseline.add_argument("--fail-on", choices=FAIL_ON, default=None,
                           help="what makes the exit status 1: any failed or erred cell, only "
                                "new failures against --baseline, or never once the record is "
                                "written (a CI shard: the merge judges) (default: new with "

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..config.corpus import Case
     from ..record.baseline import Baseline, BaselineDiff
     from ..record.results import CellResult, RunInfo
+    from ..record.verdict_rules import FailOn
 
 
 def publish_reports(args: argparse.Namespace, console: Console, out: Path, info: RunInfo,
@@ -37,8 +38,8 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
     )
     from ..record.diagnose import unexplained_said
     from ..record.history import PastRun, gather
-    from ..record.results import exit_status
     from ..record.verdict import judge_run
+    from ..record.verdict_rules import exit_status
     from ..reports import write_reports
     from ..reports.ci import publish
 
@@ -82,12 +83,8 @@ def publish_reports(args: argparse.Namespace, console: Console, out: Path, info:
             say(f"  time: {moved.cell}: {moved.describe()}", console)
     say("reports: " + ", ".join(str(p) for p in written), console)
     write_outputs(out, results, diff)
-    fail_on = fail_on_of(args)
-    if fail_on == "never":
-        return 0
-    if fail_on == "new" and diff is not None:
-        return 1 if diff.new_failures else 0
-    return exit_status(results)
+    return exit_status(fail_on_of(args), (r.outcome for r in results),
+                       len(diff.new_failures) if diff is not None else None)
 
 
 def summary_line(results: list[CellResult], seconds: float) -> str:
@@ -103,15 +100,14 @@ def summary_line(results: list[CellResult], seconds: float) -> str:
         + f" ({len(results)} cells, {seconds:.1f} s)"
 
 
-def fail_on_of(args: argparse.Namespace) -> str:
-    """What fails the command: --fail-on as given; --allow-new-failures is "never"; by
-    default new failures where there is a baseline, any failure where there is none."""
-    if getattr(args, "allow_new_failures", False):
-        return "never"
-    said = getattr(args, "fail_on", None)
-    if said:
-        return str(said)
-    return "new" if getattr(args, "baseline", None) else "any"
+def fail_on_of(args: argparse.Namespace) -> FailOn:
+    """What fails the command, as the verdict's rule reads --fail-on,
+    --allow-new-failures and --baseline (each command that has them)."""
+    from ..record import verdict_rules
+
+    return verdict_rules.fail_on_of(getattr(args, "fail_on", None),
+                                    bool(getattr(args, "allow_new_failures", False)),
+                                    bool(getattr(args, "baseline", None)))
 
 
 def write_outputs(out: Path, results: list[CellResult], diff: BaselineDiff | None) -> None:

@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from ..orchestrator.runner import run_plan
     from ..record.baseline import load_baseline
     from ..record.verdict import settled
+    from ..record.verdict_rules import environment_fails_run
 
     verbosity = getattr(args, "verbosity", 0)
     progress = RichProgress(console) if interactive and verbosity == 0 else PlainProgress()
@@ -109,7 +110,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
                    len(results))
     else:
         record_refusals(options.out, unrecorded)
-    if info.environment_errors and fail_on_of(args) != "never":
+    if info.environment_errors and environment_fails_run(fail_on_of(args)):
         return 2  # a shard's (--fail-on never) are error cells the merge judges
     return code
 

@@ -8,7 +8,6 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -19,11 +18,11 @@ from ..config.options import RunOptions, default_cell_memory
 from ..config.plan import Cell
 from ..config.planning import Plan
 from ..providers.first_release import SINCE_RELEASE, for_run, with_first_release
-from ..record.outcomes import UNEXPECTED_OUTCOMES
 from ..record.results import (
     CellResult,
 )
-from ..record.verdict import judge_cell
+from ..record.verdict import judge_cell, retried_cell
+from ..record.verdict_rules import runs_again
 from ..stages.cell.job import Job
 from ..stages.cell.result import StageResult
 from ..stages.cell.sequence import ended, goes_on
@@ -290,15 +289,15 @@ class CellRunner:
         attempts stop at the first that is as its case expects. A compile the cache kept
         answers again as it did (a compiler's refusal is no flake); the GPU's stages and
         whatever the cache did not keep run again."""
-        attempts: list[dict[str, Any]] = []
-        while result.outcome in UNEXPECTED_OUTCOMES and len(attempts) < self.options.retries \
+        earlier: list[CellResult] = []
+        while runs_again(result.outcome, len(earlier), self.options.retries) \
                 and not self.out_of_time():
-            attempts.append(result.attempt_said())
+            earlier.append(result)
             again = self.prepare(result.cell, retry=True)
             began = time.monotonic()
             stages = self.execute(again)
             result = self.judged(again, stages, again.spent + time.monotonic() - began)
-        return replace(result, attempts=tuple(attempts)) if attempts else result
+        return retried_cell(result, earlier)
 
     def run_cell(self, cell: Cell) -> CellResult:
         return self.run_cells([cell])[0]

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from .outcomes import FAILING, WORKING
 from .resource_changes import ResourceChange, resource_changes
 from .results import CellResult, load_results
 from .time_changes import TimeChange, recorded_timing, time_change
+from .verdict_rules import against_baseline
 
 
 @dataclass(frozen=True)
@@ -141,18 +141,13 @@ def compare(source: str, before: Baseline, after: Sequence[CellResult], tier: st
         if old_record is not None:
             matched.add(str(old_record.get("id", cell_id)))
         old = (old_record or {}).get("outcome")
-        new = result.outcome
-        change = Change(cell_id, old, new, result.message or result.reason)
-        if result.flaky:
-            diff.flaky.append(change)  # its attempts disagreed: never a new failure
-        elif new in FAILING and old not in FAILING:
-            diff.new_failures.append(change)  # an added cell that fails is new, too
-        if old_record is None:
-            diff.added.append(change)
-        elif old in FAILING and new in WORKING:
-            diff.fixed.append(change)
-        elif old != new and not (new in FAILING and old not in FAILING):
-            diff.flipped.append(change)
+        change = Change(cell_id, old, result.outcome, result.message or result.reason)
+        ruled = against_baseline(old, result.outcome, result.flaky, old_record is not None)
+        for filed, where in ((ruled.flaky, diff.flaky), (ruled.new_failure, diff.new_failures),
+                             (old_record is None, diff.added), (ruled.fixed, diff.fixed),
+                             (ruled.flipped, diff.flipped)):
+            if filed:
+                where.append(change)
         if old_record is not None:
             recorded = old_record.get("resources")
             diff.resources.extend(resource_changes(

@@ -21,7 +21,8 @@ from ..common.versions import Arch
 from ..config.plan import BUNDLED, Cell
 from ..errors import UserError
 from ..stages.cell.result import REACHED, STAGE_NAMES, Reached, Stage, StageResult
-from .outcomes import AS_EXPECTED, FAILING, OUTCOMES, Outcome
+from .outcomes import OUTCOMES, Outcome
+from .verdict_rules import is_flaky
 
 SCHEMA_VERSION = 1
 CELLS_DIR = "cells"
@@ -54,13 +55,9 @@ class CellResult:
 
     @property
     def flaky(self) -> bool:
-        """Whether the cell's attempts disagree and one of them was what its case expects
-        (passed, or failed as expected). Such a cell is marked, and never a new failure
-        against a baseline; so attempts that only failed, however differently (a wrong
-        answer, then a crash), are a failure: a regression is never softened into a flake."""
-        said = [(a.get("outcome"), a.get("stage")) for a in self.attempts]
-        return any(pair != (self.outcome, self.stage) for pair in said) and any(
-            outcome in AS_EXPECTED for outcome, _ in [*said, (self.outcome, self.stage)])
+        """Whether the cell's attempts disagree, one of them as its case expects: the
+        verdict's rule (verdict_rules.is_flaky), read wherever the record is."""
+        return is_flaky(self.outcome, self.stage, self.attempts)
 
     def attempt_said(self) -> dict[str, Any]:
         """This result as an earlier attempt of a cell is kept: what decided it, not its logs
@@ -442,11 +439,6 @@ def load_cells(folder: Path) -> list[CellResult]:
 def summary(results: Iterable[CellResult]) -> dict[str, int]:
     counts = Counter(r.outcome for r in results)
     return {outcome: counts.get(outcome, 0) for outcome in OUTCOMES}
-
-
-def exit_status(results: Sequence[CellResult]) -> int:
-    """A run's exit status without a baseline: 1 where any cell failed or erred."""
-    return 1 if any(r.outcome in FAILING for r in results) else 0
 
 
 def results_document(info: RunInfo, results: Sequence[CellResult]) -> dict[str, Any]:

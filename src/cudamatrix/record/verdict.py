@@ -4,8 +4,11 @@ expectation (`judge`, `judge_cell`), and then by the rules that need the whole r
 run, `merge` and `report --rejudge` all end in `judge_run`; a record's verdict fields are
 written from a `Verdict` by `_verdict_fields` alone. A cell no stage judged is decided here
 too: a shard's lost cell (`lost_verdict`), an audit's module on a GPU (`audit_verdict`) and
-one it could not read (`unreadable_verdict`); tests/unit/test_verdict_walk.py finds an
-outcome set anywhere else.
+one it could not read (`unreadable_verdict`); and which attempt a retried cell keeps
+(`retried_cell`). The rules that read outcomes alone (flaky attempts, --retries, a cell
+against a baseline, --fail-on) are this module's, kept in `verdict_rules` below the record
+and the baseline, which ask them too. tests/unit/test_verdict_walk.py finds an outcome set,
+or one of those rules tested, anywhere else.
 
 pass   everything that could run did as expected, and success was expected
 xfail  it failed (or hung) where and how the case expects (the bug reproduces)
@@ -267,6 +270,16 @@ def judge_cell(cell: Cell, case: Case, variant: Variant, stages: Sequence[StageR
                       device=dict(device) if device is not None else None,
                       prediction=dict(prediction) if prediction is not None else None,
                       **_verdict_fields(verdict, expectation, diagnosis))
+
+
+def retried_cell(latest: CellResult, earlier: Sequence[CellResult]) -> CellResult:
+    """A cell run again under --retries (verdict_rules.runs_again): it keeps its latest
+    attempt, the first as its case expects or else the last allowed, whose stages and
+    verdict are the cell's; the `earlier` ones, oldest first, are kept as its attempts
+    (what decided each, verdict_rules.is_flaky reads them)."""
+    if not earlier:
+        return latest
+    return replace(latest, attempts=tuple(result.attempt_said() for result in earlier))
 
 
 def _judged_again(result: CellResult, case: Case, variant: Variant,
