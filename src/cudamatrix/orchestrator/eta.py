@@ -34,9 +34,9 @@ MIN_LEFT_S = 1.0
 # on this project's shared 2-core machine (42 cells recorded, then run again under others'
 # load): a cell's ratio to its record strays from its run's by 0.2-0.4 in the logarithm,
 # a run's own ratio from 1 by about 0.35 (1.2 to 1.6 times slower), so the record is worth
-# about one cell; half a cell, as a machine really 1.6 times slower whose ETA a third in
+# about one cell; a little less, as a machine really 1.6 times slower whose ETA a third in
 # stands on two finished cells must still be within 25% (tests/unit/test_eta.py).
-RECORD_CELLS = 0.5
+RECORD_CELLS = 0.75
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ def speed(state: RunState) -> float:
     raised by each running cell already past its record at that ratio, counted at what it
     has taken so far (a lower bound of its cost: it may only raise the ratio, never lower
     it, as a cell not yet past its due says nothing yet); a slower ratio is then drawn
-    towards the record by how few cells showed it (`towards_record`)."""
+    towards the record by how few cells have shown it (`towards_record`): those finished
+    and those running past their record."""
     low, high = SPEED_BOUNDS
     expected, actual = state.finished_expected, state.finished_actual
     known = min(high, max(low, actual / expected)) if expected > 0 else 1.0
@@ -79,6 +80,7 @@ def speed(state: RunState) -> float:
     for cell in (c for c in state.running if not c.measured):
         if cell.elapsed > cell.expected * known:
             expected, actual = expected + cell.expected, actual + cell.elapsed
+        if cell.elapsed > cell.expected:
             cells += 1
     if expected <= 0:
         return 1.0
@@ -87,7 +89,7 @@ def speed(state: RunState) -> float:
 
 def towards_record(ratio: float, cells: int) -> float:
     """A ratio slower than the record, as far from it as `cells` cells can show: its
-    logarithm weighed cells / (cells + RECORD_CELLS), so one cell's is drawn a third of the
+    logarithm weighed cells / (cells + RECORD_CELLS), so one cell's is drawn almost half
     way back and ten cells' hardly. A few cells slow together are as often a passing load
     as a slower machine; a ratio faster than the record is taken as it is, as it is mostly
     caches answering (the record keeps cold times), which lasts the run."""
