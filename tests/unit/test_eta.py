@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -211,3 +212,60 @@ def test_cells_guessed_alike_are_taken_at_what_their_kind_has_shown() -> None:
             assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
         if left > 0:
             assert said_duration(eta) != "0:00", (left, eta)
+
+
+def _builds_then_kernels() -> list[float]:
+    """What an earlier run recorded: a few long builds, then many short cells."""
+    return [30.0, 24.0, 20.0, 16.0, 12.0] + [6.0 - 0.1 * i for i in range(35)]
+
+
+def _loaded_for_a_third(recorded: list[float], workers: int,
+                        slower: Callable[[int], float]) -> list[SimCell]:
+    """The recorded cells on a machine loaded for the first third of the run: while the
+    load lasts, cell i goes `slower(i)` times slower than its record, after it at its
+    record (a cell across the end of the load, each part at its pace). The third is of the
+    run as it then goes, found by placing the cells again until it holds still."""
+    end = sum(recorded) / workers
+    cells: list[SimCell] = []
+    for _ in range(30):
+        load_ends, cells = end / 3, []
+        placed = [SimCell(f"c{i}", s, s) for i, s in enumerate(recorded)]
+        free = [(0.0, w) for w in range(workers)]
+        for i, cell in sorted(enumerate(placed), key=lambda ic: -ic[1].expected):
+            start, worker = heapq.heappop(free)
+            pace = slower(i)
+            loaded = max(0.0, min(load_ends - start, cell.expected * pace))
+            real = loaded + (cell.expected - loaded / pace)
+            cells.append(SimCell(cell.name, cell.expected, real))
+            heapq.heappush(free, (start + real, worker))
+        end = max(t for t, _ in free)
+    return cells
+
+
+def _within_a_quarter(said: list[tuple[float, float]], at: list[float]) -> None:
+    end = said[0][0]
+    checked = [(left, eta) for left, eta in said
+               if any(math.isclose(left, end * (1 - f)) for f in at)]
+    assert len(checked) == len(at)
+    for left, eta in checked:
+        assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_a_load_over_the_first_builds_is_not_taken_for_the_whole_run(workers: int) -> None:
+    """Recorded costs, --no-compile-cache, a machine loaded while the first builds ran
+    (issue 82, item 2's last miss): they went 20-30% slower than their record, the rest of
+    the run at it, and the ETA took their speed for the whole run: 30% over at a third.
+    A few cells slow together are drawn towards the record by how few they are."""
+    cells = _loaded_for_a_third(_builds_then_kernels(), workers,
+                                lambda i: 1.25 + 0.05 * math.sin(i * 1.7))
+    _within_a_quarter(simulate(cells, workers, THIRDS), THIRDS)
+
+
+def test_a_machine_really_twice_as_slow_as_its_record_is_learnt() -> None:
+    """The same run on a machine uniformly twice as slow as the record: the record's pull
+    on a slower speed fades as cells show it, and by half the run the ETA is within 25%."""
+    cells = [SimCell(f"c{i}", s, 2.0 * s * (1 + 0.1 * math.sin(i * 1.7)))
+             for i, s in enumerate(_builds_then_kernels())]
+    at = [1 / 2, 2 / 3]
+    _within_a_quarter(simulate(cells, 2, at), at)

@@ -71,7 +71,8 @@ def test_running_cells_are_named_with_an_eta_that_converges(
                                        "eta 1:29\n")
     ends = [clock.now + (progress.eta() or 0)]
     # This machine runs at half the recorded speed: b ends at 1120, a and c at 1200, and d,
-    # started then, at 1240.
+    # started then, at 1240. One cell twice its record may be a passing load: the ETA
+    # takes the speed it shows only in part (eta.towards_record), three cells nearly whole.
     clock.now = 1120.0
     progress.cell_done(_result("b", "pass", 120.0))
     progress.cells_started(["c/nvrtc/13.0/sm_80"])
@@ -81,9 +82,10 @@ def test_running_cells_are_named_with_an_eta_that_converges(
     progress.cell_done(_result("c", "pass", 80.0))
     progress.cells_started(["d/nvrtc/13.0/sm_80"])
     ends.append(clock.now + (progress.eta() or 0))
-    assert [abs(1240 - end) for end in ends] == [120, 0, 0], ends
+    off = [abs(1240 - end) for end in ends]
+    assert off[0] == 120 and off[0] > off[1] > off[2] and off[2] <= 0.25 * 40, ends
     out = capsys.readouterr().out
-    assert "[1/4] running a/nvrtc/13.0/sm_80; eta 2:00" in out, out
+    assert "[1/4] running a/nvrtc/13.0/sm_80; eta 1:19" in out, out
     clock.now = 1240.0
     progress.cell_done(_result("d", "pass", 40.0))
     assert progress.eta() == 0.0 and progress.running_line() is None

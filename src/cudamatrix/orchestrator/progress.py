@@ -106,6 +106,7 @@ class Progress:
         self._takings = 0
         self._workers = 1
         self._timed = [0.0, 0.0]  # finished cells' expected and real seconds
+        self._timed_cells = 0  # how many of them, each recorded above 0 s
         self._guessed: set[str] = set()  # cells never timed: their seconds are a guess
         self._by_guess: dict[float, list[float]] = {}  # a guess: its finished cells' seconds
         self._said_running = self.clock()
@@ -160,6 +161,7 @@ class Progress:
         elif began is not None and expected is not None:
             self._timed[0] += expected
             self._timed[1] += result.seconds
+            self._timed_cells += 1 if expected > 0 else 0
 
     def eta(self) -> float | None:
         """Seconds until the run should end (eta.py: the cells still to start placed on the
@@ -186,7 +188,7 @@ class Progress:
         queued = tuple(self._expected[c] for c in waiting if c not in self._guessed)
         measured = tuple(self._seconds(c) for c in waiting if c in self._guessed)
         return eta_seconds(RunState(queued, running, self._timed[0], self._timed[1],
-                                    self._workers, measured))
+                                    self._timed_cells, self._workers, measured))
 
     def _seconds(self, cell_id: str) -> float:
         """A cell's seconds for the ETA: its record, or for a cell never timed the mean of
