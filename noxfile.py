@@ -316,6 +316,17 @@ def _e2e(session: nox.Session) -> None:
     _timed_lane(session, "e2e", "tests/e2e", *E2E_WORKERS, "--durations=25")
 
 
+# The unit lane in two worker processes where there are two cores, a test to a worker:
+# its tests are pure and each runs in a sandbox of its own (tests/unit/conftest.py), so
+# none depends on which process ran the one before it. In one process the lane took 289 s
+# of CI's 2 cores, one of them idle.
+UNIT_WORKERS = ["-n", str(min(2, os.cpu_count() or 1))]
+
+
+def _unit(session: nox.Session, *args: str) -> None:
+    _timed_lane(session, "unit", "tests/unit", *UNIT_WORKERS, *args)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff, import-linter's layers, actionlint and zizmor on the workflows."""
@@ -341,7 +352,7 @@ def docs(session: nox.Session) -> None:
 def unit(session: nox.Session) -> None:
     """The fast lane: tests/unit (no compiler, no network)."""
     _dev(session, "test")
-    _timed_lane(session, "unit", "tests/unit", *session.posargs)
+    _unit(session, *session.posargs)
 
 
 @nox.session
@@ -369,7 +380,7 @@ def tests(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
     else:
-        _timed_lane(session, "unit", "tests/unit")
+        _unit(session)
         _e2e(session)
 
 

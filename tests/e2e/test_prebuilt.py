@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import cudamatrix
+from conftest import Run, cudamatrix, main_job_cache
 
 
 def test_a_prebuilt_run_gives_the_earlier_runs_verdicts(tmp_path: Path) -> None:
@@ -63,16 +63,20 @@ def test_a_prebuilt_cells_machine_code_checks_and_kernel_name_are_judged_again(
     assert cell["kernel"]["lowered"] == "_ZN2ns5spillILi64EEEvPf", cell["kernel"]
 
 
-def test_a_prebuilt_shared_library_is_loaded_with_its_toolkits_runtime(tmp_path: Path) -> None:
+def test_a_prebuilt_shared_library_is_loaded_with_its_toolkits_runtime(
+        tmp_path: Path, main_job: Run) -> None:
     """A host-entry case's libcase.so links its toolkit's CUDA runtime; on the GPU machine
     that takes it prebuilt, the toolkit is prepared by that machine's provider for it, so
     the library finds libcudart there (it was a skip there: "libcudart.so.12: cannot open
-    shared object file"). CUTLASS's Hopper GEMM built by the 13.0 wheels' nvcc."""
+    shared object file"). CUTLASS's Hopper GEMM built by the 13.0 wheels' nvcc: the main
+    job's compiles of these cells, libcase.so with them (this is about the prebuilt run,
+    not the compile: two CUTLASS builds were 140 s of this test)."""
     from cudamatrix.orchestrator.cell_jobs import RUNTIME_FOR_LIBRARY
 
     selection = ("--known-bugs", "--case", "cutlass-sm90", "--toolkit", "13.0",
                  "--arch", "sm_90a")
-    built = cudamatrix("run", *selection, "--no-gpu", out=tmp_path / "built")
+    built = cudamatrix("run", *selection, "--no-gpu", "--compile-cache-from",
+                       str(main_job_cache(main_job)), out=tmp_path / "built")
     assert built.code == 0, built.output[-2000:]
     libraries = sorted(p.parent.name for p in (tmp_path / "built" / "artifacts").glob(
         "*/libcase.so"))

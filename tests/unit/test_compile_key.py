@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudamatrix.orchestrator.compile_cache import compile_key
-from cudamatrix.stages.cell.environment import Environment
+from cudamatrix.stages.cell.environment import Environment, LibraryEnvironment
 from cudamatrix.stages.cell.job import Job
 
 
@@ -238,3 +238,34 @@ def test_an_edit_of_case_toml_that_reaches_no_compiler_keeps_the_key(tmp_path: P
     key = compile_key(job, "wheels")
     toml.write_text('title = "t"\ndescription = "again"\n')
     assert compile_key(job, "wheels") != key, "an included case.toml left the key as it was"
+
+
+def test_a_librarys_headers_beside_its_release_are_keyed_across_cache_folders(
+        tmp_path: Path) -> None:
+    """A Python library's headers (torch's, cuBLAS's for the CUTLASS PyTorch extension) are
+    unpacked beside its release in the cache's libraries folder: their folders were keyed
+    by their whole path, so a run pointed at another cache (--compile-cache-from: CI's
+    shards, the e2e tests reading the main job's cache) missed every such compile and
+    made it again (3 to 6 minutes each). The same release in another cache folder is the
+    same key; other headers are another."""
+    case = tmp_path / "case"
+    case.mkdir()
+    (case / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+
+    def job(cache: Path, headers: str = "#pragma once\n") -> Job:
+        libraries = cache / "libraries"
+        include = libraries / "cutlass_torch-headers-c260d8" / "torch" / "include"
+        include.mkdir(parents=True, exist_ok=True)
+        (include / "torch.h").write_text(headers)
+        (libraries / "cutlass_torch-3.5.0").mkdir(exist_ok=True)
+        library = LibraryEnvironment("cutlass_torch", "3.5.0",
+                                     str(libraries / "cutlass_torch-3.5.0"),
+                                     include_dirs=(str(include),),
+                                     packages={"nvidia-cutlass": "3.5.0.0"})
+        return Job(cell_id="c", arch="sm_90a", source=str(case / "k.cu"),
+                   frontend="nvcc", workdir=str(tmp_path / "w"), timeout=60,
+                   library=library)
+
+    mine = compile_key(job(tmp_path / "one" / "cache"), "wheels")
+    assert compile_key(job(tmp_path / "two" / "cache"), "wheels") == mine
+    assert compile_key(job(tmp_path / "three" / "cache", "#define EDITED\n"), "wheels") != mine

@@ -97,6 +97,7 @@ def test_the_tests_session_times_both_lanes() -> None:
     import inspect
 
     source = inspect.getsource(noxfile.tests)
-    assert '_timed_lane(session, "unit", "tests/unit")' in source
-    assert "_e2e(session)" in source
+    assert "_unit(session)" in source and "_e2e(session)" in source
+    assert '_timed_lane(session, "unit", "tests/unit", *UNIT_WORKERS' \
+        in inspect.getsource(noxfile._unit)
     assert '_timed_lane(session, "e2e"' in inspect.getsource(noxfile._e2e)

@@ -15,6 +15,13 @@ run's folders with --prebuilt finds the tree its `test` command runs in, as afte
 Only a run without GPU stages is served: with a GPU the build's own process runs the test
 in the tree it built, and builds it. A build the run stopped (a timeout, a signal, the
 memory limit) says nothing about the project and is not kept.
+
+Builds are taken, read only, from the caches `--compile-cache-from` names too, as compiles
+are: a CI job's restored cache, a team's shared folder. Their builds ran with that cache's
+paths (the toolkit as $CUDA_HOME, a library on $PYTHONPATH, both unpacked in the cache), so
+the key holds the run's cache folder as a mark, never its path: the same build made from
+the same toolkit and library releases in another cache is the same key (a build kept in a
+CI job's restored cache was made again by every shard pointed at it).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import asdict
+from collections.abc import Iterable
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..common.recorded import read_cache
@@ -51,9 +59,11 @@ def _size(tree: Path) -> int:
     return total
 
 
-def build_key(job: Job, provider: str) -> str | None:
+def build_key(job: Job, provider: str, cache: Path | None = None) -> str | None:
     """Everything that decides a build, hashed; None for a job that is no build or whose
-    inputs no key can stand for (compile_key's Unkeyable)."""
+    inputs no key can stand for (compile_key's Unkeyable). Paths under `cache` (the run's
+    cache folder, as given or resolved) are hashed from it, so another cache's build of
+    the same inputs has the same key (BuildCache's read_from)."""
     if job.build is None or job.build_setting is None:
         return None
     # A build's source is its case's folder: its parent is the corpus, whose other cases
@@ -69,17 +79,39 @@ def build_key(job: Job, provider: str) -> str | None:
                 "setting": asdict(job.build_setting),
                 "environment": set_for_build(build_environment(job)),
                 "path": os.environ.get("PATH", "")}
-    return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+    text = json.dumps(material, sort_keys=True, default=str)
+    if cache is not None:
+        text = _cache_marked(text, cache)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_CACHE_MARK = "<cudamatrix cache>"
+
+
+def _cache_marked(text: str, cache: Path) -> str:
+    """`text` with the cache folder, as given and resolved, written as one mark: a path
+    under it (`/runner/.cache/cudamatrix/toolkits/13.0/...`) and another cache's path to
+    the same file read alike. A path that only starts with the folder's name (`cache2`)
+    is left as it is."""
+    for folder in dict.fromkeys((str(cache), os.path.realpath(cache))):
+        folder = folder.rstrip("/")
+        if folder:
+            text = text.replace(folder + "/", _CACHE_MARK + "/").replace(
+                json.dumps(folder), json.dumps(_CACHE_MARK))
+    return text
 
 
 class BuildCache:
-    """Builds by key under ``<cache>/builds``; disabled (--no-compile-cache), nothing."""
+    """Builds by key under ``<cache>/builds``, and read only under each of `read_from`'s
+    (--compile-cache-from); disabled (--no-compile-cache), nothing."""
 
-    def __init__(self, root: Path, enabled: bool = True) -> None:
+    def __init__(self, root: Path, enabled: bool = True, read_from: Iterable[Path] = ()) -> None:
         self.root, self.enabled = root / "builds", enabled
+        self.read_from = tuple(folder / "builds" for folder in read_from
+                               if (folder / "builds").resolve() != self.root.resolve())
 
-    def _entry(self, key: str) -> Path:
-        return self.root / key[:2] / key
+    def _entry(self, key: str, root: Path | None = None) -> Path:
+        return (root or self.root) / key[:2] / key
 
     def forget(self, key: str) -> None:
         """Drop what is kept for `key`: a retry (--retries) asks the build again, since a
@@ -89,21 +121,29 @@ class BuildCache:
             shutil.rmtree(self._entry(key), ignore_errors=True)
 
     def restore(self, key: str, workdir: Path) -> bool:
-        """The kept build's record and outputs into `workdir` (the cell's folder); False on
-        a miss or an entry that cannot be read."""
-        entry = self._entry(key)
-        if not self.enabled or not (entry / _ENTRY_RECORD).is_file():
+        """The kept build's record and outputs into `workdir` (the cell's folder), from the
+        run's own cache first, then each read-only one (its record then says which, as a
+        compile's `cache_from` does); False on a miss or where no entry can be read."""
+        if not self.enabled:
             return False
-        try:  # a damaged entry (a run killed as it wrote one) is a miss: built again
-            stage = StageResult.from_dict(read_cache(entry / _ENTRY_RECORD))
-            workdir.mkdir(parents=True, exist_ok=True)
-            if (entry / BUILD_SOURCE).is_dir():
-                shutil.copytree(entry / BUILD_SOURCE, workdir / BUILD_SOURCE, symlinks=True,
-                                dirs_exist_ok=True)
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-        (workdir / COMPILE_RECORD).write_text(json.dumps(stage.to_dict()))
-        return True
+        for root in (self.root, *self.read_from):
+            entry = self._entry(key, root)
+            if not (entry / _ENTRY_RECORD).is_file():
+                continue
+            try:  # a damaged entry (a run killed as it wrote one) is a miss: built again
+                stage = StageResult.from_dict(read_cache(entry / _ENTRY_RECORD))
+                workdir.mkdir(parents=True, exist_ok=True)
+                if (entry / BUILD_SOURCE).is_dir():
+                    shutil.copytree(entry / BUILD_SOURCE, workdir / BUILD_SOURCE,
+                                    symlinks=True, dirs_exist_ok=True)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if root != self.root:
+                stage = replace(stage, details={**stage.details,
+                                                "cache_from": str(root.parent)})
+            (workdir / COMPILE_RECORD).write_text(json.dumps(stage.to_dict()))
+            return True
+        return False
 
     def store(self, key: str, workdir: Path, stage: StageResult) -> bool:
         """Keep a build's verdict and, where it built, its tree; False where the stage says

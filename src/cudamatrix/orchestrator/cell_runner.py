@@ -52,7 +52,8 @@ class CellRunner:
         self.device, self.executor = device, executor
         self.cache = CompileCache(options.cache, enabled=options.compile_cache,
                                   read_from=options.compile_cache_from)
-        self.builds = BuildCache(options.cache, enabled=options.compile_cache)
+        self.builds = BuildCache(options.cache, enabled=options.compile_cache,
+                                 read_from=options.compile_cache_from)
         # The run's limit counts from its start, set-up included: a CI job's own limit does.
         begun = time.monotonic() if started is None else started
         self.deadline = (begun + options.run_timeout) if options.run_timeout else None
@@ -120,7 +121,7 @@ class CellRunner:
         if job.prebuilt is not None or job.gpu_stages \
                 or not frontend(job.frontend).builds_project:
             return job
-        prepared.build_key = build_key(job, self.envs.provider)
+        prepared.build_key = build_key(job, self.envs.provider, self.options.cache)
         if prepared.build_key is not None and retry:
             self.builds.forget(prepared.build_key)
             return job
