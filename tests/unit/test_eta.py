@@ -16,8 +16,10 @@ import pytest
 
 from cudamatrix.config.plan import Cell
 from cudamatrix.orchestrator.progress import Progress, said_duration
+from cudamatrix.record.outcomes import Outcome
 from cudamatrix.record.results import CellResult
 from cudamatrix.stages.cell.result import StageResult
+from cudamatrix.stages.frontends import frontend
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class SimCell:
     name: str
     expected: float  # what cell-timings.json says it took
     real: float  # what it takes on this run's machine
+    kind: str = ""  # never timed: the kind of cell it is like (its case, its frontend)
+    outcome: Outcome = "pass"
 
 
 class _Clock:
@@ -37,7 +41,7 @@ class _Clock:
 
 def _result(cell: SimCell) -> CellResult:
     compiled = StageResult("compile", "ok")
-    return CellResult(cell=Cell(cell.name, "nvrtc", "13.0", "sm_80", "nvrtc"), outcome="pass",
+    return CellResult(cell=Cell(cell.name, "nvrtc", "13.0", "sm_80", "nvrtc"), outcome=cell.outcome,
                       stage="run", reached="run", message="", reason="", expected="",
                       diagnosis=None, stages=(compiled,), seconds=cell.real)
 
@@ -65,7 +69,8 @@ def simulate(cells: list[SimCell], workers: int, at: list[float],
     progress.clock, progress.heartbeat_s, progress.verbosity = clock, 0.0, -1
     progress.start(len(cells))
     ids = {f"{c.name}/nvrtc/13.0/sm_80": c.expected for c in cells}
-    progress.expect(ids, workers, guessed=ids if guessed else ())
+    kinds = {f"{c.name}/nvrtc/13.0/sm_80": (c.kind,) if c.kind else () for c in cells}
+    progress.expect(ids, workers, guessed=kinds if guessed else None)
     events = sorted([(s, 1, c) for s, _, c in placed] + [(e, 0, c) for _, e, c in placed],
                     key=lambda e: (e[0], e[1]))
     samples = sorted({*(f * end for f in at), *(float(t) for t in range(math.ceil(end)))})
@@ -206,6 +211,39 @@ def _first_run_of_a_build_and_kernels() -> list[SimCell]:
 
 def test_cells_guessed_alike_are_taken_at_what_their_kind_has_shown() -> None:
     said = simulate(_first_run_of_a_build_and_kernels(), 1, THIRDS, guessed=True)
+    end = said[0][0]
+    for left, eta in said:
+        if any(math.isclose(left, end * (1 - f)) for f in THIRDS):
+            assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
+        if left > 0:
+            assert said_duration(eta) != "0:00", (left, eta)
+
+
+def _first_run_with_skips_and_kinds_guessed_alike() -> list[SimCell]:
+    """bench/eta.py's first run (42 cells, -j 2, nothing recorded), as it went: twelve
+    cmake builds guessed at 120 s that take 4.4-5.1 s; six CuTe DSL compiles guessed at 1 s
+    that take 3.5-4.4 s; eight NVRTC kernels at 1 s that take 0.06 s; eight nvcc cells of a
+    toolkit without nvcc, skipped at once (0 s), and eight that take 0.8-2.1 s. The skips
+    taught the 1 s guess 0 s and the NVRTC kernels 0.06 s, so the CuTe DSL compiles, last
+    to start, counted nothing: the bar said 0:05 with 15 s left, 0:18 with 31 s left. Each
+    cell here is guessed as its frontend guesses it (`Frontend.guess_s`)."""
+    def guess(name: str) -> float:
+        return frontend(name).guess_s
+
+    builds = [SimCell(f"b{i}", guess("build"), 4.7 + 0.3 * math.sin(i), "build")
+              for i in range(12)]
+    dsl = [SimCell(f"d{i}", guess("cute-dsl"), 4.0 + 0.4 * math.sin(i), "cute-dsl")
+           for i in range(6)]
+    nvrtc = [SimCell(f"r{i}", guess("nvrtc"), 0.06, "nvrtc") for i in range(8)]
+    skipped = [SimCell(f"s{i}", guess("nvcc"), 0.0, "nvcc", "skip") for i in range(8)]
+    nvcc = [SimCell(f"n{i}", guess("nvcc"), 0.8 if i < 4 else 2.0, "nvcc") for i in range(8)]
+    # Cells of one guess are handed out in the plan's order (a stable sort keeps it): the
+    # skips and the NVRTC kernels before the nvcc ones.
+    return [*builds, *dsl, *skipped, *nvrtc, *nvcc]
+
+
+def test_a_first_runs_eta_learns_each_kind_from_its_own_cells_and_nothing_from_a_skip() -> None:
+    said = simulate(_first_run_with_skips_and_kinds_guessed_alike(), 2, THIRDS, guessed=True)
     end = said[0][0]
     for left, eta in said:
         if any(math.isclose(left, end * (1 - f)) for f in THIRDS):

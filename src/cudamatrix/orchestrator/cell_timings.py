@@ -6,8 +6,9 @@ A cell never seen here is given what it cost on the reference machine, where the
 ships that figure (config/data/cell-costs.json: the shipped corpus's cells, written by
 `nox -s cell_costs` from a cold run), so a first run on a new machine starts its longest
 cell first too (the CUTLASS-emitted PyTorch extension, 237 s, started late and made the
-whole first run); else its frontend's guess: a slow frontend's (CUTLASS, a project's
-build) ahead of every kernel seen to take less, a kernel's behind. The file is small
+whole first run); else its frontend's guess (`Frontend.guess_s`: a project's build, a
+CUTLASS GEMM or a PyTorch extension ahead of every kernel seen to take less, a CuTe DSL
+compile ahead of an NVRTC one). The file is small
 (one number per cell), bounded, and rewritten whole after each run; a damaged or
 unwritable one is no timing, never an error. Each figure read is a number of seconds from
 0 to a day: `1e308` in a damaged file was infinity once two cells were summed, which the
@@ -32,9 +33,6 @@ from ..stages.frontends import frontend
 
 FILE = "cell-timings.json"
 MAX_CELLS = 50_000
-# Seconds guessed for a cell never timed: slow frontends first, as before any timing.
-GUESS_SLOW_S = 120.0
-GUESS_S = 1.0
 # The most a recorded cell is taken to cost: longer than any cell's limits let it run, and
 # small enough that a run's cells summed stay a figure a clock can say.
 MAX_SECONDS = 24 * 3600.0
@@ -90,13 +88,21 @@ class CellTimings:
         key = _key(cell)
         return key not in self.seconds and key not in self.shipped
 
+    @staticmethod
+    def alike(cell: Cell) -> tuple[str, ...]:
+        """The kinds of cell a never-timed cell is taken to cost like, most alike first:
+        the cells of its case (the same source for another arch or toolkit), then of its
+        frontend. Its guess is shared by frontends that cost nothing alike (a CuTe DSL
+        compile of 4 s and an NVRTC one of 0.06 s are both guessed at 1 s)."""
+        return (f"case:{cell.case}", f"frontend:{cell.frontend}")
+
     def expected(self, cell: Cell) -> float:
         """This machine's last cold time of the cell, else the reference machine's, else
         its frontend's guess."""
         for known in (self.seconds.get(_key(cell)), self.shipped.get(_key(cell))):
             if known is not None:
                 return known
-        return GUESS_SLOW_S if frontend(cell.frontend).slow else GUESS_S
+        return frontend(cell.frontend).guess_s
 
     def schedule(self, cells: Sequence[Cell]) -> list[Cell]:
         """The cells, longest expected first (ties in plan order)."""

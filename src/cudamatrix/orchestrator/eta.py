@@ -11,9 +11,12 @@ go (it counted 0, and a torch extension's five minutes read 0:00 ten times); and
 workers, by placing the cells still to start on them longest first as the run does (a sum
 over the workers said 0:17 where one long cell had 79 s to go). A cell never timed is
 given its frontend's guess, which is no machine's record: its cost is `measured` (what the
-cells of its guess took in this run, else the guess), never scaled by the speed nor
-teaching it (a first run's builds guessed at 120 s that took 8 made every kernel guessed
-at 1 s cost 0.07, and the ETA said 0:17 with 35 s left).
+finished cells of its case took in this run, else those of its frontend, else those of its
+guess, else the guess: progress.py), never scaled by the speed nor teaching it (a first
+run's builds guessed at 120 s that took 8 made every kernel guessed at 1 s cost 0.07, and
+the ETA said 0:17 with 35 s left). A skipped cell teaches nothing: eight nvcc cells of a
+toolkit without nvcc, done in 0 s, made every cell guessed alike cost 0 s (0:05 said with
+15 s left).
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..common.log_line import say
 from ..record.diagnose import said_beyond, said_first
-from ..record.outcomes import FAILING
+from ..record.outcomes import FAILING, NOT_RUN
 from ..stages.cell.result import TOGETHER_SECONDS
 from .eta import RunningCell, RunState, eta_seconds
 
@@ -107,21 +107,24 @@ class Progress:
         self._workers = 1
         self._timed = [0.0, 0.0]  # finished cells' expected and real seconds
         self._timed_cells = 0  # how many of them, each recorded above 0 s
-        self._guessed: set[str] = set()  # cells never timed: their seconds are a guess
-        self._by_guess: dict[float, list[float]] = {}  # a guess: its finished cells' seconds
+        # Cells never timed (their seconds a guess): the kinds each is like, most alike first.
+        self._guessed: dict[str, tuple[str, ...]] = {}
+        self._by_kind: dict[str, list[float]] = {}  # a kind: its finished cells' seconds
         self._said_running = self.clock()
         self._stop = threading.Event()
 
     def expect(self, seconds: Mapping[str, float], workers: int,
-               guessed: Collection[str] = ()) -> None:
+               guessed: Mapping[str, tuple[str, ...]] | None = None) -> None:
         """What the ETA is made of: the seconds each cell still to run took last time
         (cell-timings.json), by cell id, and how many cells run at once; `guessed`, the
-        cells never timed, whose seconds are their frontend's guess (eta.py takes them at
-        what the cells of their guess take in this run). Starts the heartbeat that names
-        the running cells (the plain lines only)."""
+        cells never timed, whose seconds are their frontend's guess, each with the kinds
+        of cell it is like, most alike first (its case, its frontend: eta.py takes it at
+        what the finished cells of its first kind with one took in this run, else of its
+        guess). Starts the heartbeat that names the running cells (the plain lines only)."""
         with self._lock:
             self._expected = {c: _expected_seconds(s) for c, s in seconds.items()}
-            self._guessed = set(guessed) & set(self._expected)
+            self._guessed = {c: tuple(k) for c, k in (guessed or {}).items()
+                             if c in self._expected}
             self._workers = max(1, workers)
         if self.heartbeat_s > 0 and self.verbosity >= 0:
             threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True).start()
@@ -156,9 +159,12 @@ class Progress:
         began = self._running.pop(result.cell.id, None)
         self._taken.pop(result.cell.id, None)
         expected = self._expected.pop(result.cell.id, None)
-        if began is not None and expected is not None and result.cell.id in self._guessed:
-            self._by_guess.setdefault(expected, []).append(result.seconds)
-        elif began is not None and expected is not None:
+        if began is None or expected is None or result.outcome in NOT_RUN:
+            return  # a skipped cell's 0 s made its kind's cells cost 0 s (-66% two thirds in)
+        if result.cell.id in self._guessed:
+            for kind in self._kinds(result.cell.id, expected):
+                self._by_kind.setdefault(kind, []).append(result.seconds)
+        else:
             self._timed[0] += expected
             self._timed[1] += result.seconds
             self._timed_cells += 1 if expected > 0 else 0
@@ -172,7 +178,7 @@ class Progress:
 
     def _eta(self) -> float | None:
         if not self._expected:
-            return None if not (self._timed[0] or self._by_guess) else 0.0
+            return None if not (self._timed[0] or self._by_kind) else 0.0
         now = self.clock()
         # The cells a worker took up at once (a group built by one compile) are one piece
         # of its work: their records summed against the time the group has run.
@@ -190,12 +196,23 @@ class Progress:
         return eta_seconds(RunState(queued, running, self._timed[0], self._timed[1],
                                     self._timed_cells, self._workers, measured))
 
+    def _kinds(self, cell_id: str, expected: float) -> tuple[str, ...]:
+        """The kinds a never-timed cell is like, most alike first, its guess's last (cells
+        of one frontend guessed alike: a CuTe DSL compile and an NVRTC one are both 1 s)."""
+        return (*self._guessed[cell_id], f"guess:{expected!r}")
+
     def _seconds(self, cell_id: str) -> float:
         """A cell's seconds for the ETA: its record, or for a cell never timed the mean of
-        what the cells of its guess took in this run (the guess until one has finished)."""
+        what the finished cells of the most alike of its kinds took in this run (the
+        guess until one has finished)."""
         expected = self._expected[cell_id]
-        seen = self._by_guess.get(expected) if cell_id in self._guessed else None
-        return sum(seen) / len(seen) if seen else expected
+        if cell_id not in self._guessed:
+            return expected
+        for kind in self._kinds(cell_id, expected):
+            seen = self._by_kind.get(kind)
+            if seen:
+                return sum(seen) / len(seen)
+        return expected
 
     def running_line(self) -> str | None:
         """The cells running now, longest-running first, and the ETA: None when none runs."""

@@ -185,7 +185,7 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
     groups = compile_groups(todo, strategy, timings.expected, options.jobs)
     ordered = timings.in_order(groups, options.order)
     progress.expect({c.id: timings.expected(c) for c in todo}, options.jobs,
-                    guessed=[c.id for c in todo if timings.guessed(c)])
+                    guessed={c.id: timings.alike(c) for c in todo if timings.guessed(c)})
     # Each environment prepared ahead of its cells, in the schedule's order, and each group
     # taken up as its environments are ready (prefetch.py).
     changed = threading.Condition()

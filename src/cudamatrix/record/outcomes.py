@@ -24,6 +24,10 @@ FAILING: frozenset[Outcome] = frozenset({"fail", "error"})
 WORKING: frozenset[Outcome] = frozenset({"pass", "xfail", "xpass"})
 # The outcomes a live progress bar keeps quiet about: nothing a reader must act on.
 QUIET: frozenset[Outcome] = frozenset({"pass", "xfail", "skip"})
+# The outcomes of a cell decided without doing its work (a toolkit without the tool its
+# frontend needs, an arch out of its range): its seconds say nothing of what its kind of
+# cell costs, so the ETA learns nothing from them.
+NOT_RUN: frozenset[Outcome] = frozenset({"skip"})
 # The outcomes a JUnit file writes as a failed test (pytest's strict xfail writes an
 # unexpected pass so).
 JUNIT_FAILURES: frozenset[Outcome] = frozenset({"fail", "xpass"})

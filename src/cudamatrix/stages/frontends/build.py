@@ -15,5 +15,5 @@ def _build_steps(job: Job) -> list[Step]:
     return build_steps(job)
 
 
-register(Frontend("build", steps=_build_steps, needs=("nvcc",), cached=False, slow=True,
+register(Frontend("build", steps=_build_steps, needs=("nvcc",), cached=False, guess_s=120.0,
                   builds_project=True, reports_resources=True))

@@ -58,4 +58,5 @@ def compile_python_case(job: Job) -> Build:
                  ptx if ptx.exists() else None, cubin if cubin.exists() else None)
 
 
-register(Frontend("cute-dsl", compile=compile_python_case, library="cute_dsl", toolkit_free=True))
+register(Frontend("cute-dsl", compile=compile_python_case, library="cute_dsl", toolkit_free=True,
+                  guess_s=4.0))

@@ -6,4 +6,4 @@ from .nvcc import compile_nvcc, compile_together
 from .registry import Frontend, register
 
 register(Frontend("cutlass", compile=compile_nvcc, compile_together=compile_together,
-                  needs=("nvcc",), library="cutlass", slow=True, reports_resources=True))
+                  needs=("nvcc",), library="cutlass", guess_s=120.0, reports_resources=True))

@@ -146,4 +146,5 @@ def compile_nvrtc(job: Job) -> Build:
 
 
 register(Frontend("nvrtc", compile=compile_nvrtc, command_lines=nvrtc_lines, needs=("nvrtc",),
+                  guess_s=0.25,
                   reports_resources=True))

@@ -91,7 +91,13 @@ class Frontend:
     # A case option that sends the source through a preprocessor before the arch flag is
     # added (CuPy's jitify): with it set, the arch never reached that step.
     arch_bypass_option: str | None = None
-    slow: bool = False  # slow to build (CUTLASS): started first, not left alone at the end
+    # Seconds a cell of it is guessed to take before a run has timed one here or on the
+    # reference machine: the first run's order (longest first, so a slow build is not left
+    # alone at the end) and the ETA until a cell of its kind has finished (cell_timings).
+    # On a 2-core machine: an NVRTC or nvcc kernel 0.1-2 s, a CuTe DSL compile 3.5-4.4 s,
+    # a CUTLASS GEMM a minute, a project's build or a PyTorch extension minutes. One guess
+    # for every fast frontend made a CuTe DSL compile cost what an NVRTC one took (0.06 s).
+    guess_s: float = 1.0
     # Its cells' limit (seconds) where neither the case's `timeout` nor --cell-timeout sets
     # one; None: the run's default. A torch extension compiles for minutes, and met the
     # run's 300 s on a loaded laptop where it needed 469.

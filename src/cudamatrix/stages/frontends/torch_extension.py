@@ -397,6 +397,7 @@ TIMEOUT_S = 1800.0
 
 
 register(Frontend(NAME, steps=torch_extension_steps, needs=("nvcc",), library="torch",
-                  cached=False, timeout_s=TIMEOUT_S, reports_resources=True, python_headers=True,
+                  cached=False, timeout_s=TIMEOUT_S, guess_s=300.0, reports_resources=True,
+                  python_headers=True,
                   options=tuple(k for k, _ in OPTIONS), option_defaults=OPTIONS,
                   path_options=(("sources", PATHS), ("cxx_flags", FLAGS))))
