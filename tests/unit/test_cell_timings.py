@@ -188,3 +188,66 @@ def test_a_cell_is_guessed_until_timed_here_or_on_the_reference_machine(
     assert timings.guessed(never) and not timings.guessed(shipped)
     timings.record([_result(never, 2.0)])
     assert not CellTimings(tmp_path).guessed(never)
+
+
+def test_a_cell_expected_to_hang_costs_its_limit_before_it_ever_ran(tmp_path: Path) -> None:
+    """Issue 81: a first run on an H100 guessed the faults corpus's kernel that never
+    returns (its case expects a timeout at run, `timeout = 20`) at nvcc's one second, so it
+    started late, and the timed cells, which wait for an idle GPU, waited out its 20 s
+    after every other cell (44.9 s against 36.0 s with the costs recorded). Its limit is
+    known from its case: where a GPU runs it, it is its cost and it starts first; where
+    none does, it stops at compile like its neighbours and is guessed like them."""
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.defaults import DEFAULT_MATRIX
+    from cudamatrix.config.matrix import load_matrix
+    from cudamatrix.config.options import RunOptions
+    from cudamatrix.config.plan import expand
+    from cudamatrix.orchestrator.cell_jobs import runs_to_its_limit
+
+    data = Path(__file__).parents[1] / "data" / "gpu-faults"
+    cases = {c.id: c for c in load_corpus([data])}
+    matrix = load_matrix(DEFAULT_MATRIX)
+    cells = [c for c in expand(matrix, matrix.tiers["nightly"], list(cases.values()),
+                               toolkits=["13.0"], archs=["sm_90"], cache=tmp_path / "c")]
+    hang = next(c for c in cells if c.variant == "never-returns")
+    options = RunOptions()
+
+    def variant(c: Cell) -> Any:
+        return next(v for v in cases[c.case].variants if v.name == c.variant)
+
+    def limits(gpu: bool) -> dict[Cell, float]:
+        return {c: limit for c in cells
+                if (limit := runs_to_its_limit(variant(c), c, options, gpu)) is not None}
+
+    assert limits(gpu=True) == {hang: 20.0}
+    assert limits(gpu=False) == {}
+    on_a_gpu = CellTimings(tmp_path, limits=limits(gpu=True))
+    assert on_a_gpu.schedule(cells)[0] == hang
+    assert on_a_gpu.expected(hang) == 20.0 and not on_a_gpu.guessed(hang)
+    assert CellTimings(tmp_path, limits=limits(gpu=False)).guessed(hang)
+    # What it took here wins over its limit, as for every other cell.
+    on_a_gpu.record([_result(hang, 24.8)])
+    assert CellTimings(tmp_path, limits=limits(gpu=True)).expected(hang) == 24.8
+
+
+def test_a_compiler_expected_to_hang_costs_its_limit_without_a_gpu(tmp_path: Path) -> None:
+    """A case that expects its compiler to run to the limit (stage compile) costs it on
+    every machine; the case's `timeout` is the limit, else --cell-timeout."""
+    from cudamatrix.config.corpus import load_corpus
+    from cudamatrix.config.options import RunOptions
+    from cudamatrix.orchestrator.cell_jobs import runs_to_its_limit
+
+    case = tmp_path / "corpus" / "slow-template"
+    case.mkdir(parents=True)
+    (case / "k.cu").write_text("__global__ void k() {}\n")
+    (case / "case.toml").write_text(
+        'title = "a template that takes the compiler past its limit"\n'
+        '[[variant]]\nname = "own-limit"\nsource = "k.cu"\nfrontend = "nvcc"\ntimeout = 45\n'
+        '  [[variant.expect]]\n  outcome = "timeout"\n  stage = "compile"\n'
+        '[[variant]]\nname = "run-limit"\nsource = "k.cu"\nfrontend = "nvcc"\n'
+        '  [[variant.expect]]\n  outcome = "timeout"\n  stage = "compile"\n')
+    own, run_limit = load_corpus([tmp_path / "corpus"])[0].variants
+    cell = Cell("slow-template", "own-limit", "13.0", "sm_90", "nvcc")
+    assert runs_to_its_limit(own, cell, RunOptions(), gpu=False) == 45.0
+    assert runs_to_its_limit(run_limit, replace(cell, variant="run-limit"),
+                             RunOptions(cell_timeout=90), gpu=False) == 90.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..common.files import write_atomic
@@ -76,17 +76,21 @@ def _key(cell: Cell) -> str:
 
 
 class CellTimings:
-    def __init__(self, cache: Path) -> None:
+    def __init__(self, cache: Path, limits: Mapping[Cell, float] | None = None) -> None:
+        """`limits`: the cells known to run to their limit, each with it (a hang the case
+        declares, cell_jobs.runs_to_its_limit): what such a cell costs before it ran."""
         self.path = cache / FILE
         self.seconds: dict[str, float] = _all_seconds(read_cache(self.path))
         self.shipped = shipped_costs()
+        self.limits = dict(limits or {})
 
     def guessed(self, cell: Cell) -> bool:
         """Whether the cell's expected seconds are only its frontend's guess (timed neither
-        here nor on the reference machine): the ETA then learns its cost from the cells of
-        its guess in this run instead of scaling the guess (orchestrator/eta.py)."""
+        here nor on the reference machine, nor known to run to its limit): the ETA then
+        learns its cost from the cells of its guess in this run instead of scaling the
+        guess (orchestrator/eta.py)."""
         key = _key(cell)
-        return key not in self.seconds and key not in self.shipped
+        return key not in self.seconds and key not in self.shipped and cell not in self.limits
 
     @staticmethod
     def alike(cell: Cell) -> tuple[str, ...]:
@@ -98,11 +102,11 @@ class CellTimings:
 
     def expected(self, cell: Cell) -> float:
         """This machine's last cold time of the cell, else the reference machine's, else
-        its frontend's guess."""
+        its limit where it is known to run to it, else its frontend's guess."""
         for known in (self.seconds.get(_key(cell)), self.shipped.get(_key(cell))):
             if known is not None:
                 return known
-        return frontend(cell.frontend).guess_s
+        return max(frontend(cell.frontend).guess_s, self.limits.get(cell, 0.0))
 
     def schedule(self, cells: Sequence[Cell]) -> list[Cell]:
         """The cells, longest expected first (ties in plan order)."""

@@ -49,6 +49,7 @@ from ..record.results import (
 )
 from ..stages.cell.result import StageResult
 from ..stages.frontends import frontend
+from .cell_jobs import runs_to_its_limit
 from .cell_runner import CellRunner, Prepared
 from .cell_timings import CellTimings
 from .compile_strategy import CompileCores, compile_groups, strategy_of
@@ -145,7 +146,10 @@ def _execute(options: RunOptions, plan: Plan, progress: Progress,
                         options.docker_flavour, container_timeout=options.container_timeout,
                         cuda_compat=options.cuda_compat, ledger=ledger)
     todo = [c for c in plan.cells if c.id not in done]
-    timings = CellTimings(options.cache)
+    # A cell its case expects to hang costs its limit: known before any run, it starts first.
+    timings = CellTimings(options.cache, limits={
+        c: limit for c in todo
+        if (limit := runs_to_its_limit(plan.variant(c), c, options, device.present))})
     # The project's [paths] trees are read like case folders (read-only in a container).
     # The driver's PTX JIT kept per driver (and, by its server, per GPU kind): a warm re-run
     # JIT-compiled every sm_80 module again (29.6 s of 35 on an H200); cold without the
