@@ -19,6 +19,8 @@
 #   cold-recorded        every cache off, the costs the cold run recorded kept (a runner
 #                        that has run the corpus before, a common header changed);
 #   before-recorded      the same with the code before (BEFORE=DIR, its src/);
+#   first-off            every cache off and no cost recorded: a first run ever again;
+#   before-first-off     the same with the code before;
 #   off-reversed-apart   every cache off, --order reversed, each arch compiled apart (the
 #                        floor's single-arch compiles and compile work);
 # then the same PTX JIT-compiled one after another and side by side (jit_side_by_side.py),
@@ -88,6 +90,13 @@ run cold-recorded "$CACHE" --no-compile-cache
 if [ -n "${BEFORE:-}" ]; then
   PY_PATH=$BEFORE run before-recorded "$CACHE" --no-compile-cache
 fi
+# A first run ever again, every cache off and no cost recorded, the code as it is and
+# BEFORE's: what the schedule's first guesses make of a cold run (a hang its case declares
+# costs its limit before it ran, cell_jobs.runs_to_its_limit).
+run first-off "$CACHE" --no-compile-cache
+if [ -n "${BEFORE:-}" ]; then
+  PY_PATH=$BEFORE run before-first-off "$CACHE" --no-compile-cache
+fi
 echo "== the PTX JIT one after another and side by side ($(left) s left)"
 timeout $(( $(left) > 200 ? 200 : $(left) )) python3 bench/gpu/jit_side_by_side.py "$JOBS" \
   "$WORK/runs/cold" "$CACHE" > "$OUT/jit.txt" 2>&1; cat "$OUT/jit.txt"
@@ -102,11 +111,11 @@ for cell in json.load(open(sys.argv[1]))["cells"]:
               "|", cell.get("message", ""), "|", json.dumps(cell.get("diagnosis"))[:600])
 PY
 head -3 "$OUT/offline-rope.txt"
-python3 bench/evidence/hermetic-h100/compare.py $(for n in cold warm cold-recorded off-reversed-apart before-recorded; do
+python3 bench/evidence/hermetic-h100/compare.py $(for n in cold warm cold-recorded first-off before-first-off off-reversed-apart before-recorded; do
   [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/verdicts.txt" 2>&1
 echo "verdicts compared: rc=$? $(tail -1 "$OUT/verdicts.txt")"
 python3 bench/gpu/cold_jit_summary.py "$OUT" "$WORK" "$JOBS" | tee "$OUT/summary.txt"
-python3 bench/gpu/cell_seconds.py $(for n in cold warm cold-recorded before-recorded; do
+python3 bench/gpu/cell_seconds.py $(for n in cold first-off before-first-off warm cold-recorded before-recorded; do
   [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/cell-seconds.txt" 2>&1
 (cd "$WORK/runs" && tar czf "$OUT/results.tgz" */results.json)
 # At most 8 files come back: the summary, and everything else in one archive.

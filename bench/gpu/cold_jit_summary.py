@@ -46,7 +46,8 @@ def main() -> int:
               f"load stage {sum(s.get('seconds', 0) for s in loads):.1f} s over {len(loads)} "
               f"loads, {len(jits)} of them PTX JIT ({sum(s.get('seconds', 0) for s in jits):.1f}"
               f" s); GPUs {len(servers - {None})}")
-    for before, after in (("cold-one-server", "off-plan"), ("before-recorded", "cold-recorded")):
+    for before, after in (("cold-one-server", "off-plan"), ("before-recorded", "cold-recorded"),
+                          ("before-first-off", "first-off")):
         if before in walls and after in walls:
             print(f"the code before ({before}) against the code now ({after}): "
                   f"{walls[before][0] / walls[after][0]:.2f}x")
