@@ -16,6 +16,7 @@
 #   cold                 servers side by side, a fresh compile cache and JIT cache;
 #   warm                 the same cache again, a fresh --out;
 #   warm-no-faults       the warm run less the faults corpus (nothing runs to a limit);
+#   warm-realworld       the same less the timed saxpy too (the real-world kernels alone);
 #   cold-recorded        every cache off, the costs the cold run recorded kept (a runner
 #                        that has run the corpus before, a common header changed);
 #   before-recorded      the same with the code before (BEFORE=DIR, its src/);
@@ -54,12 +55,16 @@ echo "$(( $(echo $CELLS | wc -w) / 2 )) cells" | tee -a "$OUT/gpu.txt"
 # and less the faults corpus (a warm re-run's seconds a cell, with nothing that runs to a limit).
 NO_HANG=$(echo $CELLS | sed 's#--cell faults/never-returns/[^ ]*##g')
 NO_FAULTS=$(echo $CELLS | sed 's#--cell faults/[^ ]*##g')
+# The real-world kernels alone (no fault, no timed saxpy, each timing alone on the GPU).
+REAL_ONLY=$(echo $NO_FAULTS | sed 's#--cell saxpy/[^ ]*##g')
 python3 -c "
 from cudamatrix.stages.device.load_run import GpuSession
 s = GpuSession(); print('NVML: this process holds', s.held_bytes() >> 20, 'MiB')" | tee -a "$OUT/gpu.txt"
 CACHE=$WORK/cache
 run() {  # name, cache, more options; PY_PATH overrides the source
   local name=$1 cache=$2; shift 2
+  # RUNS="cold warm ...": only those runs (a second call re-sampling some figures).
+  if [ -n "${RUNS:-}" ] && [[ " $RUNS " != *" $name "* ]]; then return; fi
   local budget=$(( $(left) - 10 ))
   if [ $budget -lt 30 ]; then echo "$name: skipped, $(left) s left" | tee -a "$OUT/walls-skipped.txt"; return; fi
   # A cold run is a first run: no timings but the shipped ones; a warm one keeps them, and
@@ -82,6 +87,7 @@ rm -f "$OUT/walls.txt"
 run cold "$CACHE"
 run warm "$CACHE"
 ONLY=$NO_FAULTS run warm-no-faults "$CACHE"
+ONLY=$REAL_ONLY run warm-realworld "$CACHE"
 nvcc -O3 -arch=sm_90 -o /tmp/saxpy_reference bench/gpu/saxpy_reference.cu && \
   /tmp/saxpy_reference > "$OUT/reference.json"
 # Caches off with the cold run's costs recorded: the code as it is, then BEFORE's (a timed
@@ -115,7 +121,7 @@ python3 bench/evidence/hermetic-h100/compare.py $(for n in cold warm cold-record
   [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/verdicts.txt" 2>&1
 echo "verdicts compared: rc=$? $(tail -1 "$OUT/verdicts.txt")"
 python3 bench/gpu/cold_jit_summary.py "$OUT" "$WORK" "$JOBS" | tee "$OUT/summary.txt"
-python3 bench/gpu/cell_seconds.py $(for n in cold first-off before-first-off warm cold-recorded before-recorded; do
+python3 bench/gpu/cell_seconds.py $(for n in cold first-off before-first-off warm warm-no-faults warm-realworld cold-recorded before-recorded; do
   [ -f "$WORK/runs/$n/results.json" ] && echo "$WORK/runs/$n"; done) > "$OUT/cell-seconds.txt" 2>&1
 (cd "$WORK/runs" && tar czf "$OUT/results.tgz" */results.json)
 # At most 8 files come back: the summary, and everything else in one archive.
