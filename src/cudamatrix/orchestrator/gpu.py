@@ -53,18 +53,35 @@ def _driver_version_string() -> str:
     return said.decode() if isinstance(said, bytes) else str(said)
 
 
-def probe() -> DeviceInfo:
+def initialised_driver() -> tuple[Any, str]:
+    """cuda-bindings' driver API after cuInit, or None and why there is none: the one
+    place a process first reaches the driver. cuda-bindings 13 finds libcuda through
+    cuda.pathfinder, which raises (a RuntimeError) where no driver library loads, where
+    earlier releases returned an error status: a compile-only runner or a container
+    started without the GPU, with the gpu extra installed, ended every run in that
+    traceback."""
     try:
         from cuda.bindings import driver
     except ImportError:
         try:
             ctypes.CDLL("libcuda.so.1")
         except OSError:
-            return DeviceInfo(reason="no NVIDIA driver on this machine (libcuda.so.1 not found)")
-        return DeviceInfo(reason="cuda-bindings is not installed (pip install 'cudamatrix[gpu]')")
-    (status,) = driver.cuInit(0)
+            return None, "no NVIDIA driver on this machine (libcuda.so.1 not found)"
+        return None, "cuda-bindings is not installed (pip install 'cudamatrix[gpu]')"
+    try:
+        (status,) = driver.cuInit(0)
+    except (RuntimeError, OSError) as exc:
+        said = " ".join(str(exc).split()) or type(exc).__name__
+        return None, f"no NVIDIA driver on this machine (the driver library did not load: {said})"
     if status != driver.CUresult.CUDA_SUCCESS:
-        return DeviceInfo(reason=f"no usable CUDA driver: cuInit returned {status.name}")
+        return None, f"no usable CUDA driver: cuInit returned {status.name}"
+    return driver, ""
+
+
+def probe() -> DeviceInfo:
+    driver, why_not = initialised_driver()
+    if driver is None:
+        return DeviceInfo(reason=why_not)
     status, count = driver.cuDeviceGetCount()
     if status != driver.CUresult.CUDA_SUCCESS or count == 0:
         return DeviceInfo(reason="the CUDA driver sees no GPU")

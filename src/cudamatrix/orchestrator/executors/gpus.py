@@ -36,6 +36,7 @@ from ...stages.process.hang import stage_entered
 from ...stages.process.hermetic import JIT_CACHE_ENV
 from ...stages.process.limits import read_bounded
 from ...stages.runtime.gpu_server import GPU_OUTPUT_FILE
+from ..gpu import initialised_driver
 from .outcome import timed_out, with_process_output
 
 # A server gets this long past a cell's limit to answer (it writes the cell's stack at the
@@ -67,10 +68,8 @@ class Gpu:
 
 def visible_gpus() -> list[Gpu]:
     """The GPUs this process may use, in CUDA's order (CUDA_VISIBLE_DEVICES honoured)."""
-    from cuda.bindings import driver as cu
-
-    (status,) = cu.cuInit(0)
-    if status != cu.CUresult.CUDA_SUCCESS:
+    cu, _ = initialised_driver()
+    if cu is None:
         return []
     status, count = cu.cuDeviceGetCount()
     if status != cu.CUresult.CUDA_SUCCESS:
