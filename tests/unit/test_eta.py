@@ -117,6 +117,21 @@ def _long_cells_overrun() -> list[SimCell]:
             for i, s in enumerate(recorded)]
 
 
+def _within_a_quarter(said: list[tuple[float, float]], at: list[float]) -> None:
+    end = said[0][0]
+    checked = [(left, eta) for left, eta in said
+               if any(math.isclose(left, end * (1 - f)) for f in at)]
+    assert len(checked) == len(at)
+    for left, eta in checked:
+        assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
+
+
+def _never_0_00_while_a_cell_runs(said: list[tuple[float, float]]) -> None:
+    for left, eta in said:
+        if left > 0:
+            assert said_duration(eta) != "0:00", (left, eta)
+
+
 @pytest.mark.parametrize("cells, workers, at", [
     (_forty_cells(), 4, THIRDS),
     (_forty_cells(), 2, THIRDS),
@@ -130,20 +145,12 @@ def test_after_a_third_of_the_run_the_eta_is_within_a_quarter_of_the_truth(
         cells: list[SimCell], workers: int, at: list[float]) -> None:
     """Where the run has shown its speed by then: a cell that has neither finished nor
     passed its record says nothing of the machine, and the record is all there is."""
-    said = simulate(cells, workers, at)
-    end = said[0][0]
-    checked = [(left, eta) for left, eta in said
-               if any(math.isclose(left, end * (1 - f)) for f in at)]
-    assert len(checked) == len(at)
-    for left, eta in checked:
-        assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
+    _within_a_quarter(simulate(cells, workers, at), at)
 
 
 @pytest.mark.parametrize("cells, workers", [(_torch_run(), 2), (_forty_cells(), 4)])
 def test_the_eta_is_never_0_00_while_a_cell_runs(cells: list[SimCell], workers: int) -> None:
-    for left, eta in simulate(cells, workers, at=[]):
-        if left > 0:
-            assert said_duration(eta) != "0:00", (left, eta)
+    _never_0_00_while_a_cell_runs(simulate(cells, workers, at=[]))
 
 
 def test_the_terminal_bars_eta_moves_while_a_cell_runs() -> None:
@@ -211,12 +218,8 @@ def _first_run_of_a_build_and_kernels() -> list[SimCell]:
 
 def test_cells_guessed_alike_are_taken_at_what_their_kind_has_shown() -> None:
     said = simulate(_first_run_of_a_build_and_kernels(), 1, THIRDS, guessed=True)
-    end = said[0][0]
-    for left, eta in said:
-        if any(math.isclose(left, end * (1 - f)) for f in THIRDS):
-            assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
-        if left > 0:
-            assert said_duration(eta) != "0:00", (left, eta)
+    _within_a_quarter(said, THIRDS)
+    _never_0_00_while_a_cell_runs(said)
 
 
 def _first_run_with_skips_and_kinds_guessed_alike() -> list[SimCell]:
@@ -244,12 +247,8 @@ def _first_run_with_skips_and_kinds_guessed_alike() -> list[SimCell]:
 
 def test_a_first_runs_eta_learns_each_kind_from_its_own_cells_and_nothing_from_a_skip() -> None:
     said = simulate(_first_run_with_skips_and_kinds_guessed_alike(), 2, THIRDS, guessed=True)
-    end = said[0][0]
-    for left, eta in said:
-        if any(math.isclose(left, end * (1 - f)) for f in THIRDS):
-            assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
-        if left > 0:
-            assert said_duration(eta) != "0:00", (left, eta)
+    _within_a_quarter(said, THIRDS)
+    _never_0_00_while_a_cell_runs(said)
 
 
 def _builds_then_kernels() -> list[float]:
@@ -278,15 +277,6 @@ def _loaded_for_a_third(recorded: list[float], workers: int,
             heapq.heappush(free, (start + real, worker))
         end = max(t for t, _ in free)
     return cells
-
-
-def _within_a_quarter(said: list[tuple[float, float]], at: list[float]) -> None:
-    end = said[0][0]
-    checked = [(left, eta) for left, eta in said
-               if any(math.isclose(left, end * (1 - f)) for f in at)]
-    assert len(checked) == len(at)
-    for left, eta in checked:
-        assert abs(eta - left) <= 0.25 * left, (said_duration(left), said_duration(eta))
 
 
 @pytest.mark.parametrize("workers", [2, 4])
